@@ -1,0 +1,142 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type pg from 'pg';
+import { findClaim, insertClaim, lockEventId, updateClaimOutcome, type ClaimOutcome } from '../db/claims';
+import { appendLedgerEntry } from '../db/ledger';
+import { insertOutboxRow, listOutboxForEvent, type OutboxRow } from '../db/outbox';
+import { lockShipment, setPaymentStatus } from '../db/shipments';
+import { withTransaction } from '../db/transaction';
+import { downstreamIdempotencyKey } from '../domain/ids';
+import { paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
+import { capturesMoney, decideTransition, type PaymentStatus } from '../domain/payment-rules';
+import { ErrorCode } from '../errors';
+import { payloadSha256 } from '../lib/hash';
+
+export type ReconcileResult = {
+  outcome: ClaimOutcome;
+  /** True when a claim already existed: this call changed nothing (or applied a parked event). */
+  claimExisted: boolean;
+  shipmentId: string;
+  paymentStatus: PaymentStatus | null;
+  /** The event's downstream effects, as stored; the workflow delivers those still pending. */
+  outbox: Pick<OutboxRow, 'outboxId' | 'target' | 'action' | 'idempotencyKey' | 'status'>[];
+};
+
+export type ReconcileHooks = {
+  /** Test seam: runs after COMMIT and before the activity reports completion. */
+  afterCommit?: (eventId: string, attempt: number) => void | Promise<void>;
+};
+
+/**
+ * One transaction: claim the event ID and apply its business effect together. A repeat returns the
+ * stored outcome and changes nothing; a repeat with another payload is a non-retryable
+ * `idempotency_key_reused`. An `unmatched` claim is retried against the shipment, so a replay applies
+ * it once the shipment exists. Connection and serialization failures are thrown as-is and retried.
+ */
+export async function reconcilePayment(
+  pool: pg.Pool,
+  rawEvent: PaymentEvent,
+  hooks: ReconcileHooks = {},
+): Promise<ReconcileResult> {
+  const parsed = paymentEventSchema.safeParse(rawEvent);
+  if (!parsed.success) {
+    throw ApplicationFailure.nonRetryable('payment event failed validation', ErrorCode.InvalidWorkflowInput);
+  }
+  const event = parsed.data;
+  const sha = payloadSha256(rawEvent);
+
+  const result = await withTransaction(pool, async (tx) => {
+    await lockEventId(tx, event.id);
+    const claim = await findClaim(tx, event.id);
+    if (claim && claim.payloadSha256 !== sha) {
+      throw ApplicationFailure.nonRetryable(
+        'this event ID was already claimed with a different payload; the original effect stands',
+        ErrorCode.IdempotencyKeyReused,
+      );
+    }
+    if (claim && claim.outcome !== 'unmatched') {
+      return { outcome: claim.outcome, claimExisted: true };
+    }
+    const outcome = await applyPaymentTransition(tx, event);
+    if (claim) {
+      if (outcome !== 'unmatched') await updateClaimOutcome(tx, event.id, outcome);
+    } else {
+      await insertClaim(tx, {
+        eventId: event.id,
+        payloadSha256: sha,
+        outcome,
+        shipmentId: event.data.shipment_id,
+      });
+    }
+    return { outcome, claimExisted: claim !== undefined };
+  });
+
+  await hooks.afterCommit?.(event.id, Context.current().info.attempt);
+
+  const [outbox, shipmentStatus] = await Promise.all([
+    listOutboxForEvent(pool, event.id),
+    pool.query<{ payment_status: PaymentStatus }>(
+      'SELECT payment_status FROM shipments WHERE shipment_id = $1::text',
+      [event.data.shipment_id],
+    ),
+  ]);
+  return {
+    ...result,
+    shipmentId: event.data.shipment_id,
+    paymentStatus: shipmentStatus.rows[0]?.payment_status ?? null,
+    outbox: outbox.map(({ outboxId, target, action, idempotencyKey, status }) => ({
+      outboxId,
+      target,
+      action,
+      idempotencyKey,
+      status,
+    })),
+  };
+}
+
+/** The business rule, inside the claim's transaction: status forward only, ledger, outbox. */
+async function applyPaymentTransition(tx: pg.PoolClient, event: PaymentEvent): Promise<ClaimOutcome> {
+  const { shipment_id: shipmentId, payment_id: paymentId, amount, currency } = event.data;
+  const shipment = await lockShipment(tx, shipmentId);
+  if (!shipment) return 'unmatched';
+
+  const transition = decideTransition(shipment.paymentStatus, event.type);
+  if (transition.kind === 'stale') return 'stale';
+
+  await setPaymentStatus(tx, { shipmentId, paymentStatus: transition.to, paymentId, eventId: event.id });
+
+  const base = { shipmentId, paymentId, eventId: event.id, amount, currency };
+  const entry = capturesMoney(transition.to)
+    ? await appendLedgerEntry(tx, { ...base, kind: 'capture' })
+    : transition.to === 'refunded'
+      ? await appendLedgerEntry(tx, { ...base, kind: 'refund' })
+      : undefined;
+
+  if (entry?.kind === 'capture' && shipment.holdStatus === 'held') {
+    await insertOutboxRow(tx, {
+      eventId: event.id,
+      shipmentId,
+      target: 'carrier',
+      action: 'release_hold',
+      idempotencyKey: downstreamIdempotencyKey(event.id, 'carrier', 'release_hold'),
+      body: { shipment_id: shipmentId, payment_id: paymentId, reason: event.type },
+    });
+  }
+  if (entry) {
+    await insertOutboxRow(tx, {
+      eventId: event.id,
+      shipmentId,
+      target: 'erp',
+      action: 'post_ledger_entry',
+      idempotencyKey: downstreamIdempotencyKey(event.id, 'erp', 'post_ledger_entry'),
+      body: {
+        entry_id: entry.entryId,
+        kind: entry.kind,
+        shipment_id: shipmentId,
+        payment_id: paymentId,
+        amount,
+        currency,
+      },
+    });
+  }
+  return 'applied';
+}

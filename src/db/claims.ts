@@ -1,0 +1,51 @@
+import type { Queryable } from './pool';
+
+export type ClaimOutcome = 'applied' | 'stale' | 'unmatched' | 'needs_review';
+
+export type Claim = {
+  eventId: string;
+  payloadSha256: string;
+  outcome: ClaimOutcome;
+  shipmentId: string | null;
+  claimedAt: Date;
+};
+
+const COLUMNS = `event_id AS "eventId", payload_sha256 AS "payloadSha256", outcome,
+  shipment_id AS "shipmentId", claimed_at AS "claimedAt"`;
+
+/**
+ * Serialises every transaction that reconciles the same event ID, so the claim check and the
+ * mutation cannot interleave; the primary key on claims remains the backstop.
+ */
+export async function lockEventId(db: Queryable, eventId: string): Promise<void> {
+  await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))', [eventId]);
+}
+
+export async function findClaim(db: Queryable, eventId: string): Promise<Claim | undefined> {
+  const { rows } = await db.query<Claim>(`SELECT ${COLUMNS} FROM claims WHERE event_id = $1::text`, [
+    eventId,
+  ]);
+  return rows[0];
+}
+
+export async function insertClaim(
+  db: Queryable,
+  claim: { eventId: string; payloadSha256: string; outcome: ClaimOutcome; shipmentId: string },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO claims (event_id, payload_sha256, outcome, shipment_id)
+     VALUES ($1::text, $2::text, $3::text, $4::text)`,
+    [claim.eventId, claim.payloadSha256, claim.outcome, claim.shipmentId],
+  );
+}
+
+export async function updateClaimOutcome(
+  db: Queryable,
+  eventId: string,
+  outcome: ClaimOutcome,
+): Promise<void> {
+  await db.query(`UPDATE claims SET outcome = $2::text, updated_at = now() WHERE event_id = $1::text`, [
+    eventId,
+    outcome,
+  ]);
+}

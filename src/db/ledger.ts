@@ -1,0 +1,52 @@
+import type { Queryable } from './pool';
+
+export type LedgerKind = 'capture' | 'refund' | 'reversal';
+
+export type LedgerEntry = {
+  entryId: number;
+  kind: LedgerKind;
+  shipmentId: string;
+  paymentId: string;
+  eventId: string;
+  amount: number;
+  currency: string;
+  reversesEntryId: number | null;
+  createdAt: Date;
+};
+
+const COLUMNS = `entry_id AS "entryId", kind, shipment_id AS "shipmentId", payment_id AS "paymentId",
+  event_id AS "eventId", amount, currency, reverses_entry_id AS "reversesEntryId", created_at AS "createdAt"`;
+
+/**
+ * Appends an entry unless its uniqueness rule already holds one (one capture per payment, one refund
+ * per event, one reversal per entry); returns the new entry, or undefined when it already existed.
+ */
+export async function appendLedgerEntry(
+  db: Queryable,
+  entry: Omit<LedgerEntry, 'entryId' | 'createdAt' | 'reversesEntryId'> & { reversesEntryId?: number },
+): Promise<LedgerEntry | undefined> {
+  const { rows } = await db.query<LedgerEntry>(
+    `INSERT INTO ledger_entries (kind, shipment_id, payment_id, event_id, amount, currency, reverses_entry_id)
+     VALUES ($1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text, $7::bigint)
+     ON CONFLICT DO NOTHING
+     RETURNING ${COLUMNS}`,
+    [
+      entry.kind,
+      entry.shipmentId,
+      entry.paymentId,
+      entry.eventId,
+      entry.amount,
+      entry.currency,
+      entry.reversesEntryId ?? null,
+    ],
+  );
+  return rows[0];
+}
+
+export async function listLedgerForShipment(db: Queryable, shipmentId: string): Promise<LedgerEntry[]> {
+  const { rows } = await db.query<LedgerEntry>(
+    `SELECT ${COLUMNS} FROM ledger_entries WHERE shipment_id = $1::text ORDER BY entry_id`,
+    [shipmentId],
+  );
+  return rows;
+}

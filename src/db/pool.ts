@@ -1,0 +1,19 @@
+import pg from 'pg';
+
+// bigint columns (amounts, ids) come back as numbers: amounts are minor units far below 2^53.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+export type Pool = pg.Pool;
+export type Queryable = pg.Pool | pg.PoolClient;
+
+export function createPool(databaseUrl: string, options: { max?: number } = {}): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: options.max ?? 20,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client losing its server (PostgreSQL restarted) must not crash the process.
+  pool.on('error', () => {});
+  return pool;
+}

@@ -1,0 +1,101 @@
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type pg from 'pg';
+import { findClaim } from './db/claims';
+import { findEvent } from './db/events';
+import { listLedgerForShipment } from './db/ledger';
+import { listOutboxForEvent } from './db/outbox';
+import { findShipment } from './db/shipments';
+import { paymentWorkflowId } from './domain/ids';
+
+/** The JSON of `GET /events/<id>` and `settle inspect <id> --json`. */
+export type EventInspection = {
+  event_id: string;
+  type: string | null;
+  workflow_id: string;
+  payload_sha256: string;
+  received_at: string | null;
+  outcome: 'applied' | 'stale' | 'unmatched' | 'needs_review' | null;
+  claimed_at: string | null;
+  workflow: { status: string; run_id: string } | null;
+  /** Set when Temporal could not be asked; `workflow` is then unknown rather than forgotten. */
+  workflow_error?: string;
+  shipment: { shipment_id: string; payment_status: string; hold_status: string } | null;
+  ledger: { entry_id: number; kind: string; amount: number; currency: string; event_id: string }[];
+  deliveries: {
+    target: string;
+    action: string;
+    status: string;
+    attempts: number;
+    idempotency_key: string;
+    last_error: string | null;
+  }[];
+};
+
+/** Everything known about one event, from PostgreSQL and Temporal; undefined when settle never saw it. */
+export async function inspectEvent(
+  pool: pg.Pool,
+  client: Client | undefined,
+  eventId: string,
+): Promise<EventInspection | undefined> {
+  const [event, claim] = await Promise.all([findEvent(pool, eventId), findClaim(pool, eventId)]);
+  if (!event && !claim) return undefined;
+
+  const payload = event?.payload as { data?: { shipment_id?: string } } | undefined;
+  const shipmentId = claim?.shipmentId ?? payload?.data?.shipment_id;
+  const [shipment, ledger, deliveries, workflow] = await Promise.all([
+    shipmentId ? findShipment(pool, shipmentId) : undefined,
+    shipmentId ? listLedgerForShipment(pool, shipmentId) : [],
+    listOutboxForEvent(pool, eventId),
+    describeWorkflow(client, paymentWorkflowId(eventId)),
+  ]);
+
+  return {
+    event_id: eventId,
+    type: event?.type ?? null,
+    workflow_id: paymentWorkflowId(eventId),
+    payload_sha256: event ? event.payloadSha256 : claim!.payloadSha256,
+    received_at: event?.receivedAt.toISOString() ?? null,
+    outcome: claim?.outcome ?? null,
+    claimed_at: claim?.claimedAt.toISOString() ?? null,
+    workflow: workflow.workflow,
+    ...(workflow.error ? { workflow_error: workflow.error } : {}),
+    shipment: shipment
+      ? {
+          shipment_id: shipment.shipmentId,
+          payment_status: shipment.paymentStatus,
+          hold_status: shipment.holdStatus,
+        }
+      : null,
+    ledger: ledger.map((entry) => ({
+      entry_id: entry.entryId,
+      kind: entry.kind,
+      amount: entry.amount,
+      currency: entry.currency,
+      event_id: entry.eventId,
+    })),
+    deliveries: deliveries.map((row) => ({
+      target: row.target,
+      action: row.action,
+      status: row.status,
+      attempts: row.attempts,
+      idempotency_key: row.idempotencyKey,
+      last_error: row.lastError,
+    })),
+  };
+}
+
+async function describeWorkflow(
+  client: Client | undefined,
+  workflowId: string,
+): Promise<{ workflow: EventInspection['workflow']; error?: string }> {
+  if (!client) return { workflow: null, error: 'temporal_not_configured' };
+  try {
+    const description = await client.connection.withDeadline(Date.now() + 3_000, () =>
+      client.workflow.getHandle(workflowId).describe(),
+    );
+    return { workflow: { status: description.status.name, run_id: description.runId } };
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return { workflow: null };
+    return { workflow: null, error: 'temporal_unavailable' };
+  }
+}

