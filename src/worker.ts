@@ -8,13 +8,15 @@ let runtimeInstalled = false;
 
 /**
  * Routes the SDK's own logs (which name workflow IDs, and so event IDs) through settle's JSON logger
- * with the IDs hashed. Once per process, before the first connection.
+ * with the IDs hashed. Once per process, before the first connection; later calls do nothing.
  */
-export function installTemporalRuntime(): void {
+export function installTemporalRuntime(options: { handleSignals?: boolean } = {}): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const level = (process.env.SETTLE_TEMPORAL_LOG_LEVEL ?? 'WARN') as 'WARN';
   Runtime.install({
+    // `settle start` stops its parts in order itself; `settle worker` lets the SDK drain on a signal.
+    shutdownSignals: options.handleSignals === false ? [] : ['SIGINT', 'SIGTERM', 'SIGQUIT', 'SIGUSR2'],
     logger: new DefaultLogger(level, (entry) => {
       const method = entry.level === 'TRACE' ? 'trace' : (entry.level.toLowerCase() as 'info');
       logger[method]({ component: 'temporal', ...redactMeta(entry.meta) }, redactIds(entry.message));

@@ -1,0 +1,66 @@
+import { randomBytes } from 'node:crypto';
+import type { Command } from 'commander';
+import { addShipments } from '../../db/shipments';
+import { signWebhook } from '../../gateway/signature';
+import { inspectEvent, type EventInspection } from '../../inspect';
+import { CliError, output, withServices } from '../context';
+import { renderInspection } from './inspect';
+
+export function registerExample(program: Command) {
+  program
+    .command('example')
+    .description(
+      'Send one signed example payment event to the running gateway (adding its shipment first), ' +
+        'then show what it did. Run it twice with --id to see the duplicate path.',
+    )
+    .option('--id <event-id>', 'event ID to send (default: a new pay_example_… ID)')
+    .option('--shipment <id>', 'shipment the payment is for (default: one of its own, SHP-<event suffix>)')
+    .option('--type <type>', 'event type', 'payment.settled')
+    .option('--json', 'print the response and the inspection as JSON')
+    .action(async (options: { id?: string; shipment?: string; type: string; json?: boolean }) => {
+      await withServices(async ({ pool, client, config, env }) => {
+        const secret = config.webhookSecrets[0];
+        if (!secret)
+          throw new CliError('SETTLE_WEBHOOK_SECRETS is not set and no development secret exists.');
+        const gatewayUrl = env.SETTLE_GATEWAY_URL ?? `http://127.0.0.1:${config.port}`;
+        const eventId = options.id ?? `pay_example_${randomBytes(4).toString('hex')}`;
+        const shipmentId = options.shipment ?? `SHP-${eventId.slice(-8)}`;
+        await addShipments(pool, [shipmentId]);
+
+        const body = JSON.stringify({
+          id: eventId,
+          type: options.type,
+          created_at: '2026-08-10T02:14:00Z',
+          data: { shipment_id: shipmentId, payment_id: `pi_${eventId}`, amount: 12500, currency: 'EUR' },
+        });
+        let response: Response;
+        try {
+          response = await fetch(`${gatewayUrl}/webhooks/payments`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...signWebhook(secret, `msg_${eventId}`, body) },
+            body,
+          });
+        } catch {
+          throw new CliError(`the gateway at ${gatewayUrl} did not answer; is \`npm start\` running?`);
+        }
+        const reply = (await response.json()) as Record<string, unknown>;
+
+        let inspection: EventInspection | undefined;
+        const deadline = Date.now() + 15_000;
+        while (Date.now() < deadline) {
+          inspection = await inspectEvent(pool, client, eventId);
+          if (inspection?.outcome) break;
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+        output(options.json, { http_status: response.status, response: reply, inspection }, (r) =>
+          [
+            `POST ${gatewayUrl}/webhooks/payments → ${r.http_status} ${JSON.stringify(r.response)}`,
+            '',
+            r.inspection ? renderInspection(r.inspection) : 'no record yet: is a worker running?',
+            '',
+            `Again, as a duplicate: npx settle example --id ${eventId}`,
+          ].join('\n'),
+        );
+      });
+    });
+}

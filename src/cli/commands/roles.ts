@@ -1,0 +1,56 @@
+import type { Command } from 'commander';
+import { connectClient } from '../../client';
+import { createPool } from '../../db/pool';
+import { startGateway } from '../../gateway/run';
+import { logger } from '../../lib/logger';
+import { runDevStack } from '../../stack/dev-stack';
+import { runWorker } from '../../worker';
+import { commandConfig } from '../context';
+
+/** `settle start`, `settle worker`, `settle gateway`: the long-running processes. */
+export function registerRoles(program: Command) {
+  program
+    .command('start')
+    .description(
+      'Run the whole stack on one machine: embedded PostgreSQL and a Temporal dev server with its UI ' +
+        '(persisted under .settle/), migrations, a worker and the gateway. What `npm start` runs.',
+    )
+    .action(async () => {
+      await runDevStack();
+    });
+
+  program
+    .command('worker')
+    .description(
+      'Run one worker process (polls SETTLE_TASK_QUEUE); SIGTERM drains in-flight tasks, then exits.',
+    )
+    .action(async () => {
+      const { config } = commandConfig();
+      const pool = createPool(config.databaseUrl);
+      try {
+        await runWorker({ config, pool });
+      } finally {
+        await pool.end();
+      }
+    });
+
+  program
+    .command('gateway')
+    .description(
+      'Run one gateway process (HTTP on PORT); SIGTERM stops accepting and finishes open requests.',
+    )
+    .action(async () => {
+      const { config } = commandConfig();
+      const pool = createPool(config.databaseUrl);
+      const client = await connectClient(config);
+      const { app, url } = await startGateway({ config, pool, client });
+      logger.info({ url }, 'gateway listening');
+      await new Promise<void>((resolve) => {
+        const stop = () => void app.close().then(resolve);
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+      await client.connection.close();
+      await pool.end();
+    });
+}

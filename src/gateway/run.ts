@@ -1,0 +1,33 @@
+import type { Client } from '@temporalio/client';
+import type { FastifyInstance } from 'fastify';
+import type pg from 'pg';
+import type { Config } from '../config';
+import { logger } from '../lib/logger';
+import { buildGateway } from './server';
+
+/** Builds the gateway from the configuration and listens on its port. */
+export async function startGateway(deps: {
+  config: Config;
+  pool: pg.Pool;
+  client: Client;
+  host?: string;
+}): Promise<{ app: FastifyInstance; url: string }> {
+  const { config } = deps;
+  if (config.webhookSecrets.length === 0) {
+    throw new Error(
+      'SETTLE_WEBHOOK_SECRETS is not set: the gateway cannot verify payment webhooks without it.',
+    );
+  }
+  const app = buildGateway({
+    pool: deps.pool,
+    client: deps.client,
+    taskQueue: config.taskQueue,
+    webhookSecrets: config.webhookSecrets,
+    apiToken: config.apiToken,
+    logger,
+  });
+  const host = deps.host ?? '0.0.0.0';
+  await app.listen({ port: config.port, host });
+  const shownHost = host === '0.0.0.0' ? '127.0.0.1' : host;
+  return { app, url: `http://${shownHost}:${config.port}` };
+}

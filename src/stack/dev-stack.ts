@@ -1,0 +1,135 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { connectClient } from '../client';
+import { loadConfig } from '../config';
+import { migrate } from '../db/migrate';
+import { createPool } from '../db/pool';
+import { startGateway } from '../gateway/run';
+import { logger } from '../lib/logger';
+import { createWorker, installTemporalRuntime } from '../worker';
+import { clearRunningStack, loadOrCreateDevSecrets, writeRunningStack } from './dev-state';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres';
+import { stateDir } from './paths';
+import { findTemporalCli } from './temporal-binaries';
+import { startTemporalDevServer, type DevServer } from './temporal-dev-server';
+
+/** Ports of the one-machine stack; each can be moved with its variable when taken. */
+const DEV_PORTS = {
+  postgres: { variable: 'SETTLE_DEV_POSTGRES_PORT', fallback: 5433 },
+  temporal: { variable: 'SETTLE_DEV_TEMPORAL_PORT', fallback: 7233 },
+  temporalUi: { variable: 'SETTLE_DEV_TEMPORAL_UI_PORT', fallback: 8233 },
+};
+
+function devPort(which: keyof typeof DEV_PORTS): number {
+  const { variable, fallback } = DEV_PORTS[which];
+  const value = Number(process.env[variable] ?? fallback);
+  if (!Number.isInteger(value) || value < 1 || value > 65535)
+    throw new Error(`${variable} must be a port number`);
+  return value;
+}
+
+/**
+ * `settle start` / `npm start`: everything on one machine. An embedded PostgreSQL and a Temporal dev
+ * server (both persisted under .settle/) unless DATABASE_URL / TEMPORAL_ADDRESS point elsewhere, then
+ * migrations, a worker and the gateway in this process. Resolves when Ctrl-C (or SIGTERM) has
+ * stopped it all.
+ */
+export async function runDevStack(): Promise<void> {
+  const dir = stateDir();
+  mkdirSync(dir, { recursive: true });
+  const env = { ...process.env };
+  const secrets = loadOrCreateDevSecrets();
+  env.SETTLE_WEBHOOK_SECRETS ||= secrets.webhookSecret;
+  env.SETTLE_API_TOKEN ||= secrets.apiToken;
+  env.SETTLE_OUTBOUND_SECRET ||= secrets.outboundSecret;
+
+  const cleanups: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    for (const cleanup of cleanups.reverse())
+      await cleanup().catch((error) => logger.warn({ err: String(error) }, 'stop step failed'));
+    cleanups.length = 0;
+  };
+  const stopped = new Promise<void>((resolve) => {
+    const onSignal = () => {
+      process.stderr.write('\nsettle: stopping…\n');
+      void stopAll().then(resolve);
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  });
+
+  try {
+    let postgres: EmbeddedDatabase | undefined;
+    if (!env.DATABASE_URL) {
+      const port = devPort('postgres');
+      postgres = await startEmbeddedPostgres({ dataDir: join(dir, 'postgres'), port });
+      cleanups.push(() => postgres!.stop());
+      await postgres.createDatabase('settle');
+      env.DATABASE_URL = postgres.urlFor('settle');
+    }
+    let temporal: DevServer | undefined;
+    if (!env.TEMPORAL_ADDRESS) {
+      temporal = await startTemporalDevServer({
+        cliPath: await findTemporalCli(),
+        port: devPort('temporal'),
+        uiPort: devPort('temporalUi'),
+        dbFile: join(dir, 'temporal.db'),
+        namespace: env.TEMPORAL_NAMESPACE || 'default',
+      });
+      cleanups.push(() => temporal!.stop());
+      env.TEMPORAL_ADDRESS = temporal.address;
+    }
+
+    const config = loadConfig(env);
+    const pool = createPool(config.databaseUrl);
+    cleanups.push(() => pool.end());
+    const migrations = await migrate(pool);
+
+    installTemporalRuntime({ handleSignals: false });
+    const { worker, connection } = await createWorker({ config, pool });
+    const workerDone = worker.run();
+    cleanups.push(async () => {
+      worker.shutdown();
+      await workerDone;
+      await connection.close();
+    });
+
+    const client = await connectClient(config);
+    cleanups.push(() => client.connection.close());
+    const gateway = await startGateway({ config, pool, client });
+    cleanups.push(() => gateway.app.close());
+
+    writeRunningStack({
+      pid: process.pid,
+      databaseUrl: config.databaseUrl,
+      temporalAddress: config.temporalAddress,
+      temporalUiUrl: temporal?.uiUrl ?? null,
+      gatewayUrl: gateway.url,
+      namespace: config.temporalNamespace,
+      taskQueue: config.taskQueue,
+    });
+    cleanups.push(async () => clearRunningStack());
+
+    process.stdout.write(
+      [
+        '',
+        'settle is running.',
+        `  gateway      ${gateway.url}   (POST /webhooks/payments, GET /events/<id>, /healthz, /readyz)`,
+        `  temporal     ${config.temporalAddress}${temporal ? `   UI ${temporal.uiUrl}` : ''}   namespace ${config.temporalNamespace}, task queue ${config.taskQueue}`,
+        `  postgres     ${postgres ? `embedded on 127.0.0.1:${postgres.port}, data in .settle/postgres` : 'from DATABASE_URL'}`,
+        `  migrations   ${migrations.applied.length ? `applied ${migrations.applied.join(', ')}` : 'up to date'}`,
+        `  secrets      development webhook secret and API token in .settle/dev-secrets.json`,
+        '',
+        'Send a signed example event (in another terminal, in this folder):',
+        '  npx settle example',
+        '',
+        'Ctrl-C stops everything.',
+        '',
+      ].join('\n'),
+    );
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+  await stopped;
+}
