@@ -17,6 +17,8 @@ export function installTemporalRuntime(options: { handleSignals?: boolean } = {}
   Runtime.install({
     // `settle start` stops its parts in order itself; `settle worker` lets the SDK drain on a signal.
     shutdownSignals: options.handleSignals === false ? [] : ['SIGINT', 'SIGTERM', 'SIGQUIT', 'SIGUSR2'],
+    // Core (Rust) logs are forwarded to the same logger, so they are JSON and redacted too.
+    telemetryOptions: { logging: { filter: { core: level, other: level }, forward: {} } },
     logger: new DefaultLogger(level, (entry) => {
       const method = entry.level === 'TRACE' ? 'trace' : (entry.level.toLowerCase() as 'info');
       logger[method]({ component: 'temporal', ...redactMeta(entry.meta) }, redactIds(entry.message));

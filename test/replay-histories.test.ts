@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { DeterminismViolationError } from '@temporalio/workflow';
+import { Worker } from '@temporalio/worker';
+import { installTemporalRuntime } from '../src/worker';
+
+const HISTORIES = join(__dirname, 'histories');
+const histories = readdirSync(HISTORIES)
+  .filter((name) => name.endsWith('.json'))
+  .sort()
+  .map((name) => ({
+    workflowId: name.replace(/\.json$/, ''),
+    history: JSON.parse(readFileSync(join(HISTORIES, name), 'utf8')),
+  }));
+
+installTemporalRuntime();
+
+test('recorded histories are committed for every scenario', () => {
+  assert.ok(histories.length >= 6, `found ${histories.length} histories in test/histories`);
+});
+
+test('the current workflow code replays every recorded history deterministically', async () => {
+  const failures: string[] = [];
+  for await (const result of Worker.runReplayHistories(
+    { workflowsPath: require.resolve('../src/workflows') },
+    histories,
+  )) {
+    if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
+  }
+  assert.deepEqual(failures, []);
+});
+
+test('a workflow changed incompatibly fails the replay (the guard works)', async () => {
+  const [first] = histories;
+  assert.ok(first);
+  await assert.rejects(
+    Worker.runReplayHistory(
+      { workflowsPath: require.resolve('./support/nondeterministic-workflows') },
+      first.history,
+      first.workflowId,
+    ),
+    DeterminismViolationError,
+  );
+});
