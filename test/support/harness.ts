@@ -67,7 +67,13 @@ export type TestStack = {
 
 /** A database, a worker and a gateway on a fresh task queue of the shared Temporal dev server. */
 export async function startTestStack(
-  options: { hooks?: ReconcileHooks; temporalAddress?: string; worker?: boolean } = {},
+  options: {
+    hooks?: ReconcileHooks;
+    temporalAddress?: string;
+    worker?: boolean;
+    /** Secrets accepted besides `secret`, as during a rotation. */
+    otherSecrets?: string[];
+  } = {},
 ): Promise<TestStack> {
   const db = await createTestDatabase();
   const temporalAddress = options.temporalAddress ?? TEMPORAL_ADDRESS;
@@ -80,7 +86,7 @@ export async function startTestStack(
     temporalNamespace: 'default',
     taskQueue,
     port: 0,
-    webhookSecrets: [secret],
+    webhookSecrets: [secret, ...(options.otherSecrets ?? [])],
     outboundSecret: undefined,
     apiToken,
     carrierUrl: undefined,
@@ -93,7 +99,7 @@ export async function startTestStack(
     pool: db.pool,
     client,
     taskQueue,
-    webhookSecrets: [secret],
+    webhookSecrets: config.webhookSecrets,
     apiToken,
     logger,
   });
