@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { paymentWorkflowId } from '../src/domain/ids';
+import { signWebhook } from '../src/gateway/signature';
 import {
   newSecret,
   paymentEvent,
@@ -216,7 +217,6 @@ const cases: BadCase[] = [
     error: 'invalid_signature',
     send: async (id) => {
       const original = JSON.stringify(valid(id));
-      const { signWebhook } = await import('../src/gateway/signature');
       const headers = signWebhook(stack.secret, 'msg_tamper', original);
       return rawPost({
         method: 'POST',
@@ -333,7 +333,6 @@ describe('accepted edge cases', () => {
   test('an event carrying several signatures is accepted when one of them matches', async () => {
     const id = uniqueId('pay');
     const body = JSON.stringify(valid(id));
-    const { signWebhook } = await import('../src/gateway/signature');
     const good = signWebhook(stack.secret, 'msg_multi', body);
     const bad = signWebhook(
       unknownSecret,
