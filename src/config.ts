@@ -64,6 +64,8 @@ const configSchema = z.object({
     }),
   /** Allow reminder targets on private and loopback addresses (development and tests only). */
   SETTLE_ALLOW_PRIVATE_TARGETS: booleanFlag,
+  /** Port of `settle worker`'s own /metrics (and /healthz) endpoint; 0 picks a free one. */
+  SETTLE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
 });
 
 export type Config = {
@@ -79,6 +81,8 @@ export type Config = {
   erpUrl: string | undefined;
   claimRetentionMs: number;
   allowPrivateTargets: boolean;
+  /** Unset where no worker metrics endpoint is wanted (tests building a Config by hand). */
+  metricsPort?: number;
 };
 
 export class ConfigError extends Error {
@@ -118,5 +122,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     erpUrl: c.SETTLE_ERP_URL,
     claimRetentionMs: c.SETTLE_CLAIM_RETENTION,
     allowPrivateTargets: c.SETTLE_ALLOW_PRIVATE_TARGETS,
+    metricsPort: c.SETTLE_METRICS_PORT,
   };
 }

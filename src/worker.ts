@@ -1,8 +1,11 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type pg from 'pg';
 import { createActivities, type ActivityDependencies } from './activities';
+import { activityOutcomeInterceptor } from './activities/outcome-interceptor';
+import { createRetentionActivities } from './activities/retention';
 import type { Config } from './config';
 import { logger, redactIds, redactMeta } from './lib/logger';
+import { startDrainingTemporalMetrics, temporalMetricsBuffer } from './metrics/temporal-metrics';
 
 let runtimeInstalled = false;
 
@@ -23,11 +26,15 @@ export function installTemporalRuntime(options: { handleSignals?: boolean } = {}
       const method = entry.level === 'TRACE' ? 'trace' : (entry.level.toLowerCase() as 'info');
       logger[method]({ component: 'temporal', ...redactMeta(entry.meta) }, redactIds(entry.message));
     }),
+    // The SDK's metrics are served from settle's own /metrics (see metrics/temporal-metrics.ts).
+    telemetryOptions: { metrics: { buffer: temporalMetricsBuffer } },
   });
+  startDrainingTemporalMetrics();
 }
 
 export type WorkerOptions = {
-  config: Pick<Config, 'temporalAddress' | 'temporalNamespace' | 'taskQueue'>;
+  /** Without claimRetentionMs the worker runs no purge activity (tools replaying histories). */
+  config: Pick<Config, 'temporalAddress' | 'temporalNamespace' | 'taskQueue'> & { claimRetentionMs?: number };
   pool: pg.Pool;
   hooks?: ActivityDependencies['hooks'];
 };
@@ -41,7 +48,13 @@ export async function createWorker({ config, pool, hooks }: WorkerOptions) {
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
     workflowsPath: require.resolve('./workflows'),
-    activities: createActivities({ pool, hooks }),
+    activities: {
+      ...createActivities({ pool, hooks }),
+      ...(config.claimRetentionMs === undefined
+        ? {}
+        : createRetentionActivities({ pool, claimRetentionMs: config.claimRetentionMs })),
+    },
+    interceptors: { activity: [activityOutcomeInterceptor({ pool })] },
   });
   return { worker, connection };
 }

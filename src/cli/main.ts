@@ -1,10 +1,15 @@
 import { Command } from 'commander';
 import { registerExample } from './commands/example';
+import { registerExceptions } from './commands/exceptions';
+import { registerImport } from './commands/import';
 import { registerInspect } from './commands/inspect';
 import { registerMigrate } from './commands/migrate';
+import { registerPurge } from './commands/purge';
 import { registerReplay } from './commands/replay';
 import { registerRoles } from './commands/roles';
 import { registerShipments } from './commands/shipments';
+import { registerSimulate } from './commands/simulate';
+import { registerStats } from './commands/stats';
 import { CliError } from './context';
 
 const program = new Command('settle')
@@ -19,6 +24,11 @@ registerMigrate(program);
 registerShipments(program);
 registerInspect(program);
 registerReplay(program);
+registerImport(program);
+registerExceptions(program);
+registerStats(program);
+registerPurge(program);
+registerSimulate(program);
 registerExample(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
 import { startPaymentWorkflow } from '../client';
 import { findEvent, insertEvent, type EventSource } from '../db/events';
+import { recordConflict, recordDuplicateDelivery } from '../db/repeats';
 import { withTransaction } from '../db/transaction';
 import { paymentWorkflowId } from '../domain/ids';
 import {
@@ -30,12 +31,35 @@ export type IngestOutcome =
  * The one path every payment event takes into settle, from the webhook or from `settle import`.
  * The event row commits only after Temporal durably accepted the start, inside one transaction:
  * if the start fails nothing is written and the caller answers 503, so nothing acknowledged is lost.
- * A concurrent delivery of the same ID waits on that row and then sees a duplicate.
+ * A concurrent delivery of the same ID waits on that row and then sees a duplicate. A repeat is
+ * counted on the event (duplicate) or audited in `conflicts` (409); the original is never changed.
  */
 export async function ingestPaymentEvent(
   deps: { pool: pg.Pool; client: Client; taskQueue: string },
   event: PaymentEvent,
   source: EventSource = 'webhook',
+): Promise<IngestOutcome> {
+  const outcome = await admitPaymentEvent(deps, event, source);
+  try {
+    if (outcome.status === 'duplicate') await recordDuplicateDelivery(deps.pool, event.id);
+    if (outcome.status === 'conflict') {
+      await recordConflict(deps.pool, {
+        eventId: event.id,
+        payloadSha256: payloadSha256(event),
+        payload: event,
+        source,
+      });
+    }
+  } catch {
+    // Bookkeeping only: the answer to the provider does not depend on it.
+  }
+  return outcome;
+}
+
+async function admitPaymentEvent(
+  deps: { pool: pg.Pool; client: Client; taskQueue: string },
+  event: PaymentEvent,
+  source: EventSource,
 ): Promise<IngestOutcome> {
   const sha = payloadSha256(event);
   const workflowId = paymentWorkflowId(event.id);

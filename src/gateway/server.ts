@@ -6,6 +6,7 @@ import { ErrorCode } from '../errors';
 import { inspectEvent } from '../inspect';
 import { shortHash } from '../lib/hash';
 import type { Logger } from '../lib/logger';
+import { registerOperatorRoutes } from './operations';
 import { registerPaymentRoutes } from './payments';
 import { reject } from './replies';
 
@@ -68,6 +69,7 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
 
   app.setNotFoundHandler((_request, reply) => reject(reply, 404, ErrorCode.NotFound, 'no such route'));
 
+  registerOperatorRoutes(app, deps);
   registerPaymentRoutes(app, deps);
   refuseOtherMethods(app, '/webhooks/payments', ['POST']);
 

@@ -1,13 +1,22 @@
 import pino from 'pino';
 import { shortHash } from './hash';
 
-/** Structured JSON logs. Event IDs never appear raw: see redactIds. Secrets are never passed in. */
-export const logger = pino({
-  base: { service: 'settle' },
-  level: process.env.SETTLE_LOG_LEVEL ?? 'info',
-  timestamp: pino.stdTimeFunctions.isoTime,
-  formatters: { level: (label) => ({ level: label }) },
-});
+/**
+ * Structured JSON logs on stdout, or appended to SETTLE_LOG_FILE when set (synchronously, so a
+ * killed process leaves whole lines). Event IDs never appear raw: see redactIds. Secrets are never
+ * passed in.
+ */
+export const logger = pino(
+  {
+    base: { service: 'settle' },
+    level: process.env.SETTLE_LOG_LEVEL ?? 'info',
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+  },
+  process.env.SETTLE_LOG_FILE
+    ? pino.destination({ dest: process.env.SETTLE_LOG_FILE, append: true, sync: true, mkdir: true })
+    : undefined,
+);
 export type Logger = pino.Logger;
 
 /** Replaces the event or delivery ID inside workflow IDs (`payment:<id>`) with its short hash. */

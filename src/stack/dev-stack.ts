@@ -6,6 +6,7 @@ import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { startGateway } from '../gateway/run';
 import { logger } from '../lib/logger';
+import { prepareRetention } from '../retention';
 import { createWorker, installTemporalRuntime } from '../worker';
 import { clearRunningStack, loadOrCreateDevSecrets, writeRunningStack } from './dev-state';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres';
@@ -96,6 +97,7 @@ export async function runDevStack(): Promise<void> {
 
     const client = await connectClient(config);
     cleanups.push(() => client.connection.close());
+    await prepareRetention(client, config, logger);
     const gateway = await startGateway({ config, pool, client });
     cleanups.push(() => gateway.app.close());
 
@@ -114,7 +116,7 @@ export async function runDevStack(): Promise<void> {
       [
         '',
         'settle is running.',
-        `  gateway      ${gateway.url}   (POST /webhooks/payments, GET /events/<id>, /healthz, /readyz)`,
+        `  gateway      ${gateway.url}   (POST /webhooks/payments, GET /events/<id>, /healthz, /readyz, /metrics, /openapi.json)`,
         `  temporal     ${config.temporalAddress}${temporal ? `   UI ${temporal.uiUrl}` : ''}   namespace ${config.temporalNamespace}, task queue ${config.taskQueue}`,
         `  postgres     ${postgres ? `embedded on 127.0.0.1:${postgres.port}, data in .settle/postgres` : 'from DATABASE_URL'}`,
         `  migrations   ${migrations.applied.length ? `applied ${migrations.applied.join(', ')}` : 'up to date'}`,

@@ -1,2 +1,3 @@
 export { paymentWorkflow } from './payment';
+export { purgeClaimsWorkflow } from './purge';
 export type { PaymentWorkflowInput, PaymentWorkflowResult } from './payment';

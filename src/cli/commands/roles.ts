@@ -3,6 +3,8 @@ import { connectClient } from '../../client';
 import { createPool } from '../../db/pool';
 import { startGateway } from '../../gateway/run';
 import { logger } from '../../lib/logger';
+import { startMetricsServer } from '../../metrics/metrics-server';
+import { prepareRetention } from '../../retention';
 import { runDevStack } from '../../stack/dev-stack';
 import { runWorker } from '../../worker';
 import { commandConfig } from '../context';
@@ -22,14 +24,21 @@ export function registerRoles(program: Command) {
   program
     .command('worker')
     .description(
-      'Run one worker process (polls SETTLE_TASK_QUEUE); SIGTERM drains in-flight tasks, then exits.',
+      'Run one worker process (polls SETTLE_TASK_QUEUE); SIGTERM drains in-flight tasks, then exits. ' +
+        'Serves /metrics on SETTLE_METRICS_PORT and ensures the daily claim purge Schedule.',
     )
     .action(async () => {
       const { config } = commandConfig();
       const pool = createPool(config.databaseUrl);
+      const metrics = await startMetricsServer({ port: config.metricsPort ?? 0, db: pool });
+      logger.info({ url: `${metrics.url}/metrics` }, 'worker metrics listening');
       try {
+        const client = await connectClient(config);
+        await prepareRetention(client, config, logger);
+        await client.connection.close();
         await runWorker({ config, pool });
       } finally {
+        await metrics.close();
         await pool.end();
       }
     });

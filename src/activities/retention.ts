@@ -1,0 +1,35 @@
+import type pg from 'pg';
+import { purgeExpiredClaims, type PurgeResult } from '../db/retention';
+import { logger } from '../lib/logger';
+import { purgedClaimsTotal } from '../metrics/settle-metrics';
+
+/**
+ * The daily purge, run by the retention Schedule. The worker's own SETTLE_CLAIM_RETENTION decides the
+ * cutoff, so changing it needs no change to the Schedule. Safe to retry: a second run finds less.
+ */
+export function createRetentionActivities({
+  pool,
+  claimRetentionMs,
+}: {
+  pool: pg.Pool;
+  claimRetentionMs: number;
+}) {
+  return {
+    async purgeExpiredClaims(): Promise<PurgeResult> {
+      const result = await purgeExpiredClaims(pool, claimRetentionMs);
+      purgedClaimsTotal.inc(result.claims);
+      logger.info(
+        {
+          component: 'retention',
+          claims: result.claims,
+          events: result.events,
+          keptExceptions: result.keptExceptions,
+        },
+        'expired claims purged',
+      );
+      return result;
+    },
+  };
+}
+
+export type RetentionActivities = ReturnType<typeof createRetentionActivities>;

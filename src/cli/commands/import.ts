@@ -1,0 +1,102 @@
+import { existsSync } from 'node:fs';
+import { SingleBar } from 'cli-progress';
+import type { Command } from 'commander';
+import { importReport, type ImportSummary } from '../../import-report';
+import { CliError, output, withServices } from '../context';
+
+export function registerImport(program: Command) {
+  program
+    .command('import')
+    .description(
+      "Feed a provider's event report (one JSON event per line) through the same path as the webhook. " +
+        'Events already known count as duplicates, so rerunning after an interrupted or partial run ' +
+        'applies only what is missing. Ctrl-C stops reading, lets lines in flight finish and prints the summary.',
+    )
+    .argument('<file.jsonl>', 'the report: one event per line, as the provider sends them')
+    .option('--concurrency <n>', 'lines in flight at once', parseCount, 4)
+    .option('--json', 'print the summary as JSON (the progress bar stays on stderr)')
+    .action(async (file: string, options: { concurrency: number; json?: boolean }) => {
+      if (!existsSync(file)) throw new CliError(`cannot read ${file}`);
+      const abort = new AbortController();
+      const onSigint = () => {
+        if (abort.signal.aborted) process.exit(130);
+        process.stderr.write('\nsettle: stopping after the lines in flight (Ctrl-C again to quit now)…\n');
+        abort.abort();
+      };
+      process.on('SIGINT', onSigint);
+      process.on('SIGTERM', onSigint);
+
+      const bar = new SingleBar({
+        stream: process.stderr,
+        format:
+          'import |{bar}| {percentage}% {value}/{total} lines | {rate}/s | ETA {eta_formatted} | ' +
+          'accepted {accepted} duplicate {duplicate} rejected {rejected}',
+        barsize: 30,
+        etaBuffer: 200,
+        hideCursor: true,
+      });
+      const started = Date.now();
+      let barStarted = false;
+      try {
+        const summary = await withServices(({ pool, client, config }) =>
+          importReport({ pool, client, taskQueue: config.taskQueue }, file, {
+            concurrency: options.concurrency,
+            signal: abort.signal,
+            onProgress: (processed, total, counts) => {
+              const seconds = Math.max((Date.now() - started) / 1000, 0.001);
+              const payload = { ...counts, rate: Math.round(processed / seconds) };
+              if (!barStarted) {
+                barStarted = true;
+                bar.start(total, 0, payload);
+              }
+              bar.update(processed, payload);
+            },
+          }),
+        );
+        bar.stop();
+        output(options.json, summary, renderSummary);
+        process.exitCode = summary.interrupted
+          ? 130
+          : summary.unavailable.length
+            ? 75
+            : summary.rejected.length
+              ? 2
+              : 0;
+      } finally {
+        bar.stop();
+        process.off('SIGINT', onSigint);
+        process.off('SIGTERM', onSigint);
+      }
+    });
+}
+
+function parseCount(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 256)
+    throw new CliError('--concurrency must be an integer from 1 to 256');
+  return n;
+}
+
+function renderSummary(s: ImportSummary): string {
+  const lines = [
+    `${s.file}: ${s.processed} of ${s.lines} lines in ${(s.elapsed_ms / 1000).toFixed(1)} s${s.interrupted ? ' (interrupted)' : ''}`,
+    `  accepted   ${s.counts.accepted}`,
+    `  duplicate  ${s.counts.duplicate}   (already known: applied before, or by an earlier run)`,
+    `  ignored    ${s.counts.ignored}   (types settle does not handle)`,
+    `  rejected   ${s.counts.rejected}`,
+    ...s.rejected.map(
+      (p) => `    line ${p.line}${p.event_id ? ` (${p.event_id})` : ''}: ${p.error}: ${p.message}`,
+    ),
+  ];
+  if (s.unavailable.length) {
+    lines.push(
+      `  unavailable ${s.unavailable.length}: ${s.unavailable[0]!.message}; lines ${s.unavailable
+        .slice(0, 20)
+        .map((p) => p.line)
+        .join(', ')}${s.unavailable.length > 20 ? ', …' : ''}`,
+    );
+  }
+  if (s.interrupted || s.unavailable.length)
+    lines.push('', `Run the same command again to apply what is missing.`);
+  return lines.join('\n');
+}

@@ -1,0 +1,44 @@
+import type { EventSource } from './events';
+import type { Queryable } from './pool';
+
+/**
+ * Records a delivery refused with 409: the event ID was known with another payload. Only this audit
+ * row is written; the event, its claim and its effect are never touched.
+ */
+export async function recordConflict(
+  db: Queryable,
+  conflict: { eventId: string; payloadSha256: string; payload: unknown; source: EventSource },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO conflicts (event_id, payload_sha256, payload, source)
+     VALUES ($1::text, $2::text, $3::jsonb, $4::text)
+     ON CONFLICT (event_id, payload_sha256)
+     DO UPDATE SET deliveries = conflicts.deliveries + 1, last_seen_at = now()`,
+    [conflict.eventId, conflict.payloadSha256, JSON.stringify(conflict.payload), conflict.source],
+  );
+}
+
+/** Counts a repeat delivery of a known event (answered `duplicate`), for the duplicate-rate SLO. */
+export async function recordDuplicateDelivery(db: Queryable, eventId: string): Promise<void> {
+  await db.query(
+    `UPDATE events SET duplicate_deliveries = duplicate_deliveries + 1, last_duplicate_at = now()
+      WHERE event_id = $1::text`,
+    [eventId],
+  );
+}
+
+/** Counts a reconcile that found its claim already there (the claim refused a second effect). */
+export async function recordRepeatClaim(db: Queryable, eventId: string): Promise<void> {
+  await db.query(`UPDATE claims SET repeat_claims = repeat_claims + 1 WHERE event_id = $1::text`, [eventId]);
+}
+
+/** Seconds from receipt to claim of one event: the event-to-commit latency. */
+export async function eventToCommitSeconds(db: Queryable, eventId: string): Promise<number | undefined> {
+  const { rows } = await db.query<{ seconds: number }>(
+    `SELECT EXTRACT(EPOCH FROM c.claimed_at - e.received_at)::float8 AS seconds
+       FROM claims c JOIN events e USING (event_id)
+      WHERE c.event_id = $1::text`,
+    [eventId],
+  );
+  return rows[0]?.seconds;
+}

@@ -1,0 +1,85 @@
+import type { Queryable } from './pool';
+
+export type PurgeResult = {
+  /** Claims older than this were eligible. */
+  cutoff: string;
+  claims: number;
+  events: number;
+  conflicts: number;
+  /** Open exceptions (unmatched, needs_review) past the cutoff, kept until someone resolves them. */
+  keptExceptions: number;
+  dryRun: boolean;
+};
+
+/** Rows per DELETE, so a large backlog never holds long locks against the reconcile path. */
+const BATCH = 5_000;
+
+/**
+ * Drops claims whose `claimed_at` is older than `olderThanMs`, with their events rows (and conflict
+ * audit rows past the same cutoff). Nothing younger is touched, and neither are open exceptions:
+ * dropping an unmatched claim would lose the event. Ledger and outbox rows are business records and
+ * stay. Once a claim is gone a redelivery of its event is new again, which is why the retention must
+ * outlast every provider's replay horizon.
+ */
+export async function purgeExpiredClaims(
+  db: Queryable,
+  olderThanMs: number,
+  options: { dryRun?: boolean } = {},
+): Promise<PurgeResult> {
+  const { rows } = await db.query<{ cutoff: Date }>(
+    `SELECT now() - ($1::bigint * interval '1 millisecond') AS cutoff`,
+    [olderThanMs],
+  );
+  const cutoff = rows[0]!.cutoff;
+  const kept = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM claims
+      WHERE claimed_at < $1::timestamptz AND outcome IN ('unmatched', 'needs_review')`,
+    [cutoff],
+  );
+  const result: PurgeResult = {
+    cutoff: cutoff.toISOString(),
+    claims: 0,
+    events: 0,
+    conflicts: 0,
+    keptExceptions: kept.rows[0]!.n,
+    dryRun: options.dryRun ?? false,
+  };
+
+  if (options.dryRun) {
+    const counts = await db.query<{ claims: number; events: number; conflicts: number }>(
+      `SELECT
+         (SELECT count(*) FROM claims c WHERE c.claimed_at < $1::timestamptz
+            AND c.outcome NOT IN ('unmatched', 'needs_review'))::int AS claims,
+         (SELECT count(*) FROM events e JOIN claims c USING (event_id) WHERE c.claimed_at < $1::timestamptz
+            AND c.outcome NOT IN ('unmatched', 'needs_review'))::int AS events,
+         (SELECT count(*) FROM conflicts WHERE last_seen_at < $1::timestamptz)::int AS conflicts`,
+      [cutoff],
+    );
+    return { ...result, ...counts.rows[0]! };
+  }
+
+  for (;;) {
+    const batch = await db.query<{ claims: number; events: number }>(
+      `WITH doomed AS (
+         SELECT event_id FROM claims
+          WHERE claimed_at < $1::timestamptz AND outcome NOT IN ('unmatched', 'needs_review')
+          ORDER BY claimed_at
+          LIMIT $2::int
+          FOR UPDATE SKIP LOCKED
+       ), gone AS (
+         DELETE FROM claims c USING doomed d WHERE c.event_id = d.event_id RETURNING c.event_id
+       ), gone_events AS (
+         DELETE FROM events e USING gone g WHERE e.event_id = g.event_id RETURNING e.event_id
+       )
+       SELECT (SELECT count(*) FROM gone)::int AS claims, (SELECT count(*) FROM gone_events)::int AS events`,
+      [cutoff, BATCH],
+    );
+    const { claims, events } = batch.rows[0]!;
+    result.claims += claims;
+    result.events += events;
+    if (claims < BATCH) break;
+  }
+  const conflicts = await db.query(`DELETE FROM conflicts WHERE last_seen_at < $1::timestamptz`, [cutoff]);
+  result.conflicts = conflicts.rowCount ?? 0;
+  return result;
+}

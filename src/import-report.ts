@@ -1,0 +1,177 @@
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import type { Client } from '@temporalio/client';
+import type pg from 'pg';
+import {
+  eventEnvelopeSchema,
+  fieldIssues,
+  isHandledPaymentType,
+  paymentEventSchema,
+  type PaymentEvent,
+} from './domain/payment-event';
+import { ErrorCode } from './errors';
+import { ingestPaymentEvent, type IngestOutcome } from './gateway/payments';
+
+export type ImportCounts = {
+  accepted: number;
+  duplicate: number;
+  ignored: number;
+  rejected: number;
+  unavailable: number;
+};
+
+export type ImportProblem = { line: number; event_id: string | null; error: string; message: string };
+
+export type ImportSummary = {
+  file: string;
+  /** Non-empty lines in the file. */
+  lines: number;
+  /** Lines handled before the run ended (all of them unless interrupted). */
+  processed: number;
+  counts: ImportCounts;
+  /** Lines refused, with their line numbers: fix them and import again. */
+  rejected: ImportProblem[];
+  /** Lines PostgreSQL or Temporal could not take after retries: rerun the import to apply them. */
+  unavailable: ImportProblem[];
+  interrupted: boolean;
+  elapsed_ms: number;
+};
+
+export type ImportOptions = {
+  concurrency: number;
+  /** Stops reading new lines; lines in flight finish, so the summary stays exact. */
+  signal?: AbortSignal;
+  onProgress?: (processed: number, total: number, counts: ImportCounts) => void;
+  /** Attempts for a line while a dependency is unavailable, with doubling pauses from 500 ms. */
+  attempts?: number;
+};
+
+/** Non-empty lines of a file, counted without holding it in memory. */
+export async function countLines(file: string): Promise<number> {
+  let lines = 0;
+  for await (const line of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
+    if (line.trim()) lines += 1;
+  }
+  return lines;
+}
+
+/**
+ * Feeds a provider's event report (one JSON event per line) through the same path as the webhook,
+ * `ingestPaymentEvent` with source `import`, a bounded number of lines at a time. An event already
+ * known is a duplicate, so a rerun after an interrupted import applies only what is missing.
+ */
+export async function importReport(
+  deps: { pool: pg.Pool; client: Client; taskQueue: string },
+  file: string,
+  options: ImportOptions,
+): Promise<ImportSummary> {
+  const started = Date.now();
+  const summary: ImportSummary = {
+    file,
+    lines: await countLines(file),
+    processed: 0,
+    counts: { accepted: 0, duplicate: 0, ignored: 0, rejected: 0, unavailable: 0 },
+    rejected: [],
+    unavailable: [],
+    interrupted: false,
+    elapsed_ms: 0,
+  };
+  const inFlight = new Set<Promise<void>>();
+  const record = (outcome: LineOutcome, line: number) => {
+    summary.processed += 1;
+    summary.counts[outcome.status] += 1;
+    if (outcome.status === 'rejected' || outcome.status === 'unavailable') {
+      summary[outcome.status].push({ line, ...outcome.problem });
+    }
+    options.onProgress?.(summary.processed, summary.lines, summary.counts);
+  };
+
+  const input = createReadStream(file);
+  const reader = createInterface({ input, crlfDelay: Infinity });
+  let lineNumber = 0;
+  for await (const text of reader) {
+    lineNumber += 1;
+    if (!text.trim()) continue;
+    if (options.signal?.aborted) {
+      summary.interrupted = true;
+      break;
+    }
+    const line = lineNumber;
+    const task = importLine(deps, text, options.attempts ?? 5).then((outcome) => record(outcome, line));
+    inFlight.add(task);
+    void task.finally(() => inFlight.delete(task));
+    if (inFlight.size >= options.concurrency) await Promise.race(inFlight);
+  }
+  reader.close();
+  input.destroy();
+  await Promise.all(inFlight);
+  summary.rejected.sort((a, b) => a.line - b.line);
+  summary.unavailable.sort((a, b) => a.line - b.line);
+  summary.elapsed_ms = Date.now() - started;
+  return summary;
+}
+
+type LineOutcome =
+  | { status: 'accepted' | 'duplicate' | 'ignored' }
+  | { status: 'rejected' | 'unavailable'; problem: Omit<ImportProblem, 'line'> };
+
+async function importLine(
+  deps: { pool: pg.Pool; client: Client; taskQueue: string },
+  text: string,
+  attempts: number,
+): Promise<LineOutcome> {
+  const refuse = (eventId: string | null, message: string): LineOutcome => ({
+    status: 'rejected',
+    problem: { event_id: eventId, error: ErrorCode.InvalidEvent, message },
+  });
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return refuse(null, 'not valid JSON');
+  }
+  const envelope = eventEnvelopeSchema.safeParse(body);
+  if (!envelope.success) return refuse(null, describe(fieldIssues(envelope.error)));
+  const eventId = envelope.data.id;
+  if (!isHandledPaymentType(envelope.data.type)) return { status: 'ignored' };
+  const parsed = paymentEventSchema.safeParse(body);
+  if (!parsed.success) return refuse(eventId, describe(fieldIssues(parsed.error)));
+
+  let outcome: IngestOutcome | undefined;
+  for (let attempt = 1; attempt <= attempts; attempt += 1) {
+    // The stored and hashed payload is the line as written, unknown fields included.
+    outcome = await ingestPaymentEvent(deps, body as PaymentEvent, 'import');
+    if (outcome.status !== 'unavailable') break;
+    if (attempt < attempts) await new Promise((resolve) => setTimeout(resolve, 500 * 2 ** (attempt - 1)));
+  }
+  switch (outcome!.status) {
+    case 'accepted':
+    case 'duplicate':
+      return { status: outcome!.status };
+    case 'conflict':
+      return {
+        status: 'rejected',
+        problem: {
+          event_id: eventId,
+          error: ErrorCode.IdempotencyKeyReused,
+          message: 'this event ID is known with a different payload; the original effect stands',
+        },
+      };
+    case 'unavailable':
+      return {
+        status: 'unavailable',
+        problem: {
+          event_id: eventId,
+          error:
+            outcome!.dependency === 'temporal'
+              ? ErrorCode.TemporalUnavailable
+              : ErrorCode.DatabaseUnavailable,
+          message: `${outcome!.dependency} unreachable; nothing was written for this line`,
+        },
+      };
+  }
+}
+
+function describe(issues: { path: string; message: string }[]): string {
+  return issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ');
+}

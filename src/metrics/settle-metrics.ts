@@ -1,0 +1,104 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Queryable } from '../db/pool';
+import { outboxBacklog, reminderBacklog } from '../db/slo';
+import { renderTemporalMetrics } from './temporal-metrics';
+
+/** One registry per process: a `settle start` process serves gateway and worker figures together. */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry });
+
+/** Outcome labels of settle_webhooks_total, one per row of SPEC.md's response table. */
+export type WebhookOutcome = 'accepted' | 'duplicate' | 'ignored' | 'conflict' | 'rejected' | 'unavailable';
+
+export const webhooksTotal = new Counter({
+  name: 'settle_webhooks_total',
+  help: 'Payment webhook requests by outcome; `error` is the stable error code of refusals.',
+  labelNames: ['outcome', 'error'] as const,
+  registers: [registry],
+});
+
+export const webhookAckSeconds = new Histogram({
+  name: 'settle_webhook_ack_seconds',
+  help: 'Time from request to response (the acknowledgement the provider waits for), by outcome.',
+  labelNames: ['outcome'] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+
+export const reconcileOutcomesTotal = new Counter({
+  name: 'settle_reconcile_outcomes_total',
+  help: 'Completed reconciles by outcome (applied, stale, unmatched, needs_review).',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+export const duplicateClaimsTotal = new Counter({
+  name: 'settle_duplicate_claims_total',
+  help: 'Reconciles that found the claim already there: the second layer refused a repeat effect.',
+  registers: [registry],
+});
+
+export const eventToCommitSeconds = new Histogram({
+  name: 'settle_event_to_commit_seconds',
+  help: 'From receipt of an event (events.received_at) to the commit of its claim (claims.claimed_at).',
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600],
+  registers: [registry],
+});
+
+export const transactionFailuresTotal = new Counter({
+  name: 'settle_transaction_failures_total',
+  help: 'Failed attempts of the reconcile transaction, by error code (retried unless non-retryable).',
+  labelNames: ['code'] as const,
+  registers: [registry],
+});
+
+export const activityOutcomesTotal = new Counter({
+  name: 'settle_activity_outcomes_total',
+  help: 'Activity attempts by activity type and outcome (completed, failed).',
+  labelNames: ['activity', 'outcome'] as const,
+  registers: [registry],
+});
+
+export const purgedClaimsTotal = new Counter({
+  name: 'settle_purged_claims_total',
+  help: 'Claims dropped past SETTLE_CLAIM_RETENTION.',
+  registers: [registry],
+});
+
+const outboxPending = new Gauge({
+  name: 'settle_outbox_pending',
+  help: 'Outbox rows not yet delivered downstream (read from PostgreSQL at scrape time).',
+  registers: [registry],
+});
+
+const outboxOldestPendingAge = new Gauge({
+  name: 'settle_outbox_oldest_pending_age_seconds',
+  help: 'Age of the oldest undelivered outbox row; 0 when none is pending.',
+  registers: [registry],
+});
+
+const reminderOldestOverdueAge = new Gauge({
+  name: 'settle_reminders_oldest_overdue_age_seconds',
+  help: 'How long the most overdue undelivered reminder has been due; 0 when none is overdue.',
+  registers: [registry],
+});
+
+/**
+ * The Prometheus text of `GET /metrics`: settle's counters and histograms, the backlog gauges read
+ * from PostgreSQL now (left at their last value if it does not answer), and the Temporal SDK's own.
+ */
+export async function renderMetrics(db?: Queryable): Promise<string> {
+  if (db) {
+    try {
+      const backlog = await outboxBacklog(db);
+      outboxPending.set(backlog.pending);
+      outboxOldestPendingAge.set(backlog.oldestPendingAgeSeconds ?? 0);
+      reminderOldestOverdueAge.set((await reminderBacklog(db)).oldestOverdueAgeSeconds ?? 0);
+    } catch {
+      // PostgreSQL down: /readyz says so; the scrape still serves everything else.
+    }
+  }
+  return `${await registry.metrics()}${renderTemporalMetrics()}`;
+}
+
+export const METRICS_CONTENT_TYPE = registry.contentType;
