@@ -1,0 +1,14 @@
+# settle: one image for every role (`settle gateway`, `settle worker`, `settle migrate`, …).
+# The TypeScript sources run through tsx, as `npx settle` does locally: there is no build step.
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev && npm cache clean --force
+COPY bin ./bin
+COPY src ./src
+COPY tsconfig.json ./
+USER node
+EXPOSE 8080 9464
+ENTRYPOINT ["node", "bin/settle.js"]
+CMD ["--help"]

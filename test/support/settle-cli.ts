@@ -1,0 +1,52 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PROJECT_ROOT } from '../../src/stack/paths';
+import type { TestStack } from './harness';
+
+export type CliRun = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
+
+/** The environment a production process of this test stack would get, with its own empty state folder. */
+export function stackEnv(stack: TestStack, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    DATABASE_URL: stack.databaseUrl,
+    TEMPORAL_ADDRESS: stack.config.temporalAddress,
+    TEMPORAL_NAMESPACE: stack.config.temporalNamespace,
+    SETTLE_TASK_QUEUE: stack.taskQueue,
+    SETTLE_WEBHOOK_SECRETS: stack.secret,
+    SETTLE_API_TOKEN: stack.apiToken,
+    SETTLE_HOME: mkdtempSync(join(tmpdir(), 'settle-home-')),
+    ...extra,
+  };
+}
+
+/** Starts `node bin/settle.js …` as a person would; the caller reads or signals it. */
+export function spawnSettle(args: string[], env: NodeJS.ProcessEnv): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, [join(PROJECT_ROOT, 'bin/settle.js'), ...args], {
+    cwd: mkdtempSync(join(tmpdir(), 'settle-cwd-')),
+    env: { ...process.env, ...env },
+  });
+}
+
+/** Waits for a spawned command to exit, collecting its output. */
+export function finished(child: ChildProcessWithoutNullStreams, timeoutMs = 180_000): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`settle timed out\n${stdout}\n${stderr}`));
+    }, timeoutMs);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+export function runSettle(args: string[], env: NodeJS.ProcessEnv, timeoutMs?: number): Promise<CliRun> {
+  return finished(spawnSettle(args, env), timeoutMs);
+}
