@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { connectClient } from '../client';
 import { loadConfig } from '../config';
 import { migrate } from '../db/migrate';
@@ -37,6 +37,7 @@ function devPort(which: keyof typeof DEV_PORTS): number {
  */
 export async function runDevStack(): Promise<void> {
   const dir = stateDir();
+  const displayPath = (path: string) => relative(process.cwd(), path) || '.';
   mkdirSync(dir, { recursive: true });
   const env = { ...process.env };
   const secrets = loadOrCreateDevSecrets();
@@ -118,9 +119,9 @@ export async function runDevStack(): Promise<void> {
         'settle is running.',
         `  gateway      ${gateway.url}   (POST /webhooks/payments, GET /events/<id>, /healthz, /readyz, /metrics, /openapi.json)`,
         `  temporal     ${config.temporalAddress}${temporal ? `   UI ${temporal.uiUrl}` : ''}   namespace ${config.temporalNamespace}, task queue ${config.taskQueue}`,
-        `  postgres     ${postgres ? `embedded on 127.0.0.1:${postgres.port}, data in .settle/postgres` : 'from DATABASE_URL'}`,
+        `  postgres     ${postgres ? `embedded on 127.0.0.1:${postgres.port}, data in ${displayPath(join(dir, 'postgres'))}` : 'from DATABASE_URL'}`,
         `  migrations   ${migrations.applied.length ? `applied ${migrations.applied.join(', ')}` : 'up to date'}`,
-        `  secrets      development webhook secret and API token in .settle/dev-secrets.json`,
+        `  secrets      development webhook secret and API token in ${displayPath(join(dir, 'dev-secrets.json'))}`,
         '',
         'Send a signed example event (in another terminal, in this folder):',
         '  npx settle example',

