@@ -6,9 +6,9 @@ import {
   WorkflowIdReusePolicy,
 } from '@temporalio/client';
 import type { Config } from './config';
-import { paymentWorkflowId } from './domain/ids';
+import { paymentWorkflowId, reminderWorkflowId } from './domain/ids';
 import type { PaymentEvent } from './domain/payment-event';
-import type { paymentWorkflow } from './workflows';
+import type { paymentWorkflow, reminderWorkflow } from './workflows';
 
 /** How long a start may take before the caller treats Temporal as unavailable. */
 const START_DEADLINE_MS = 5_000;
@@ -43,6 +43,30 @@ export async function startPaymentWorkflow(
         workflowId,
         args: [{ event }],
         workflowIdReusePolicy: WorkflowIdReusePolicy[options.reusePolicy ?? 'REJECT_DUPLICATE'],
+        workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
+      }),
+    );
+    return { started: true, workflowId, runId: handle.firstExecutionRunId };
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return { started: false, workflowId };
+    throw error;
+  }
+}
+
+/** Starts a reminder's workflow under `reminder:<delivery id>`, refusing a duplicate like a payment's. */
+export async function startReminderWorkflow(
+  client: Client,
+  taskQueue: string,
+  reminder: { deliveryId: string; dueAt: Date },
+): Promise<StartResult> {
+  const workflowId = reminderWorkflowId(reminder.deliveryId);
+  try {
+    const handle = await client.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+      client.workflow.start<typeof reminderWorkflow>('reminderWorkflow', {
+        taskQueue,
+        workflowId,
+        args: [{ deliveryId: reminder.deliveryId, dueAt: reminder.dueAt.toISOString() }],
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
       }),
     );

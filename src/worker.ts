@@ -34,13 +34,17 @@ export function installTemporalRuntime(options: { handleSignals?: boolean } = {}
 
 export type WorkerOptions = {
   /** Without claimRetentionMs the worker runs no purge activity (tools replaying histories). */
-  config: Pick<Config, 'temporalAddress' | 'temporalNamespace' | 'taskQueue'> & { claimRetentionMs?: number };
+  config: Pick<Config, 'temporalAddress' | 'temporalNamespace' | 'taskQueue'> & {
+    claimRetentionMs?: number;
+  } & Partial<Pick<Config, 'carrierUrl' | 'erpUrl' | 'outboundSecret' | 'allowPrivateTargets'>>;
   pool: pg.Pool;
   hooks?: ActivityDependencies['hooks'];
+  /** Shorter delivery timeouts and leases for tests; production uses the defaults. */
+  tuning?: ActivityDependencies['tuning'];
 };
 
 /** A worker polling settle's task queue; the caller runs it and closes the connection. */
-export async function createWorker({ config, pool, hooks }: WorkerOptions) {
+export async function createWorker({ config, pool, hooks, tuning }: WorkerOptions) {
   installTemporalRuntime();
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const worker = await Worker.create({
@@ -49,7 +53,17 @@ export async function createWorker({ config, pool, hooks }: WorkerOptions) {
     taskQueue: config.taskQueue,
     workflowsPath: require.resolve('./workflows'),
     activities: {
-      ...createActivities({ pool, hooks }),
+      ...createActivities({
+        pool,
+        hooks,
+        tuning,
+        config: {
+          carrierUrl: config.carrierUrl,
+          erpUrl: config.erpUrl,
+          outboundSecret: config.outboundSecret,
+          allowPrivateTargets: config.allowPrivateTargets,
+        },
+      }),
       ...(config.claimRetentionMs === undefined
         ? {}
         : createRetentionActivities({ pool, claimRetentionMs: config.claimRetentionMs })),

@@ -1,19 +1,60 @@
 import type pg from 'pg';
 import type { PaymentEvent } from '../domain/payment-event';
+import { createHttpClient, type HttpClient } from '../lib/http';
+import { compensatePaymentEffects, reholdShipment } from './compensate-payment';
+import { deliverOutboxRow } from './deliver-outbox';
+import { deliverReminder, failReminder } from './deliver-reminder';
+import {
+  DEFAULT_DELIVERY_TUNING,
+  type DeliveryDependencies,
+  type DeliveryTuning,
+  type DownstreamConfig,
+} from './downstream';
 import { reconcilePayment, type ReconcileHooks } from './reconcile-payment';
 
 export type ActivityDependencies = {
   pool: pg.Pool;
+  /** settle's one HTTP client; every downstream call goes through it. */
+  http?: HttpClient;
+  /** Downstream targets and the outbound secret; an unset target is reported on its delivery. */
+  config?: DownstreamConfig;
+  /** Request timeout and reminder lease; the defaults suit production, tests shorten them. */
+  tuning?: Partial<DeliveryTuning>;
   /** Test seams for fault injection; empty in production. */
   hooks?: ReconcileHooks;
 };
 
 /** Builds the activities with their dependencies injected; workflows import this type only. */
-export function createActivities({ pool, hooks = {} }: ActivityDependencies) {
+export function createActivities({
+  pool,
+  http = createHttpClient(),
+  config = {},
+  tuning,
+  hooks = {},
+}: ActivityDependencies) {
+  const delivery: DeliveryDependencies = {
+    pool,
+    http,
+    config,
+    tuning: { ...DEFAULT_DELIVERY_TUNING, ...tuning },
+  };
+  // A lease shorter than one call would let a second attempt start while the first may still deliver.
+  if (delivery.tuning.reminderLeaseMs <= delivery.tuning.requestTimeoutMs) {
+    throw new Error('the reminder lease must be longer than the request timeout');
+  }
   return {
     reconcilePayment: (event: PaymentEvent) => reconcilePayment(pool, event, hooks),
+    deliverOutboxRow: (input: { outboxId: number }) => deliverOutboxRow(delivery, input),
+    reholdShipment: (input: { outboxId: number }) => reholdShipment(delivery, input),
+    compensatePaymentEffects: (input: { eventId: string; reason: string }) =>
+      compensatePaymentEffects(pool, input),
+    deliverReminder: (input: { deliveryId: string }) => deliverReminder(delivery, input),
+    failReminder: (input: { deliveryId: string; reason: string }) => failReminder(pool, input),
   };
 }
 
 export type Activities = ReturnType<typeof createActivities>;
 export type { ReconcileResult } from './reconcile-payment';
+export type { OutboxDeliveryResult } from './deliver-outbox';
+export type { ReminderDeliveryResult } from './deliver-reminder';
+export type { DeliveryTuning, DownstreamConfig } from './downstream';

@@ -50,3 +50,13 @@ export async function listLedgerForShipment(db: Queryable, shipmentId: string): 
   );
   return rows;
 }
+
+/** The money entries (capture, refund) an event itself appended; reversals are not reversed again. */
+export async function listReversibleEntriesForEvent(db: Queryable, eventId: string): Promise<LedgerEntry[]> {
+  const { rows } = await db.query<LedgerEntry>(
+    `SELECT ${COLUMNS} FROM ledger_entries
+      WHERE event_id = $1::text AND kind IN ('capture', 'refund') ORDER BY entry_id`,
+    [eventId],
+  );
+  return rows;
+}

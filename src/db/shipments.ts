@@ -47,3 +47,15 @@ export async function setPaymentStatus(
     [change.shipmentId, change.paymentStatus, change.paymentId, change.eventId],
   );
 }
+
+/** The carrier's hold as settle last saw it succeed: released by the release call, held again by its compensation. */
+export async function setHoldStatus(
+  db: Queryable,
+  shipmentId: string,
+  holdStatus: Shipment['holdStatus'],
+): Promise<void> {
+  await db.query(
+    `UPDATE shipments SET hold_status = $2::text, updated_at = now() WHERE shipment_id = $1::text`,
+    [shipmentId, holdStatus],
+  );
+}

@@ -24,6 +24,7 @@ export async function startGateway(deps: {
     taskQueue: config.taskQueue,
     webhookSecrets: config.webhookSecrets,
     apiToken: config.apiToken,
+    allowPrivateTargets: config.allowPrivateTargets,
     logger,
   });
   const host = deps.host ?? '0.0.0.0';

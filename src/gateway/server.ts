@@ -8,6 +8,7 @@ import { shortHash } from '../lib/hash';
 import type { Logger } from '../lib/logger';
 import { registerOperatorRoutes } from './operations';
 import { registerPaymentRoutes } from './payments';
+import { registerReminderRoutes } from './reminders';
 import { reject } from './replies';
 
 declare module 'fastify' {
@@ -28,6 +29,8 @@ export type GatewayDependencies = {
   webhookSecrets: string[];
   apiToken: string | undefined;
   logger: Logger;
+  /** Accept reminder targets on private and loopback addresses (SETTLE_ALLOW_PRIVATE_TARGETS). */
+  allowPrivateTargets?: boolean;
 };
 
 export function buildGateway(deps: GatewayDependencies): FastifyInstance {
@@ -72,6 +75,9 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   registerOperatorRoutes(app, deps);
   registerPaymentRoutes(app, deps);
   refuseOtherMethods(app, '/webhooks/payments', ['POST']);
+  registerReminderRoutes(app, deps);
+  refuseOtherMethods(app, '/reminders', ['POST']);
+  refuseOtherMethods(app, '/reminders/:deliveryId', ['GET', 'DELETE']);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
 

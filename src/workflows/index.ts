@@ -1,3 +1,5 @@
 export { paymentWorkflow } from './payment';
 export { purgeClaimsWorkflow } from './purge';
 export type { PaymentWorkflowInput, PaymentWorkflowResult } from './payment';
+export { cancelReminderSignal, reminderWorkflow } from './reminder';
+export type { ReminderWorkflowInput, ReminderWorkflowResult } from './reminder';

@@ -1,0 +1,103 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type pg from 'pg';
+import { lockEventId, updateClaimOutcome } from '../db/claims';
+import { appendLedgerEntry, listReversibleEntriesForEvent } from '../db/ledger';
+import { abandonPendingOutbox, findOutboxRow, markOutboxCompensated, noteOutbox } from '../db/outbox';
+import { setHoldStatus } from '../db/shipments';
+import { withTransaction } from '../db/transaction';
+import { downstreamIdempotencyKey } from '../domain/ids';
+import { ErrorCode } from '../errors';
+import { jsonHeaders, targetUrl } from './deliver-outbox';
+import { callDownstream, failureFor, INTERNAL_API_POLICY, type DeliveryDependencies } from './downstream';
+
+export type ReholdResult = {
+  status: 'reheld' | 'already_compensated' | 'never_sent' | 'refused' | 'not_configured';
+};
+
+/**
+ * Undoes a carrier release: asks the carrier to hold the shipment again, under its own idempotency key
+ * (`<event id>:carrier:rehold`), and marks the release row `compensated` and the shipment `held`.
+ * Idempotent: a row already compensated sends nothing; a repeat of the call carries the same key.
+ * Registered before the release runs, so it also covers a release whose outcome was ambiguous: any
+ * release that was attempted at all is re-held; one never sent is left alone. A refusal (4xx) is noted
+ * on the row and does not stop the rest of the compensation; 5xx and timeouts are retried.
+ */
+export async function reholdShipment(
+  deps: DeliveryDependencies,
+  input: { outboxId: number },
+): Promise<ReholdResult> {
+  const row = await findOutboxRow(deps.pool, input.outboxId);
+  if (!row || row.target !== 'carrier') {
+    throw ApplicationFailure.nonRetryable('not a carrier outbox row', ErrorCode.InvalidWorkflowInput);
+  }
+  if (row.status === 'compensated') return { status: 'already_compensated' };
+  if (row.attempts === 0) return { status: 'never_sent' };
+  const url = targetUrl(deps.config, 'carrier');
+  if (!url) {
+    await noteOutbox(deps.pool, row.outboxId, 're-hold not sent: SETTLE_CARRIER_URL is not configured');
+    return { status: 'not_configured' };
+  }
+
+  const outcome = await callDownstream(
+    deps.http,
+    {
+      url,
+      headers: jsonHeaders(downstreamIdempotencyKey(row.eventId, 'carrier', 'rehold')),
+      body: JSON.stringify({
+        action: 'hold',
+        shipment_id: row.shipmentId,
+        payment_id: row.body.payment_id,
+        reason: 'compensation',
+      }),
+      timeoutMs: deps.tuning.requestTimeoutMs,
+      allowPrivateTargets: true,
+    },
+    INTERNAL_API_POLICY,
+  );
+  if (outcome.kind === 'delivered') {
+    await withTransaction(deps.pool, async (tx) => {
+      await markOutboxCompensated(tx, row.outboxId, 'compensated: the carrier re-held the shipment');
+      await setHoldStatus(tx, row.shipmentId, 'held');
+    });
+    return { status: 'reheld' };
+  }
+  if (outcome.kind === 'permanent') {
+    await noteOutbox(deps.pool, row.outboxId, `re-hold refused: ${outcome.detail}`);
+    return { status: 'refused' };
+  }
+  await noteOutbox(deps.pool, row.outboxId, `re-hold not yet done: ${outcome.detail}`);
+  throw failureFor(outcome);
+}
+
+export type PaymentCompensationResult = { reversals: number; abandoned: number };
+
+/**
+ * The last compensation of a refused settle flow, in one transaction: the event's effects not yet sent
+ * become `failed` (with the reason), each capture or refund entry it appended gets one `reversal`
+ * entry (the ledger is append-only and allows one reversal per entry, so a repeat appends nothing), and
+ * the claim's outcome becomes `needs_review` for an operator.
+ */
+export async function compensatePaymentEffects(
+  pool: pg.Pool,
+  input: { eventId: string; reason: string },
+): Promise<PaymentCompensationResult> {
+  return withTransaction(pool, async (tx) => {
+    await lockEventId(tx, input.eventId);
+    const abandoned = await abandonPendingOutbox(tx, input.eventId, `not sent: ${input.reason}`);
+    let reversals = 0;
+    for (const entry of await listReversibleEntriesForEvent(tx, input.eventId)) {
+      const reversal = await appendLedgerEntry(tx, {
+        kind: 'reversal',
+        shipmentId: entry.shipmentId,
+        paymentId: entry.paymentId,
+        eventId: input.eventId,
+        amount: entry.amount,
+        currency: entry.currency,
+        reversesEntryId: entry.entryId,
+      });
+      if (reversal) reversals += 1;
+    }
+    await updateClaimOutcome(tx, input.eventId, 'needs_review');
+    return { reversals, abandoned };
+  });
+}

@@ -1,0 +1,106 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import {
+  findOutboxRow,
+  markOutboxDelivered,
+  noteOutbox,
+  recordOutboxError,
+  startOutboxAttempt,
+  type OutboxRow,
+  type OutboxStatus,
+  type OutboxTarget,
+} from '../db/outbox';
+import { setHoldStatus } from '../db/shipments';
+import { withTransaction } from '../db/transaction';
+import { ErrorCode } from '../errors';
+import {
+  callDownstream,
+  failureFor,
+  INTERNAL_API_POLICY,
+  type DeliveryDependencies,
+  type DownstreamConfig,
+} from './downstream';
+
+export type OutboxDeliveryResult = {
+  outboxId: number;
+  target: OutboxTarget;
+  action: string;
+  status: OutboxStatus;
+  /** Set when the target's URL is not configured: the row stays pending, nothing was sent. */
+  notConfigured?: true;
+};
+
+const TARGET_VARIABLE: Record<OutboxTarget, string> = {
+  carrier: 'SETTLE_CARRIER_URL',
+  erp: 'SETTLE_ERP_URL',
+};
+
+export function targetUrl(config: DownstreamConfig, target: OutboxTarget): string | undefined {
+  return target === 'carrier' ? config.carrierUrl : config.erpUrl;
+}
+
+/**
+ * Delivers one outbox row: one call per attempt, with the row's `Idempotency-Key`, identical on every
+ * retry, so the receiver can refuse a repeat of an ambiguous call. Every attempt is counted on the row
+ * before it is made and its failure recorded after. A 2xx marks it `delivered` (a carrier release also
+ * marks the shipment `released`); a 4xx marks it `failed` and throws non-retryable
+ * `downstream_rejected`; 5xx, timeouts and 429/503 (with their Retry-After) throw retryable failures.
+ * An unconfigured target leaves the row `pending` with a note: a replay delivers it once configured.
+ */
+export async function deliverOutboxRow(
+  deps: DeliveryDependencies,
+  input: { outboxId: number },
+): Promise<OutboxDeliveryResult> {
+  const row = await findOutboxRow(deps.pool, input.outboxId);
+  if (!row) throw ApplicationFailure.nonRetryable('no such outbox row', ErrorCode.InvalidWorkflowInput);
+  if (row.status !== 'pending') return resultFor(row, row.status);
+
+  const url = targetUrl(deps.config, row.target);
+  if (!url) {
+    await noteOutbox(deps.pool, row.outboxId, `not sent: ${TARGET_VARIABLE[row.target]} is not configured`);
+    return { ...resultFor(row, 'pending'), notConfigured: true };
+  }
+  if (!(await startOutboxAttempt(deps.pool, row.outboxId))) {
+    return resultFor(row, (await findOutboxRow(deps.pool, row.outboxId))!.status);
+  }
+
+  const outcome = await callDownstream(
+    deps.http,
+    {
+      url,
+      headers: jsonHeaders(row.idempotencyKey),
+      body: JSON.stringify({ action: row.action, ...row.body }),
+      timeoutMs: deps.tuning.requestTimeoutMs,
+      // Carrier and ERP are the operator's own APIs, often on a private network.
+      allowPrivateTargets: true,
+    },
+    INTERNAL_API_POLICY,
+  );
+  if (outcome.kind === 'delivered') {
+    await withTransaction(deps.pool, async (tx) => {
+      await markOutboxDelivered(tx, row.outboxId);
+      if (row.target === 'carrier' && row.action === 'release_hold') {
+        await setHoldStatus(tx, row.shipmentId, 'released');
+      }
+    });
+    return resultFor(row, 'delivered');
+  }
+  await recordOutboxError(
+    deps.pool,
+    row.outboxId,
+    outcome.detail,
+    outcome.kind === 'permanent' ? 'failed' : 'pending',
+  );
+  throw failureFor(outcome);
+}
+
+export function jsonHeaders(idempotencyKey: string): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'idempotency-key': idempotencyKey,
+    'user-agent': 'settle',
+  };
+}
+
+function resultFor(row: OutboxRow, status: OutboxStatus): OutboxDeliveryResult {
+  return { outboxId: row.outboxId, target: row.target, action: row.action, status };
+}

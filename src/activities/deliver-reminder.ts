@@ -1,0 +1,118 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type pg from 'pg';
+import {
+  beginReminderAttempt,
+  failOpenReminder,
+  finishReminderAttempt,
+  lockReminder,
+  type Reminder,
+  type ReminderState,
+} from '../db/reminders';
+import { withTransaction } from '../db/transaction';
+import { ErrorCode } from '../errors';
+import { signWebhook } from '../gateway/signature';
+import {
+  callDownstream,
+  CUSTOMER_ENDPOINT_POLICY,
+  failureFor,
+  type DeliveryDependencies,
+} from './downstream';
+
+export type ReminderDeliveryResult = { state: ReminderState; attempts: number };
+
+/** A little past the lease, so the retry finds it expired on the database clock. */
+const LEASE_MARGIN_MS = 250;
+
+type Claim =
+  | { kind: 'finished'; state: ReminderState; attempts: number }
+  | { kind: 'leased'; remainingMs: number }
+  | { kind: 'claimed'; reminder: Reminder; attempt: number };
+
+/**
+ * Delivers a due reminder once. The reminder row decides: a cancelled or finished one is not sent;
+ * a `processing` one whose lease has not expired belongs to another attempt (its worker may only have
+ * vanished), so this attempt throws retryable `lease_held` with the lease's remainder as the retry
+ * delay. Otherwise it takes the lease and POSTs with `webhook-id` and `Idempotency-Key` equal to the
+ * delivery ID on every attempt and a Standard Webhooks signature made fresh for each. 2xx: `succeeded`.
+ * 410 Gone or a refused (private) target: `failed`, no retry. Anything else: recorded, lease released,
+ * retried with backoff (429/503 after their Retry-After).
+ */
+export async function deliverReminder(
+  deps: DeliveryDependencies,
+  input: { deliveryId: string },
+): Promise<ReminderDeliveryResult> {
+  const claim = await withTransaction(deps.pool, async (tx): Promise<Claim | undefined> => {
+    const reminder = await lockReminder(tx, input.deliveryId);
+    if (!reminder) return undefined;
+    if (reminder.state !== 'scheduled' && reminder.state !== 'processing') {
+      return { kind: 'finished', state: reminder.state, attempts: reminder.attempts };
+    }
+    if (reminder.state === 'processing' && reminder.leaseRemainingMs > 0) {
+      return { kind: 'leased', remainingMs: reminder.leaseRemainingMs };
+    }
+    const attempt = await beginReminderAttempt(tx, input.deliveryId, deps.tuning.reminderLeaseMs);
+    return { kind: 'claimed', reminder, attempt };
+  });
+  if (!claim) throw ApplicationFailure.nonRetryable('no such reminder', ErrorCode.InvalidWorkflowInput);
+  if (claim.kind === 'finished') return { state: claim.state, attempts: claim.attempts };
+  if (claim.kind === 'leased') {
+    throw ApplicationFailure.create({
+      message: 'another attempt holds the delivery lease',
+      type: ErrorCode.LeaseHeld,
+      nextRetryDelay: Math.ceil(claim.remainingMs) + LEASE_MARGIN_MS,
+    });
+  }
+
+  const { reminder, attempt } = claim;
+  const secret = deps.config.outboundSecret;
+  if (!secret) {
+    const error = 'not sent: SETTLE_OUTBOUND_SECRET is not configured';
+    await finishReminderAttempt(deps.pool, reminder.deliveryId, attempt, {
+      state: 'processing',
+      statusCode: null,
+      error,
+    });
+    throw ApplicationFailure.retryable(error, ErrorCode.NotConfigured);
+  }
+
+  const body = JSON.stringify({
+    type: 'contract.renewal_due',
+    delivery_id: reminder.deliveryId,
+    contract_id: reminder.contractId,
+    due_at: reminder.dueAt.toISOString(),
+    payload: reminder.payload,
+  });
+  const outcome = await callDownstream(
+    deps.http,
+    {
+      url: reminder.webhookUrl,
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'settle',
+        'idempotency-key': reminder.deliveryId,
+        ...signWebhook(secret, reminder.deliveryId, body),
+      },
+      body,
+      timeoutMs: deps.tuning.requestTimeoutMs,
+      allowPrivateTargets: deps.config.allowPrivateTargets ?? false,
+    },
+    CUSTOMER_ENDPOINT_POLICY,
+  );
+  const state =
+    outcome.kind === 'delivered' ? 'succeeded' : outcome.kind === 'permanent' ? 'failed' : 'processing';
+  await finishReminderAttempt(deps.pool, reminder.deliveryId, attempt, {
+    state,
+    statusCode: outcome.statusCode,
+    error: outcome.kind === 'delivered' ? null : outcome.detail,
+  });
+  if (outcome.kind === 'retry') throw failureFor(outcome);
+  return { state, attempts: attempt };
+}
+
+/** The reminder's retries ran out: it is `failed` for good, with why. */
+export async function failReminder(
+  pool: pg.Pool,
+  input: { deliveryId: string; reason: string },
+): Promise<void> {
+  await failOpenReminder(pool, input.deliveryId, input.reason);
+}

@@ -1,0 +1,149 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type pg from 'pg';
+import type { Config } from '../config';
+import { ErrorCode } from '../errors';
+import { HttpRequestError, type HttpClient, type HttpResponse } from '../lib/http';
+import { retryAfterMs } from '../lib/retry-after';
+
+/** What the delivery activities need from the configuration; unset targets are reported, not fatal. */
+export type DownstreamConfig = Partial<
+  Pick<Config, 'carrierUrl' | 'erpUrl' | 'outboundSecret' | 'allowPrivateTargets'>
+>;
+
+export type DeliveryTuning = {
+  /** One call, connect to last byte. Must stay well inside the reminder lease. */
+  requestTimeoutMs: number;
+  /** How long a reminder attempt owns its delivery before another attempt may take over. */
+  reminderLeaseMs: number;
+};
+
+export const DEFAULT_DELIVERY_TUNING: DeliveryTuning = { requestTimeoutMs: 15_000, reminderLeaseMs: 120_000 };
+
+export type DeliveryDependencies = {
+  pool: pg.Pool;
+  http: HttpClient;
+  config: DownstreamConfig;
+  tuning: DeliveryTuning;
+};
+
+/** How one downstream call ended, before it is recorded and turned into the activity's result. */
+export type CallOutcome =
+  | { kind: 'delivered'; statusCode: number }
+  | {
+      kind: 'retry';
+      code: typeof ErrorCode.DownstreamUnavailable | typeof ErrorCode.DownstreamThrottled;
+      statusCode: number | null;
+      detail: string;
+      /** From Retry-After: the exact wait before the next attempt. */
+      delayMs?: number;
+    }
+  | {
+      kind: 'permanent';
+      code: typeof ErrorCode.DownstreamRejected | typeof ErrorCode.TargetRefused;
+      statusCode: number | null;
+      detail: string;
+    };
+
+/** Which HTTP answers end delivery for a kind of receiver (every other non-2xx is retried). */
+export type ResponsePolicy = { isPermanent(statusCode: number): boolean };
+
+/** settle's own downstream APIs (carrier, ERP): a 4xx is a refusal that retrying cannot change. */
+export const INTERNAL_API_POLICY: ResponsePolicy = {
+  isPermanent: (statusCode) =>
+    statusCode >= 400 && statusCode < 500 && statusCode !== 408 && statusCode !== 429,
+};
+
+/**
+ * Customers' reminder endpoints: only `410 Gone` stops delivery (Standard Webhooks practice); any
+ * other failure may be a misconfiguration the customer fixes, so it is retried on the backoff schedule.
+ */
+export const CUSTOMER_ENDPOINT_POLICY: ResponsePolicy = { isPermanent: (statusCode) => statusCode === 410 };
+
+export type DownstreamRequest = {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  timeoutMs: number;
+  allowPrivateTargets: boolean;
+};
+
+/** How often an in-flight call tells Temporal its worker is alive; a dead worker is noticed by the heartbeat timeout. */
+const HEARTBEAT_EVERY_MS = 1_000;
+
+/**
+ * Makes one call and classifies the answer. Never throws: the caller records the outcome on its
+ * delivery record first, then throws `failureFor(outcome)` so Temporal retries (or not).
+ */
+export async function callDownstream(
+  http: HttpClient,
+  request: DownstreamRequest,
+  policy: ResponsePolicy,
+): Promise<CallOutcome> {
+  const context = Context.current();
+  const heartbeat = setInterval(() => context.heartbeat(), HEARTBEAT_EVERY_MS);
+  let response: HttpResponse;
+  try {
+    response = await http.post(request.url, {
+      headers: request.headers,
+      body: request.body,
+      timeoutMs: request.timeoutMs,
+      allowPrivateTargets: request.allowPrivateTargets,
+      signal: context.cancellationSignal,
+    });
+  } catch (error) {
+    if (error instanceof HttpRequestError && error.kind === 'target_refused') {
+      return { kind: 'permanent', code: ErrorCode.TargetRefused, statusCode: null, detail: error.message };
+    }
+    const detail = error instanceof HttpRequestError ? error.message : 'request failed';
+    return { kind: 'retry', code: ErrorCode.DownstreamUnavailable, statusCode: null, detail };
+  } finally {
+    clearInterval(heartbeat);
+  }
+  return classifyResponse(response, policy);
+}
+
+export function classifyResponse(response: HttpResponse, policy: ResponsePolicy): CallOutcome {
+  const { status } = response;
+  if (status >= 200 && status < 300) return { kind: 'delivered', statusCode: status };
+  const detail = `HTTP ${status}${excerpt(response.body)}`;
+  if (status === 429 || status === 503) {
+    const delayMs = retryAfterMs(response.headers['retry-after']);
+    if (delayMs !== undefined) {
+      return {
+        kind: 'retry',
+        code: ErrorCode.DownstreamThrottled,
+        statusCode: status,
+        detail: `${detail} (Retry-After ${Math.ceil(delayMs / 1000)} s)`,
+        delayMs,
+      };
+    }
+  }
+  if (policy.isPermanent(status)) {
+    return { kind: 'permanent', code: ErrorCode.DownstreamRejected, statusCode: status, detail };
+  }
+  return { kind: 'retry', code: ErrorCode.DownstreamUnavailable, statusCode: status, detail };
+}
+
+/**
+ * The failure an activity throws for an outcome that did not deliver. A Retry-After delay becomes
+ * `nextRetryDelay`, which replaces the retry policy's backoff for that one retry (so it is not capped
+ * by `maximumInterval`); permanent outcomes are non-retryable.
+ */
+export function failureFor(outcome: Exclude<CallOutcome, { kind: 'delivered' }>): ApplicationFailure {
+  return ApplicationFailure.create({
+    // The response body stays on the delivery record: failure messages end up in logs.
+    message:
+      outcome.statusCode === null
+        ? outcome.detail
+        : `HTTP ${outcome.statusCode}${outcome.kind === 'retry' && outcome.delayMs !== undefined ? `, retry after ${outcome.delayMs} ms` : ''}`,
+    type: outcome.code,
+    nonRetryable: outcome.kind === 'permanent',
+    ...(outcome.kind === 'retry' && outcome.delayMs !== undefined ? { nextRetryDelay: outcome.delayMs } : {}),
+  });
+}
+
+/** The start of a response body, on one line: enough for an operator, never the whole thing. */
+function excerpt(body: string): string {
+  const text = body.replace(/\s+/g, ' ').trim().slice(0, 200);
+  return text ? `: ${text}` : '';
+}

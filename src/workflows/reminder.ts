@@ -1,0 +1,76 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  condition,
+  defineSignal,
+  log,
+  proxyActivities,
+  setHandler,
+} from '@temporalio/workflow';
+import type { Activities, ReminderDeliveryResult } from '../activities';
+import { deliveryIdSchema } from '../domain/reminder';
+import { ErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../errors';
+
+export type ReminderWorkflowInput = { deliveryId: string; dueAt: string };
+export type ReminderWorkflowResult = ReminderDeliveryResult;
+
+/** Sent by DELETE /reminders/<id> after it marked the reminder cancelled: wakes the workflow to end it. */
+export const cancelReminderSignal = defineSignal('cancelReminder');
+
+/**
+ * Delivery to a customer's endpoint: everything but 410 Gone and a refused target is retried, 5 s
+ * doubling to an hour apart, 30 attempts (about a day); a Retry-After sets the next delay exactly, and
+ * a `lease_held` retry waits out the lease of an attempt whose worker vanished. The heartbeat notices
+ * a vanished worker within 10 s.
+ */
+const { deliverReminder } = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: {
+    initialInterval: '5 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '1 hour',
+    maximumAttempts: 30,
+    nonRetryableErrorTypes: NON_RETRYABLE_ERROR_TYPES,
+  },
+});
+
+/** Bookkeeping in PostgreSQL: retried without limit. */
+const { failReminder } = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
+/**
+ * One renewal reminder (ID `reminder:<delivery id>`): a durable timer until `due_at` (any length: no
+ * cron, no polling), then one delivery. The reminder row decides what happens: a reminder cancelled
+ * in PostgreSQL is never sent even if the signal is lost, and the activity's lease keeps two attempts
+ * from delivering at once.
+ */
+export async function reminderWorkflow(input: ReminderWorkflowInput): Promise<ReminderWorkflowResult> {
+  const dueAt = Date.parse(input?.dueAt);
+  if (!deliveryIdSchema.safeParse(input?.deliveryId).success || Number.isNaN(dueAt)) {
+    throw ApplicationFailure.nonRetryable('reminder input failed validation', ErrorCode.InvalidWorkflowInput);
+  }
+  let cancelled = false;
+  setHandler(cancelReminderSignal, () => {
+    cancelled = true;
+  });
+  const waitMs = dueAt - Date.now();
+  if (waitMs > 0) await condition(() => cancelled, waitMs);
+  if (cancelled) return { state: 'cancelled', attempts: 0 };
+
+  try {
+    const result = await deliverReminder({ deliveryId: input.deliveryId });
+    log.info('reminder delivery finished', { state: result.state, attempts: result.attempts });
+    return result;
+  } catch (error) {
+    if (!(error instanceof ActivityFailure)) throw error;
+    const reason = `gave up: ${error.cause?.message ?? 'delivery failed'}`;
+    await failReminder({ deliveryId: input.deliveryId, reason });
+    log.warn('reminder delivery gave up', {
+      errorType: (error.cause as ApplicationFailure | undefined)?.type,
+    });
+    return { state: 'failed', attempts: 0 };
+  }
+}
