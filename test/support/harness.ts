@@ -11,6 +11,7 @@ import { buildGateway } from '../../src/gateway/server';
 import { signWebhook } from '../../src/gateway/signature';
 import { logger } from '../../src/lib/logger';
 import { createWorker } from '../../src/worker';
+import type { ActivityDependencies } from '../../src/activities';
 import type { ReconcileHooks } from '../../src/activities/reconcile-payment';
 
 export const TEMPORAL_ADDRESS = required('TEMPORAL_ADDRESS');
@@ -73,6 +74,9 @@ export async function startTestStack(
     worker?: boolean;
     /** Secrets accepted besides `secret`, as during a rotation. */
     otherSecrets?: string[];
+    /** Overrides, e.g. downstream URLs and the outbound secret. */
+    config?: Partial<Config>;
+    tuning?: ActivityDependencies['tuning'];
   } = {},
 ): Promise<TestStack> {
   const db = await createTestDatabase();
@@ -93,6 +97,7 @@ export async function startTestStack(
     erpUrl: undefined,
     claimRetentionMs: 90 * 86_400_000,
     allowPrivateTargets: true,
+    ...options.config,
   };
   const client = await connectClient(config);
   const gateway = buildGateway({
@@ -102,6 +107,7 @@ export async function startTestStack(
     webhookSecrets: config.webhookSecrets,
     apiToken,
     logger,
+    allowPrivateTargets: config.allowPrivateTargets,
   });
   await gateway.listen({ port: 0, host: '127.0.0.1' });
   const port = (gateway.server.address() as AddressInfo).port;
@@ -117,7 +123,12 @@ export async function startTestStack(
     gatewayUrl: `http://127.0.0.1:${port}`,
     config,
     async startWorker(hooks) {
-      const { worker, connection } = await createWorker({ config, pool: db.pool, hooks });
+      const { worker, connection } = await createWorker({
+        config,
+        pool: db.pool,
+        hooks,
+        tuning: options.tuning,
+      });
       const done = worker.run();
       running = {
         async stop() {

@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { startChildWorker, type ChildWorker } from './support/child-worker';
+import { newSecret, startTestStack, uniqueId, waitFor, type TestStack } from './support/harness';
+import { startReceiver, type Receiver } from './support/receiver';
+import { assertSignedDelivery, remindersApi } from './support/reminders';
+
+/** Longer than the heartbeat timeout (10 s) plus the first retry interval, so the retry meets a live lease. */
+const LEASE_MS = 25_000;
+
+const closers: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const close of closers.reverse()) await close();
+});
+
+type Attempt = {
+  attempt: number;
+  started_at: string;
+  lease_expires_at: string;
+  finished_at: string | null;
+  status_code: number | null;
+};
+
+test('a reminder whose worker vanished while processing is delivered by another attempt after the lease expires, same delivery ID, one effect', async () => {
+  const outboundSecret = newSecret();
+  const receiver: Receiver = await startReceiver((_request, index) =>
+    index === 0 ? { status: 200, apply: true, hang: true } : { status: 200 },
+  );
+  closers.push(() => receiver.close());
+  const stack: TestStack = await startTestStack({
+    worker: false,
+    config: { outboundSecret },
+    tuning: { reminderLeaseMs: LEASE_MS, requestTimeoutMs: 5_000 },
+  });
+  closers.push(() => stack.close());
+  let child: ChildWorker | undefined = await startChildWorker(
+    stack,
+    { SETTLE_OUTBOUND_SECRET: outboundSecret, SETTLE_ALLOW_PRIVATE_TARGETS: 'true' },
+    { reminderLeaseMs: LEASE_MS, requestTimeoutMs: LEASE_MS - 1_000 },
+  );
+  closers.push(() => child?.kill() ?? Promise.resolve());
+
+  const key = uniqueId('renewal');
+  const api = (method: 'POST' | 'GET', body?: unknown) =>
+    remindersApi(
+      stack.gatewayUrl,
+      stack.apiToken,
+      method,
+      method === 'POST' ? '/reminders' : `/reminders/${key}`,
+      {
+        key,
+        body,
+      },
+    );
+  const scheduled = await api('POST', {
+    contract_id: 'CT-88',
+    due_at: new Date(Date.now() + 1_000).toISOString(),
+    webhook_url: `${receiver.url}renewal`,
+    payload: { any: 'json' },
+  });
+  assert.equal(scheduled.status, 202);
+
+  await waitFor('the first attempt to reach the receiver', async () => receiver.requests.length === 1);
+  const during = await api('GET');
+  assert.equal(during.body.state, 'processing');
+  assert.ok(during.body.lease_expires_at, 'processing carries a lease');
+  await child.kill();
+  child = undefined;
+
+  await stack.startWorker();
+  const done = await waitFor(
+    'another attempt to deliver it',
+    async () => {
+      const view = await api('GET');
+      return view.body.state === 'succeeded' && view;
+    },
+    60_000,
+  );
+
+  assert.equal(receiver.requests.length, 2);
+  for (const request of receiver.requests) assertSignedDelivery(request, key, outboundSecret);
+  assert.deepEqual(receiver.effects, [key]);
+
+  const [first, second] = done.body.attempts as Attempt[];
+  assert.equal(first!.finished_at, null, 'the vanished attempt never finished');
+  assert.equal(second!.status_code, 200);
+  assert.ok(
+    Date.parse(second!.started_at) >= Date.parse(first!.lease_expires_at),
+    `the second attempt started at ${second!.started_at}, inside the first one's lease (${first!.lease_expires_at})`,
+  );
+  assert.equal(done.body.attempt_count, 2);
+});
