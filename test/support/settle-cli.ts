@@ -17,6 +17,8 @@ export function stackEnv(stack: TestStack, extra: NodeJS.ProcessEnv = {}): NodeJ
     SETTLE_WEBHOOK_SECRETS: stack.secret,
     SETTLE_API_TOKEN: stack.apiToken,
     SETTLE_HOME: mkdtempSync(join(tmpdir(), 'settle-home-')),
+    // What production runs at (the suite itself runs quieter).
+    SETTLE_LOG_LEVEL: 'info',
     ...extra,
   };
 }
