@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { parse } from 'yaml';
+import { PROJECT_ROOT } from '../src/stack/paths';
+import { startTestStack, type TestStack } from './support/harness';
+
+type Service = {
+  image?: string;
+  build?: unknown;
+  command?: string[];
+  environment?: Record<string, string>;
+  ports?: string[];
+  healthcheck?: { test: string[] };
+  depends_on?: Record<string, { condition: string }>;
+};
+
+/** Every endpoint SPEC.md names. */
+const SPEC_ENDPOINTS = [
+  ['post', '/webhooks/payments'],
+  ['post', '/reminders'],
+  ['get', '/reminders/{deliveryId}'],
+  ['delete', '/reminders/{deliveryId}'],
+  ['get', '/healthz'],
+  ['get', '/readyz'],
+  ['get', '/metrics'],
+  ['get', '/events/{eventId}'],
+] as const;
+
+describe('docker-compose.yml', () => {
+  const compose = parse(readFileSync(join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+    services: Record<string, Service>;
+  };
+  const services = compose.services;
+
+  test('has PostgreSQL, Temporal on PostgreSQL, the UI, the gateway and two workers, each with a health check', () => {
+    for (const name of ['postgres', 'temporal', 'temporal-ui', 'gateway', 'worker-1', 'worker-2']) {
+      assert.ok(services[name], `service ${name}`);
+      assert.ok(services[name]!.healthcheck?.test.length, `${name} has a health check`);
+    }
+    assert.match(services.postgres!.image!, /^postgres:\d+/);
+    assert.match(services.temporal!.image!, /^temporalio\/auto-setup:\d+\.\d+/);
+    assert.equal(services.temporal!.environment!.DB, 'postgres12');
+    assert.equal(services.temporal!.environment!.POSTGRES_SEEDS, 'postgres');
+    assert.equal(services.temporal!.depends_on?.postgres?.condition, 'service_healthy');
+    assert.match(services['temporal-ui']!.image!, /^temporalio\/ui:\d+/);
+    assert.equal(services['temporal-ui']!.environment!.TEMPORAL_ADDRESS, 'temporal:7233');
+    assert.ok(services['temporal-ui']!.ports!.some((p) => p.startsWith('8233:')));
+    assert.ok(existsSync(join(PROJECT_ROOT, 'Dockerfile')));
+    assert.match(readFileSync(join(PROJECT_ROOT, 'Dockerfile'), 'utf8'), /^FROM node:\d+/m);
+  });
+
+  test('runs settle roles with the environment they need, after migrations', () => {
+    assert.deepEqual(services.migrate!.command, ['migrate']);
+    assert.deepEqual(services.gateway!.command, ['gateway']);
+    assert.ok(services.gateway!.ports!.includes('8080:8080'));
+    assert.match(services.gateway!.healthcheck!.test.join(' '), /\/readyz/);
+    for (const name of ['gateway', 'worker-1', 'worker-2']) {
+      const service = services[name]!;
+      assert.ok(service.build !== undefined || service.image === 'settle:latest');
+      assert.equal(service.depends_on?.migrate?.condition, 'service_completed_successfully');
+      const env = service.environment!;
+      assert.match(env.DATABASE_URL!, /^postgres:\/\/[^@]+@postgres:5432\/settle$/);
+      assert.equal(env.TEMPORAL_ADDRESS, 'temporal:7233');
+      for (const variable of [
+        'TEMPORAL_NAMESPACE',
+        'SETTLE_TASK_QUEUE',
+        'SETTLE_CLAIM_RETENTION',
+        'SETTLE_API_TOKEN',
+      ]) {
+        assert.ok(variable in env, `${name} sets ${variable}`);
+      }
+      assert.match(
+        env.SETTLE_WEBHOOK_SECRETS!,
+        /^\$\{SETTLE_WEBHOOK_SECRETS:\?/,
+        'the secret comes from outside',
+      );
+    }
+    for (const name of ['worker-1', 'worker-2']) {
+      assert.deepEqual(services[name]!.command, ['worker']);
+      assert.equal(services[name]!.environment!.SETTLE_METRICS_PORT, '9464');
+    }
+  });
+});
+
+describe('the OpenAPI document', () => {
+  let stack: TestStack;
+  let document: {
+    openapi: string;
+    paths: Record<string, Record<string, { responses?: Record<string, unknown> }>>;
+    components: { schemas: Record<string, unknown> };
+  };
+  before(async () => {
+    stack = await startTestStack({ worker: false });
+    const response = await fetch(`${stack.gatewayUrl}/openapi.json`);
+    assert.equal(response.status, 200);
+    document = (await response.json()) as typeof document;
+  });
+  after(async () => {
+    await stack.close();
+  });
+
+  test('is OpenAPI 3.1 with every endpoint of SPEC.md, each with responses, and every $ref resolving', () => {
+    assert.equal(document.openapi, '3.1.0');
+    for (const [method, path] of SPEC_ENDPOINTS) {
+      const operation = document.paths[path]?.[method];
+      assert.ok(operation, `${method.toUpperCase()} ${path}`);
+      assert.ok(Object.keys(operation.responses ?? {}).length > 0, `${method} ${path} responses`);
+    }
+    const webhook = document.paths['/webhooks/payments']!.post!.responses!;
+    for (const status of ['200', '202', '400', '401', '405', '409', '413', '415', '503']) {
+      assert.ok(webhook[status], `webhook response ${status}`);
+    }
+    const refs = JSON.stringify(document).match(/"\$ref":"#\/components\/schemas\/([A-Za-z]+)"/g) ?? [];
+    assert.ok(refs.length > 5);
+    for (const ref of refs) {
+      const name = /schemas\/([A-Za-z]+)/.exec(ref)![1]!;
+      assert.ok(document.components.schemas[name], `schema ${name}`);
+    }
+  });
+
+  test('names every endpoint SPEC.md mentions, when the spec is beside the checkout', () => {
+    const specPath = join(PROJECT_ROOT, '..', 'shared', 'SPEC.md');
+    if (!existsSync(specPath)) return;
+    const spec = readFileSync(specPath, 'utf8');
+    const mentioned = [...spec.matchAll(/`(GET|POST|DELETE) (\/[a-z/]+)/g)].map(([, m, p]) => [
+      m!.toLowerCase(),
+      p!,
+    ]);
+    assert.ok(mentioned.length >= 4);
+    for (const [method, path] of mentioned) {
+      const known = Object.keys(document.paths).some(
+        (documented) =>
+          documented.replace(/\{[^}]+\}/g, '').replace(/\/$/, '') === path!.replace(/\/$/, '') &&
+          document.paths[documented]![method!],
+      );
+      assert.ok(known, `${method} ${path}`);
+    }
+  });
+});
