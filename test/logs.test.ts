@@ -44,7 +44,7 @@ describe('logs', () => {
       return response.status;
     };
 
-    let runs: CliRun[] = [];
+    let runs: CliRun[];
     try {
       await waitFor(
         'the gateway',
