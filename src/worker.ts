@@ -21,13 +21,15 @@ export function installTemporalRuntime(options: { handleSignals?: boolean } = {}
     // `settle start` stops its parts in order itself; `settle worker` lets the SDK drain on a signal.
     shutdownSignals: options.handleSignals === false ? [] : ['SIGINT', 'SIGTERM', 'SIGQUIT', 'SIGUSR2'],
     // Core (Rust) logs are forwarded to the same logger, so they are JSON and redacted too.
-    telemetryOptions: { logging: { filter: { core: level, other: level }, forward: {} } },
+    telemetryOptions: {
+      logging: { filter: { core: level, other: level }, forward: {} },
+      // The SDK's metrics are served from settle's own /metrics (see metrics/temporal-metrics.ts).
+      metrics: { buffer: temporalMetricsBuffer },
+    },
     logger: new DefaultLogger(level, (entry) => {
       const method = entry.level === 'TRACE' ? 'trace' : (entry.level.toLowerCase() as 'info');
       logger[method]({ component: 'temporal', ...redactMeta(entry.meta) }, redactIds(entry.message));
     }),
-    // The SDK's metrics are served from settle's own /metrics (see metrics/temporal-metrics.ts).
-    telemetryOptions: { metrics: { buffer: temporalMetricsBuffer } },
   });
   startDrainingTemporalMetrics();
 }
