@@ -18,6 +18,8 @@ export type DevServerOptions = {
   uiPort?: number;
   /** SQLite file that keeps history across restarts; omit for in-memory. */
   dbFile?: string;
+  /** `PRAGMA=VALUE` for that file, e.g. `journal_mode=wal` (see docs/performance.md). */
+  sqlitePragmas?: string[];
   namespace?: string;
   /** Lines of the server's own output go here (it is not JSON and may name workflow IDs). */
   onOutput?: (line: string) => void;
@@ -39,6 +41,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     'error',
     ...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']),
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
+    ...(options.sqlitePragmas ?? []).flatMap((pragma) => ['--sqlite-pragma', pragma]),
   ];
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';

@@ -1,0 +1,3 @@
+export const noopActivities = {
+  async noop(): Promise<void> {},
+};

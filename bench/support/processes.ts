@@ -1,0 +1,196 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PROJECT_ROOT } from '../../src/stack/paths';
+
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ, 100 on every Linux settle runs on). */
+const TICKS_PER_SECOND = 100;
+
+export type Child = {
+  name: string;
+  process: ChildProcess;
+  pid: number;
+  /** Resolves with the exit code (or the signal's name) once the process has exited. */
+  exited: Promise<number | string>;
+  /** Lines the process printed on stdout so far (it prints no event IDs: logs hash them). */
+  output(): string;
+  /** SIGKILL, as a vanished machine; resolves once it is gone. */
+  kill(): Promise<number | string>;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves with how it exited. */
+  stop(graceMs?: number): Promise<number | string>;
+};
+
+/**
+ * Runs a TypeScript entry point (a path under the project root, plus arguments) in a Node process of
+ * its own, so it can be measured, killed and restarted. Resolves once `ready(output)` is true.
+ */
+export async function spawnTs(
+  name: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  ready: (output: string) => boolean | Promise<boolean>,
+  timeoutMs = 60_000,
+): Promise<Child> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: PROJECT_ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (chunk: Buffer) => (out = (out + chunk.toString()).slice(-20_000)));
+  child.stderr!.on('data', (chunk: Buffer) => (err = (err + chunk.toString()).slice(-4_000)));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
+  );
+  const alive = () => child.exitCode === null && child.signalCode === null;
+  const handle: Child = {
+    name,
+    process: child,
+    pid: child.pid!,
+    exited,
+    output: () => out,
+    async kill() {
+      if (alive()) child.kill('SIGKILL');
+      return exited;
+    },
+    async stop(graceMs = 15_000) {
+      if (alive()) child.kill('SIGTERM');
+      const timer = setTimeout(() => alive() && child.kill('SIGKILL'), graceMs);
+      const how = await exited;
+      clearTimeout(timer);
+      return how;
+    },
+  };
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ready(out))) {
+    if (!alive()) throw new Error(`${name} exited before it was ready:\n${err.trim()}`);
+    if (Date.now() > deadline) {
+      await handle.kill();
+      throw new Error(`${name} was not ready within ${timeoutMs} ms:\n${err.trim()}`);
+    }
+    await sleep(100);
+  }
+  return handle;
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+type ProcStat = { pid: number; ppid: number; cpuSeconds: number; rssBytes: number };
+
+function readStat(pid: number): ProcStat | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name, which may itself contain spaces and parentheses.
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    const ppid = Number(fields[1]);
+    const cpuTicks = Number(fields[11]) + Number(fields[12]);
+    const rssPages = Number(fields[21]);
+    return { pid, ppid, cpuSeconds: cpuTicks / TICKS_PER_SECOND, rssBytes: rssPages * 4096 };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The process and all its descendants (PostgreSQL is a postmaster and one process per connection). */
+function processTree(rootPid: number): ProcStat[] {
+  const all: ProcStat[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readStat(Number(entry));
+    if (stat) all.push(stat);
+  }
+  const inTree = new Set([rootPid]);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const stat of all) {
+      if (!inTree.has(stat.pid) && inTree.has(stat.ppid)) {
+        inTree.add(stat.pid);
+        grew = true;
+      }
+    }
+  }
+  return all.filter((stat) => inTree.has(stat.pid));
+}
+
+export type Usage = {
+  /** CPU time used during the measurement, as a share of one core (100 = one core busy). */
+  cpuPercent: number;
+  cpuSeconds: number;
+  /** Highest resident set seen (summed over the process tree), sampled every 250 ms. */
+  peakRssMb: number;
+};
+
+/**
+ * Samples the CPU time and resident memory of named process trees (a `pid` of `self` is this
+ * process) while a benchmark runs. CPU is the difference of /proc times; RSS the highest sample.
+ * For PostgreSQL the sum counts shared buffers once per process that touched them: an upper bound.
+ */
+export class ResourceSampler {
+  private readonly startCpu = new Map<string, number>();
+  private readonly peak = new Map<string, number>();
+  private readonly started = Date.now();
+  private timer: NodeJS.Timeout;
+  /** Processes that were gone or replaced during the sample add their CPU here when known. */
+  private readonly lostCpu = new Map<string, number>();
+  private readonly lastCpu = new Map<string, number>();
+
+  constructor(private readonly targets: () => Record<string, number | 'self' | undefined>) {
+    for (const [name, cpu] of Object.entries(this.readCpu())) this.startCpu.set(name, cpu);
+    this.sample();
+    this.timer = setInterval(() => this.sample(), 250);
+  }
+
+  private treeOf(pid: number | 'self'): ProcStat[] {
+    return processTree(pid === 'self' ? process.pid : pid);
+  }
+
+  private readCpu(): Record<string, number> {
+    const cpu: Record<string, number> = {};
+    for (const [name, pid] of Object.entries(this.targets())) {
+      if (pid === undefined) continue;
+      cpu[name] = this.treeOf(pid).reduce((sum, stat) => sum + stat.cpuSeconds, 0);
+    }
+    return cpu;
+  }
+
+  private sample() {
+    for (const [name, pid] of Object.entries(this.targets())) {
+      if (pid === undefined) continue;
+      const tree = this.treeOf(pid);
+      const rss = tree.reduce((sum, stat) => sum + stat.rssBytes, 0);
+      this.peak.set(name, Math.max(this.peak.get(name) ?? 0, rss));
+      const cpu = tree.reduce((sum, stat) => sum + stat.cpuSeconds, 0);
+      const last = this.lastCpu.get(name);
+      // A process replaced mid-sample (a killed worker restarted) restarts its counter.
+      if (last !== undefined && cpu < last) this.lostCpu.set(name, (this.lostCpu.get(name) ?? 0) + last);
+      this.lastCpu.set(name, cpu);
+      if (!this.startCpu.has(name)) this.startCpu.set(name, cpu);
+    }
+  }
+
+  stop(): Record<string, Usage> {
+    this.sample();
+    clearInterval(this.timer);
+    const seconds = Math.max((Date.now() - this.started) / 1000, 0.001);
+    const end = this.readCpu();
+    const usage: Record<string, Usage> = {};
+    for (const [name, cpuEnd] of Object.entries(end)) {
+      const cpuSeconds = cpuEnd + (this.lostCpu.get(name) ?? 0) - (this.startCpu.get(name) ?? cpuEnd);
+      usage[name] = {
+        cpuSeconds: round(cpuSeconds, 2),
+        cpuPercent: round((cpuSeconds / seconds) * 100, 0),
+        peakRssMb: round((this.peak.get(name) ?? 0) / 1024 / 1024, 0),
+      };
+    }
+    return usage;
+  }
+}
+
+export function round(value: number, digits: number): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
+
+export const PROJECT_FILE = (path: string) => join(PROJECT_ROOT, path);

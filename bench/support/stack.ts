@@ -1,0 +1,190 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connectClient } from '../../src/client';
+import type { Client } from '@temporalio/client';
+import pg from 'pg';
+import { migrate } from '../../src/db/migrate';
+import { createPool } from '../../src/db/pool';
+import { freePort } from '../../src/lib/free-port';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/stack/embedded-postgres';
+import { findTemporalCli } from '../../src/stack/temporal-binaries';
+import { startTemporalDevServer, type DevServer } from '../../src/stack/temporal-dev-server';
+import { sleep, spawnTs, type Child } from './processes';
+import { RecordingReceiver } from './receiver';
+
+/**
+ * Everything on this machine, on loopback, in a scratch folder: an embedded PostgreSQL and a Temporal
+ * dev server on a SQLite file (both restartable on the same data, for the fault-injection suite), a
+ * recording downstream receiver in this process, and settle's gateway and workers as child processes
+ * started from the ordinary settle environment.
+ */
+export class ProofStack {
+  readonly scratch = mkdtempSync(join(tmpdir(), 'settle-proof-'));
+  readonly secret = `whsec_${randomBytes(24).toString('base64')}`;
+  readonly apiToken = randomBytes(24).toString('hex');
+  readonly taskQueue = 'settle';
+  readonly receiver = new RecordingReceiver();
+  postgres!: EmbeddedDatabase;
+  temporal!: DevServer;
+  pool!: pg.Pool;
+  client!: Client;
+  databaseUrl = '';
+  gateway: Child | undefined;
+  gatewayUrl = '';
+  readonly workers: Child[] = [];
+  private cliPath = '';
+  private postgresPort = 0;
+  private temporalPort = 0;
+  private gatewayPort = 0;
+
+  async start(): Promise<void> {
+    this.cliPath = await findTemporalCli();
+    this.postgresPort = await freePort();
+    this.temporalPort = await freePort();
+    await this.startPostgres();
+    await this.postgres.createDatabase('settle');
+    this.databaseUrl = this.postgres.urlFor('settle');
+    this.pool = createPool(this.databaseUrl, { max: 30 });
+    await migrate(this.pool);
+    await this.startTemporal();
+    this.client = await connectClient({
+      temporalAddress: this.temporal.address,
+      temporalNamespace: 'default',
+    });
+    await this.receiver.start();
+  }
+
+  async startPostgres(): Promise<void> {
+    this.postgres = await startEmbeddedPostgres({
+      dataDir: join(this.scratch, 'pg'),
+      port: this.postgresPort,
+    });
+  }
+
+  /** Immediate shutdown (SIGQUIT to the postmaster): open transactions die without a clean close. */
+  async crashPostgres(): Promise<void> {
+    const pid = Number(readFileSync(join(this.scratch, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    process.kill(pid, 'SIGQUIT');
+    for (let i = 0; i < 100; i += 1) {
+      try {
+        process.kill(pid, 0);
+      } catch {
+        return;
+      }
+      await sleep(100);
+    }
+    throw new Error('PostgreSQL did not stop');
+  }
+
+  async startTemporal(): Promise<void> {
+    this.temporal = await startTemporalDevServer({
+      cliPath: this.cliPath,
+      port: this.temporalPort,
+      ...temporalStorage(this.scratch),
+    });
+  }
+
+  /**
+   * Makes Temporal forget every run, as namespace retention does: SIGKILL the dev server, delete its
+   * database file and start it again, empty, on the same address. Workers and clients reconnect.
+   */
+  async wipeTemporal(): Promise<void> {
+    await this.temporal.kill();
+    for (const suffix of ['', '-wal', '-shm'])
+      rmSync(join(this.scratch, `temporal.db${suffix}`), { force: true });
+    await this.startTemporal();
+  }
+
+  /** The environment a settle process of this stack reads. */
+  env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+    return {
+      ...process.env,
+      DATABASE_URL: this.databaseUrl,
+      TEMPORAL_ADDRESS: this.temporal.address,
+      SETTLE_TASK_QUEUE: this.taskQueue,
+      SETTLE_WEBHOOK_SECRETS: this.secret,
+      SETTLE_API_TOKEN: this.apiToken,
+      SETTLE_CARRIER_URL: `${this.receiver.url}/carrier`,
+      SETTLE_ERP_URL: `${this.receiver.url}/erp`,
+      SETTLE_ALLOW_PRIVATE_TARGETS: 'true',
+      SETTLE_METRICS_PORT: '0',
+      // Request logs at info cost the gateway a JSON line per request; the figures are for warn.
+      SETTLE_LOG_LEVEL: process.env.SETTLE_LOG_LEVEL ?? 'warn',
+      SETTLE_HOME: join(this.scratch, 'home'),
+      ...extra,
+    };
+  }
+
+  /** `settle gateway`, the production entry point, on a fixed port (kept across restarts). */
+  async startGateway(): Promise<Child> {
+    this.gatewayPort ||= await freePort();
+    this.gatewayUrl = `http://127.0.0.1:${this.gatewayPort}`;
+    const url = this.gatewayUrl;
+    this.gateway = await spawnTs(
+      'gateway',
+      ['src/cli/main.ts', 'gateway'],
+      this.env({ PORT: String(this.gatewayPort) }),
+      async () => {
+        try {
+          return (await fetch(`${url}/healthz`)).ok;
+        } catch {
+          return false;
+        }
+      },
+    );
+    return this.gateway;
+  }
+
+  /** A worker process (bench/support/worker-process.ts); `extra` adds to its environment. */
+  async startWorker(extra: Record<string, string> = {}): Promise<Child> {
+    const worker = await spawnTs(
+      `worker-${this.workers.length + 1}`,
+      ['bench/support/worker-process.ts'],
+      this.env(extra),
+      (output) => output.includes('worker ready'),
+    );
+    this.workers.push(worker);
+    void worker.exited.then(() => this.workers.splice(this.workers.indexOf(worker) >>> 0, 1));
+    return worker;
+  }
+
+  async stopWorkers(): Promise<void> {
+    await Promise.all([...this.workers].map((worker) => worker.stop()));
+  }
+
+  /** Pid of the postmaster, for resource sampling. */
+  postgresPid(): number | undefined {
+    try {
+      return Number(readFileSync(join(this.scratch, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    } catch {
+      return undefined;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.gateway?.stop().catch(() => {});
+    await this.stopWorkers().catch(() => {});
+    await this.client?.connection.close().catch(() => {});
+    await this.pool?.end().catch(() => {});
+    await this.receiver.close();
+    await this.temporal?.stop().catch(() => {});
+    await this.postgres?.stop().catch(() => {});
+    rmSync(this.scratch, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Where the dev server keeps its history: SETTLE_PROOF_TEMPORAL_DB = `file` (a SQLite file with the
+ * CLI's default pragmas, what `npm start` ran before docs/performance.md), `wal` (the same file in
+ * WAL mode with synchronous=NORMAL: survives a SIGKILL of the server, not a power cut) or `memory`.
+ */
+function temporalStorage(scratch: string): { dbFile?: string; sqlitePragmas?: string[] } {
+  const mode = process.env.SETTLE_PROOF_TEMPORAL_DB ?? 'wal';
+  if (mode === 'memory') return {};
+  return {
+    dbFile: join(scratch, 'temporal.db'),
+    sqlitePragmas: mode === 'wal' ? ['journal_mode=wal', 'synchronous=normal'] : [],
+  };
+}

@@ -1,0 +1,45 @@
+/**
+ * A settle worker in a process of its own (what `settle worker` runs, without its metrics endpoint
+ * and purge Schedule), so the benchmarks can measure its CPU and memory and the fault-injection suite
+ * can kill it. Reads the ordinary settle environment and prints `worker ready` once it polls.
+ *
+ * SETTLE_CHAOS_PAUSE_AFTER_COMMIT=<prefix>: for events whose ID starts with the prefix, print
+ * `committed` after the reconcile transaction commits and then hang, so the suite can kill the worker
+ * between COMMIT and the activity's completion.
+ */
+import { loadConfig } from '../../src/config';
+import { createPool } from '../../src/db/pool';
+import { createWorker } from '../../src/worker';
+
+async function main() {
+  const config = loadConfig();
+  const pool = createPool(config.databaseUrl);
+  const pausePrefix = process.env.SETTLE_CHAOS_PAUSE_AFTER_COMMIT;
+  const { worker, connection } = await createWorker({
+    config,
+    pool,
+    hooks: pausePrefix
+      ? {
+          afterCommit: async (eventId) => {
+            if (!eventId.startsWith(pausePrefix)) return;
+            process.stdout.write('committed\n');
+            await new Promise(() => {});
+          },
+        }
+      : undefined,
+  });
+  const running = worker.run();
+  process.stdout.write('worker ready\n');
+  try {
+    await running;
+  } finally {
+    await connection.close();
+    await pool.end();
+  }
+  process.stdout.write('worker drained\n');
+}
+
+main().catch((error) => {
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,25 @@
+import { randomBytes } from 'node:crypto';
+import { closedLoop } from './support/load';
+import type { ProofStack } from './support/stack';
+
+export const NOOP_TASK_QUEUE = 'bench-noop';
+
+/**
+ * T0: the Temporal floor on the same dev server: start a no-op workflow (one no-op activity) and wait
+ * for its result, `concurrency` at a time. Workflows per second.
+ */
+export async function benchTemporalFloor(
+  stack: ProofStack,
+  count: number,
+  concurrency: number,
+): Promise<{ workflowsPerSecond: number }> {
+  const prefix = `t0-${randomBytes(3).toString('hex')}`;
+  const ms = await closedLoop(count, concurrency, async (i) => {
+    await stack.client.workflow.execute('noopWorkflow', {
+      taskQueue: NOOP_TASK_QUEUE,
+      workflowId: `${prefix}-${i}`,
+      args: [],
+    });
+  });
+  return { workflowsPerSecond: count / (ms / 1000) };
+}
