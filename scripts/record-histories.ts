@@ -1,23 +1,28 @@
 /**
- * `npm run record-histories`: runs each payment workflow scenario on a real Temporal dev server and
- * PostgreSQL and writes its event history to test/histories/. test/replay-histories.test.ts replays
- * them against the current workflow code, so a change that breaks determinism fails the build.
- * Re-record only for a change that is meant to be incompatible and before anything is deployed;
- * otherwise keep the old histories and guard the change with workflow.patched().
+ * `npm run record-histories`: runs each workflow scenario on a real Temporal dev server and
+ * PostgreSQL, with local downstream receivers, and writes its event history to test/histories/.
+ * test/replay-histories.test.ts replays them against the current workflow code, so a change that
+ * breaks determinism fails the build. Re-record only for a change that is meant to be incompatible
+ * and before anything is deployed; otherwise keep the old histories and guard the change with
+ * workflow.patched().
  */
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Client, Connection, WorkflowIdReusePolicy } from '@temporalio/client';
+import { Client, Connection, WorkflowIdReusePolicy, type WorkflowHandle } from '@temporalio/client';
 import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { addShipments } from '../src/db/shipments';
-import { paymentWorkflowId } from '../src/domain/ids';
+import { paymentWorkflowId, reminderWorkflowId } from '../src/domain/ids';
 import type { PaymentEvent } from '../src/domain/payment-event';
+import { buildGateway } from '../src/gateway/server';
 import { freePort } from '../src/lib/free-port';
+import { logger } from '../src/lib/logger';
 import { startEmbeddedPostgres } from '../src/stack/embedded-postgres';
 import { findTemporalCli } from '../src/stack/temporal-binaries';
 import { startTemporalDevServer } from '../src/stack/temporal-dev-server';
@@ -41,6 +46,19 @@ function event(
   };
 }
 
+/** A downstream API that answers `status(body)`; only what the scenarios need. */
+async function receiver(status: (body: string) => number): Promise<{ url: string; server: Server }> {
+  const server = createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    request.on('end', () =>
+      response.writeHead(status(body), { 'content-type': 'application/json' }).end('{}'),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
 async function main() {
   const scratch = mkdtempSync(join(tmpdir(), 'settle-record-'));
   const database = await startEmbeddedPostgres({ dataDir: join(scratch, 'pg'), port: await freePort() });
@@ -48,12 +66,25 @@ async function main() {
   const temporal = await startTemporalDevServer({ cliPath, port: await freePort() });
   const pool = createPool(database.urlFor('postgres'));
   const taskQueue = `record-${randomUUID()}`;
+  const apiToken = randomBytes(16).toString('hex');
+  const carrier = await receiver(() => 200);
+  // The ERP refuses one payment for good, which drives the saga's compensation.
+  const erp = await receiver((body) => (body.includes('pi_rec_saga') ? 422 : 200));
+  const customer = await receiver((body) => (body.includes('gone') ? 410 : 200));
   let failedOnce = false;
   try {
     await migrate(pool);
-    await addShipments(pool, ['SHP-REC-1', 'SHP-REC-2']);
+    await addShipments(pool, ['SHP-REC-1', 'SHP-REC-2', 'SHP-REC-3']);
     const { worker, connection } = await createWorker({
-      config: { temporalAddress: temporal.address, temporalNamespace: 'default', taskQueue },
+      config: {
+        temporalAddress: temporal.address,
+        temporalNamespace: 'default',
+        taskQueue,
+        carrierUrl: carrier.url,
+        erpUrl: erp.url,
+        outboundSecret: `whsec_${randomBytes(24).toString('base64')}`,
+        allowPrivateTargets: true,
+      },
       pool,
       hooks: {
         // One scenario loses the activity's completion after COMMIT, as a crashed worker would.
@@ -66,8 +97,20 @@ async function main() {
       },
     });
     const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
-    const scenarios: [string, PaymentEvent, WorkflowIdReusePolicy?][] = [
-      ['applied', event('pay_rec_applied', 'payment.settled', 'SHP-REC-1', 'pi_rec_1')],
+    const gateway = buildGateway({
+      pool,
+      client,
+      taskQueue,
+      webhookSecrets: [],
+      apiToken,
+      logger,
+      allowPrivateTargets: true,
+    });
+    await gateway.listen({ port: 0, host: '127.0.0.1' });
+    const gatewayUrl = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
+
+    const payments: [string, PaymentEvent, WorkflowIdReusePolicy?][] = [
+      ['applied-delivered', event('pay_rec_applied', 'payment.settled', 'SHP-REC-1', 'pi_rec_1')],
       ['stale', event('pay_rec_stale', 'payment.authorized', 'SHP-REC-1', 'pi_rec_1')],
       ['unmatched', event('pay_rec_unmatched', 'payment.captured', 'SHP-REC-MISSING', 'pi_rec_x')],
       [
@@ -81,38 +124,72 @@ async function main() {
         WorkflowIdReusePolicy.ALLOW_DUPLICATE,
       ],
       ['lost-ack-retried', event('pay_rec_lost_ack', 'payment.captured', 'SHP-REC-2', 'pi_rec_2')],
+      ['saga-compensated', event('pay_rec_saga', 'payment.settled', 'SHP-REC-3', 'pi_rec_saga')],
     ];
+    const reminders: [string, { body: Record<string, unknown>; cancel?: boolean }][] = [
+      ['delivered', { body: { webhook_url: `${customer.url}/hooks/renewal`, payload: { ok: true } } }],
+      ['gone', { body: { webhook_url: `${customer.url}/hooks/gone`, payload: { gone: true } } }],
+      ['cancelled', { body: { webhook_url: `${customer.url}/hooks/renewal`, payload: {} }, cancel: true }],
+    ];
+
+    rmSync(OUT_DIR, { recursive: true, force: true });
     mkdirSync(OUT_DIR, { recursive: true });
+    const save = async (name: string, handle: WorkflowHandle) => {
+      await handle.result().catch(() => undefined);
+      const { runId } = await handle.describe();
+      // The CLI writes the proto3 JSON form that the SDK's replayer reads back.
+      const { stdout } = await run(cliPath, [
+        'workflow',
+        'show',
+        '--address',
+        temporal.address,
+        '--workflow-id',
+        handle.workflowId,
+        '--run-id',
+        runId,
+        '--output',
+        'json',
+      ]);
+      const history = JSON.parse(stdout) as { events: unknown[] };
+      writeFileSync(join(OUT_DIR, `${name}.json`), `${JSON.stringify(history, null, 2)}\n`);
+      process.stdout.write(`recorded ${name}.json (${history.events.length} events)\n`);
+    };
+
     await worker.runUntil(async () => {
-      for (const [name, payment, reusePolicy] of scenarios) {
+      for (const [name, payment, reusePolicy] of payments) {
         const handle = await client.workflow.start('paymentWorkflow', {
           taskQueue,
           workflowId: paymentWorkflowId(payment.id),
           args: [{ event: payment }],
           workflowIdReusePolicy: reusePolicy ?? WorkflowIdReusePolicy.REJECT_DUPLICATE,
         });
-        await handle.result().catch(() => undefined);
-        // The CLI writes the proto3 JSON form that the SDK's replayer reads back.
-        const { stdout } = await run(cliPath, [
-          'workflow',
-          'show',
-          '--address',
-          temporal.address,
-          '--workflow-id',
-          handle.workflowId,
-          '--run-id',
-          handle.firstExecutionRunId,
-          '--output',
-          'json',
-        ]);
-        const history = JSON.parse(stdout) as { events: unknown[] };
-        writeFileSync(join(OUT_DIR, `payment-${name}.json`), `${JSON.stringify(history, null, 2)}\n`);
-        process.stdout.write(`recorded payment-${name}.json (${history.events.length} events)\n`);
+        await save(`payment-${name}`, handle);
+      }
+      for (const [name, { body, cancel }] of reminders) {
+        const deliveryId = `renewal-rec-${name}`;
+        const dueAt = new Date(Date.now() + (cancel ? 3_600_000 : 1_000)).toISOString();
+        const headers = {
+          authorization: `Bearer ${apiToken}`,
+          'idempotency-key': deliveryId,
+          'content-type': 'application/json',
+        };
+        const created = await fetch(`${gatewayUrl}/reminders`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ contract_id: 'CT-REC', due_at: dueAt, ...body }),
+        });
+        if (created.status !== 202)
+          throw new Error(`reminder ${name}: ${created.status} ${await created.text()}`);
+        if (cancel) await fetch(`${gatewayUrl}/reminders/${deliveryId}`, { method: 'DELETE', headers });
+        await save(`reminder-${name}`, client.workflow.getHandle(reminderWorkflowId(deliveryId)));
       }
     });
+    await gateway.close();
     await connection.close();
     await client.connection.close();
+    process.stdout.write(`${readdirSync(OUT_DIR).length} histories in test/histories\n`);
   } finally {
+    for (const { server } of [carrier, erp, customer]) server.close();
     await pool.end();
     await temporal.stop();
     await database.stop();
