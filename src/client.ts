@@ -24,24 +24,26 @@ export async function connectClient(
 export type StartResult =
   { started: true; workflowId: string; runId: string } | { started: false; workflowId: string };
 
+type ReusePolicy = 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE';
+
 /**
- * Starts the event's workflow under its deterministic ID. REJECT_DUPLICATE and FAIL make Temporal
- * refuse a second start while it remembers the ID; that is the cheap first layer, the claim in
- * PostgreSQL is the one that decides. `reusePolicy: 'ALLOW_DUPLICATE'` is for an operator's replay.
+ * Starts a workflow under its deterministic ID. REJECT_DUPLICATE and FAIL make Temporal refuse a
+ * second start while it remembers the ID: the cheap first layer; the claim in PostgreSQL is the one
+ * that decides. A refused start is `started: false`, not an error; anything else (Temporal
+ * unreachable past the deadline) is thrown, and the caller answers 503.
  */
-export async function startPaymentWorkflow(
+async function startOnce(
   client: Client,
-  taskQueue: string,
-  event: PaymentEvent,
-  options: { reusePolicy?: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE' } = {},
+  workflowType: string,
+  options: { taskQueue: string; workflowId: string; args: unknown[]; reusePolicy?: ReusePolicy },
 ): Promise<StartResult> {
-  const workflowId = paymentWorkflowId(event.id);
+  const { taskQueue, workflowId, args } = options;
   try {
     const handle = await client.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-      client.workflow.start<typeof paymentWorkflow>('paymentWorkflow', {
+      client.workflow.start(workflowType, {
         taskQueue,
         workflowId,
-        args: [{ event }],
+        args,
         workflowIdReusePolicy: WorkflowIdReusePolicy[options.reusePolicy ?? 'REJECT_DUPLICATE'],
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
       }),
@@ -53,26 +55,34 @@ export async function startPaymentWorkflow(
   }
 }
 
-/** Starts a reminder's workflow under `reminder:<delivery id>`, refusing a duplicate like a payment's. */
-export async function startReminderWorkflow(
+/** The event's workflow, `payment:<event id>`. `reusePolicy: 'ALLOW_DUPLICATE'` is for an operator's replay. */
+export function startPaymentWorkflow(
+  client: Client,
+  taskQueue: string,
+  event: PaymentEvent,
+  options: { reusePolicy?: ReusePolicy } = {},
+): Promise<StartResult> {
+  const args: Parameters<typeof paymentWorkflow> = [{ event }];
+  return startOnce(client, 'paymentWorkflow', {
+    taskQueue,
+    workflowId: paymentWorkflowId(event.id),
+    args,
+    reusePolicy: options.reusePolicy,
+  });
+}
+
+/** A reminder's workflow, `reminder:<delivery id>`, refusing a duplicate like a payment's. */
+export function startReminderWorkflow(
   client: Client,
   taskQueue: string,
   reminder: { deliveryId: string; dueAt: Date },
 ): Promise<StartResult> {
-  const workflowId = reminderWorkflowId(reminder.deliveryId);
-  try {
-    const handle = await client.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-      client.workflow.start<typeof reminderWorkflow>('reminderWorkflow', {
-        taskQueue,
-        workflowId,
-        args: [{ deliveryId: reminder.deliveryId, dueAt: reminder.dueAt.toISOString() }],
-        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
-      }),
-    );
-    return { started: true, workflowId, runId: handle.firstExecutionRunId };
-  } catch (error) {
-    if (error instanceof WorkflowExecutionAlreadyStartedError) return { started: false, workflowId };
-    throw error;
-  }
+  const args: Parameters<typeof reminderWorkflow> = [
+    { deliveryId: reminder.deliveryId, dueAt: reminder.dueAt.toISOString() },
+  ];
+  return startOnce(client, 'reminderWorkflow', {
+    taskQueue,
+    workflowId: reminderWorkflowId(reminder.deliveryId),
+    args,
+  });
 }
