@@ -85,19 +85,20 @@ export async function closedLoop(
 }
 
 /**
- * Open arrivals: starts `task(i)` every 1000/rate ms for `durationMs` whatever is still in flight
+ * Open arrivals: starts `task(i)` every 1000/rate ms for `durationMs` (at most `maxCount` times) whatever is still in flight
  * (a provider does not wait for settle), then waits for them all. Returns how many were started.
  */
 export async function openLoop(
   ratePerSecond: number,
   durationMs: number,
   task: (i: number) => Promise<void>,
+  maxCount = Infinity,
 ): Promise<number> {
   const interval = 1000 / ratePerSecond;
   const started = performance.now();
   const inFlight: Promise<void>[] = [];
   let i = 0;
-  while (performance.now() - started < durationMs) {
+  while (performance.now() - started < durationMs && i < maxCount) {
     const due = started + i * interval;
     const wait = due - performance.now();
     if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));

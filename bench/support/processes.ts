@@ -14,6 +14,8 @@ export type Child = {
   exited: Promise<number | string>;
   /** Lines the process printed on stdout so far (it prints no event IDs: logs hash them). */
   output(): string;
+  /** The end of what it printed on stderr. */
+  errors(): string;
   /** SIGKILL, as a vanished machine; resolves once it is gone. */
   kill(): Promise<number | string>;
   /** SIGTERM, then SIGKILL after `graceMs`; resolves with how it exited. */
@@ -50,6 +52,7 @@ export async function spawnTs(
     pid: child.pid!,
     exited,
     output: () => out,
+    errors: () => err,
     async kill() {
       if (alive()) child.kill('SIGKILL');
       return exited;

@@ -35,11 +35,16 @@ export class ProofStack {
   gatewayUrl = '';
   readonly workers: Child[] = [];
   private cliPath = '';
+  private closing = false;
   private postgresPort = 0;
   private temporalPort = 0;
   private gatewayPort = 0;
 
   async start(): Promise<void> {
+    // Interrupted (Ctrl-C, a CI timeout): stop every server and child this stack started, then exit.
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(signal, () => void this.close().finally(() => process.exit(130)));
+    }
     this.cliPath = await findTemporalCli();
     this.postgresPort = await freePort();
     this.temporalPort = await freePort();
@@ -134,7 +139,11 @@ export class ProofStack {
         }
       },
     );
-    return this.gateway;
+    const gateway = this.gateway;
+    void gateway.exited.then((how) => {
+      if (!this.closing) process.stderr.write(`the gateway exited (${how}) unasked:\n${gateway.errors()}\n`);
+    });
+    return gateway;
   }
 
   /** A worker process (bench/support/worker-process.ts); `extra` adds to its environment. */
@@ -146,6 +155,11 @@ export class ProofStack {
       (output) => output.includes('worker ready'),
     );
     this.workers.push(worker);
+    void worker.exited.then((how) => {
+      if (typeof how === 'number' && how !== 0) {
+        process.stderr.write(`${worker.name} crashed (exit ${how}):\n${worker.errors()}\n`);
+      }
+    });
     void worker.exited.then(() => this.workers.splice(this.workers.indexOf(worker) >>> 0, 1));
     return worker;
   }
@@ -164,6 +178,7 @@ export class ProofStack {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     await this.gateway?.stop().catch(() => {});
     await this.stopWorkers().catch(() => {});
     await this.client?.connection.close().catch(() => {});

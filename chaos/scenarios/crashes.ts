@@ -133,10 +133,15 @@ export const soak: Scenario = {
       }
     })();
     let acknowledged = 0;
-    const sent = await openLoop(rate, seconds * 1000, async (i) => {
-      const reply = await provider.deliver(events[i]!);
-      if (reply.status === 202) acknowledged += 1;
-    });
+    const sent = await openLoop(
+      rate,
+      seconds * 1000,
+      async (i) => {
+        const reply = await provider.deliver(events[i]!);
+        if (reply.status === 202) acknowledged += 1;
+      },
+      events.length,
+    );
     stopped = true;
     await killer;
     const loadEnded = Date.now();

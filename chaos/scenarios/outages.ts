@@ -26,9 +26,14 @@ export const postgresCrash: Scenario = {
     await Promise.all(held.map((event) => provider.deliver(event)));
     const inFlight = await waitForLockWaiters(stack, held.length);
     const errorsBefore = provider.serverErrors;
-    const sending = openLoop(10, 3_000, async (i) => {
-      await provider.deliver(load[i]!);
-    });
+    const sending = openLoop(
+      10,
+      3_000,
+      async (i) => {
+        await provider.deliver(load[i]!);
+      },
+      load.length,
+    );
     await sleep(1_000);
     await stack.crashPostgres();
     const crashedAt = Date.now();
@@ -64,9 +69,14 @@ export const temporalCrash: Scenario = {
     await ensureWorkers(stack, 2);
     const { events } = await freshEvents(stack, 40);
     const errorsBefore = provider.serverErrors;
-    const sending = openLoop(10, 4_000, async (i) => {
-      await provider.deliver(events[i]!);
-    });
+    const sending = openLoop(
+      10,
+      4_000,
+      async (i) => {
+        await provider.deliver(events[i]!);
+      },
+      events.length,
+    );
     await sleep(1_500);
     await stack.temporal.kill();
     const killedAt = Date.now();

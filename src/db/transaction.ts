@@ -2,7 +2,10 @@ import type pg from 'pg';
 
 /**
  * Runs `fn` in one transaction: COMMIT when it resolves, ROLLBACK when it throws. A client whose
- * connection broke is destroyed rather than returned to the pool.
+ * connection broke is destroyed rather than returned to the pool. The pool stops listening for a
+ * client's errors while it is checked out, so a connection lost between two statements (PostgreSQL
+ * restarted while the gateway awaits Temporal's start) would be an unhandled 'error' that kills the
+ * process: it is caught here, and the transaction fails on its next statement instead.
  */
 export async function withTransaction<T>(
   pool: pg.Pool,
@@ -10,6 +13,10 @@ export async function withTransaction<T>(
 ): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  const onConnectionLost = (error: Error) => {
+    broken ??= error;
+  };
+  client.on('error', onConnectionLost);
   try {
     await client.query('BEGIN');
     const result = await fn(client);
@@ -23,6 +30,7 @@ export async function withTransaction<T>(
     }
     throw error;
   } finally {
+    client.removeListener('error', onConnectionLost);
     client.release(broken);
   }
 }
