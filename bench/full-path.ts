@@ -119,12 +119,16 @@ export async function benchFixedLoad(
   let errors = 0;
   let lastSentAt = 0;
   const started = Date.now();
-  const sent = await openLoop(ratePerSecond, durationMs, async (i) => {
-    if (i >= events.length) return;
-    const follow = sendAndFollow(stack, events[i]!, samples[i]!);
-    lastSentAt = Math.max(lastSentAt, samples[i]!.sentAt);
-    if (!(await follow)) errors += 1;
-  });
+  const sent = await openLoop(
+    ratePerSecond,
+    durationMs,
+    async (i) => {
+      const follow = sendAndFollow(stack, events[i]!, samples[i]!);
+      lastSentAt = Math.max(lastSentAt, samples[i]!.sentAt);
+      if (!(await follow)) errors += 1;
+    },
+    events.length,
+  );
   const used = events.slice(0, sent);
   const lastDelivered = Math.max(...samples.slice(0, sent).map((sample) => sample.deliveredAt ?? 0));
   const figures = await figuresFor(stack, used, samples.slice(0, sent), errors, Date.now() - started);
