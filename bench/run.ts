@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --short] [-- --only=B0,B1,T0,P,L,R,I]`: settle's benchmarks against baselines
+ * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,L,R,I]`: settle's benchmarks against baselines
  * measured in the same run, on this machine, on loopback. Each figure is the median of its
  * repetitions; CPU and peak RSS are per process. Writes bench/results.json and prints a table.
  * Bounded in count and time: it stops by itself.
@@ -56,7 +56,9 @@ async function main() {
     );
     await stack.start();
     await stack.startGateway();
-    const worker = await stack.startWorker();
+    // SETTLE_BENCH_WORKER_NODE_OPTIONS, e.g. --max-old-space-size=256, tries a heap cap on the worker.
+    const workerNodeOptions = process.env.SETTLE_BENCH_WORKER_NODE_OPTIONS;
+    const worker = await stack.startWorker(workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {});
     noopWorker = await spawnTs(
       'noop worker',
       ['bench/support/noop-worker.ts'],
@@ -126,6 +128,15 @@ async function main() {
           benchTemporalFloor(stack, SIZE.floorWorkflows, concurrency),
         );
       }
+    }
+
+    if (wanted('T3')) {
+      await measure('T3@50', "P's shape: three no-op activities, 50 in flight", () =>
+        benchTemporalFloor(stack, SIZE.floorWorkflows / 2, 50, 'threeActivitiesWorkflow'),
+      );
+      await measure('T3L@50', 'three no-op local activities, 50 in flight', () =>
+        benchTemporalFloor(stack, SIZE.floorWorkflows / 2, 50, 'threeLocalActivitiesWorkflow'),
+      );
     }
 
     const finished: PaymentEvent[] = [];
@@ -218,6 +229,12 @@ function evaluateGoals(): Goal[] {
     'P ≥ 0.6 × T0 (10 in flight)',
     fig('P@10', 'eventsPerSecond'),
     fig('T0@10', 'workflowsPerSecond'),
+    0.6,
+  );
+  ratio(
+    "P vs its Temporal floor T3 (P's shape)",
+    fig('P@50', 'eventsPerSecond'),
+    fig('T3@50', 'workflowsPerSecond'),
     0.6,
   );
   ratio('B1 ≥ 0.8 × B0', fig('B1', 'eventsPerSecond'), fig('B0', 'eventsPerSecond'), 0.8);

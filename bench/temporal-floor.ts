@@ -6,16 +6,18 @@ export const NOOP_TASK_QUEUE = 'bench-noop';
 
 /**
  * T0: the Temporal floor on the same dev server: start a no-op workflow (one no-op activity) and wait
- * for its result, `concurrency` at a time. Workflows per second.
+ * for its result, `concurrency` at a time. Workflows per second. T3 and T3L are the same floor with
+ * P's shape (three steps), as activities and as local activities.
  */
 export async function benchTemporalFloor(
   stack: ProofStack,
   count: number,
   concurrency: number,
+  workflowType: 'noopWorkflow' | 'threeActivitiesWorkflow' | 'threeLocalActivitiesWorkflow' = 'noopWorkflow',
 ): Promise<{ workflowsPerSecond: number }> {
   const prefix = `t0-${randomBytes(3).toString('hex')}`;
   const ms = await closedLoop(count, concurrency, async (i) => {
-    await stack.client.workflow.execute('noopWorkflow', {
+    await stack.client.workflow.execute(workflowType, {
       taskQueue: NOOP_TASK_QUEUE,
       workflowId: `${prefix}-${i}`,
       args: [],
