@@ -191,15 +191,20 @@ export class ProofStack {
 }
 
 /**
- * Where the dev server keeps its history: SETTLE_PROOF_TEMPORAL_DB = `file` (a SQLite file with the
- * CLI's default pragmas, what `npm start` ran before docs/performance.md), `wal` (the same file in
- * WAL mode with synchronous=NORMAL: survives a SIGKILL of the server, not a power cut) or `memory`.
+ * Where the dev server keeps its history (SETTLE_PROOF_TEMPORAL_DB): `file`, a SQLite file with the
+ * CLI's default pragmas (what `npm start` runs); `wal-full`, the same file in WAL mode with
+ * synchronous=FULL (as durable: every commit is fsynced); `wal` (the default here), WAL with
+ * synchronous=NORMAL (survives a SIGKILL of the server, as chaos scenario 6 shows, but not a power
+ * cut); or `memory`. docs/performance.md has what each costs.
  */
 function temporalStorage(scratch: string): { dbFile?: string; sqlitePragmas?: string[] } {
   const mode = process.env.SETTLE_PROOF_TEMPORAL_DB ?? 'wal';
   if (mode === 'memory') return {};
-  return {
-    dbFile: join(scratch, 'temporal.db'),
-    sqlitePragmas: mode === 'wal' ? ['journal_mode=wal', 'synchronous=normal'] : [],
+  const pragmas: Record<string, string[]> = {
+    file: [],
+    'wal-full': ['journal_mode=wal', 'synchronous=full'],
+    wal: ['journal_mode=wal', 'synchronous=normal'],
   };
+  if (!pragmas[mode]) throw new Error('SETTLE_PROOF_TEMPORAL_DB must be file, wal-full, wal or memory');
+  return { dbFile: join(scratch, 'temporal.db'), sqlitePragmas: pragmas[mode] };
 }

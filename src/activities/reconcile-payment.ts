@@ -45,52 +45,61 @@ export async function reconcilePayment(
   const sha = payloadSha256(rawEvent);
 
   const result = await withTransaction(pool, async (tx) => {
-    await lockEventId(tx, event.id);
-    const claim = await findClaim(tx, event.id);
-    if (claim && claim.payloadSha256 !== sha) {
-      throw ApplicationFailure.nonRetryable(
-        'this event ID was already claimed with a different payload; the original effect stands',
-        ErrorCode.IdempotencyKeyReused,
-      );
-    }
-    if (claim && claim.outcome !== 'unmatched') {
-      return { outcome: claim.outcome, claimExisted: true };
-    }
-    const outcome = await applyPaymentTransition(tx, event);
-    if (claim) {
-      if (outcome !== 'unmatched') await updateClaimOutcome(tx, event.id, outcome);
-    } else {
-      await insertClaim(tx, {
-        eventId: event.id,
-        payloadSha256: sha,
-        outcome,
-        shipmentId: event.data.shipment_id,
-      });
-    }
-    return { outcome, claimExisted: claim !== undefined };
+    const decided = await claimAndApply(tx, event, sha);
+    // Read back on the same connection before COMMIT (the same answer as after it): two more pool
+    // checkouts per event queued behind the transactions themselves (B1 in docs/performance.md).
+    const outbox = await listOutboxForEvent(tx, event.id);
+    const shipmentStatus = await tx.query<{ payment_status: PaymentStatus }>(
+      'SELECT payment_status FROM shipments WHERE shipment_id = $1::text',
+      [event.data.shipment_id],
+    );
+    return {
+      ...decided,
+      shipmentId: event.data.shipment_id,
+      paymentStatus: shipmentStatus.rows[0]?.payment_status ?? null,
+      outbox: outbox.map(({ outboxId, target, action, idempotencyKey, status }) => ({
+        outboxId,
+        target,
+        action,
+        idempotencyKey,
+        status,
+      })),
+    };
   });
 
   await hooks.afterCommit?.(event.id, Context.current().info.attempt);
+  return result;
+}
 
-  const [outbox, shipmentStatus] = await Promise.all([
-    listOutboxForEvent(pool, event.id),
-    pool.query<{ payment_status: PaymentStatus }>(
-      'SELECT payment_status FROM shipments WHERE shipment_id = $1::text',
-      [event.data.shipment_id],
-    ),
-  ]);
-  return {
-    ...result,
-    shipmentId: event.data.shipment_id,
-    paymentStatus: shipmentStatus.rows[0]?.payment_status ?? null,
-    outbox: outbox.map(({ outboxId, target, action, idempotencyKey, status }) => ({
-      outboxId,
-      target,
-      action,
-      idempotencyKey,
-      status,
-    })),
-  };
+/** The claim check and, for a new (or parked) event, the business effect, inside one transaction. */
+async function claimAndApply(
+  tx: pg.PoolClient,
+  event: PaymentEvent,
+  sha: string,
+): Promise<Pick<ReconcileResult, 'outcome' | 'claimExisted'>> {
+  await lockEventId(tx, event.id);
+  const claim = await findClaim(tx, event.id);
+  if (claim && claim.payloadSha256 !== sha) {
+    throw ApplicationFailure.nonRetryable(
+      'this event ID was already claimed with a different payload; the original effect stands',
+      ErrorCode.IdempotencyKeyReused,
+    );
+  }
+  if (claim && claim.outcome !== 'unmatched') {
+    return { outcome: claim.outcome, claimExisted: true };
+  }
+  const outcome = await applyPaymentTransition(tx, event);
+  if (claim) {
+    if (outcome !== 'unmatched') await updateClaimOutcome(tx, event.id, outcome);
+  } else {
+    await insertClaim(tx, {
+      eventId: event.id,
+      payloadSha256: sha,
+      outcome,
+      shipmentId: event.data.shipment_id,
+    });
+  }
+  return { outcome, claimExisted: claim !== undefined };
 }
 
 /** The business rule, inside the claim's transaction: status forward only, ledger, outbox. */
