@@ -312,6 +312,8 @@ function log(message: string) {
 }
 
 main().catch((error) => {
+  // Keep what was measured before the failure.
+  writeFileSync(join(__dirname, 'results.json'), `${JSON.stringify({ partial: true, results }, null, 2)}\n`);
   process.stderr.write(
     `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
   );

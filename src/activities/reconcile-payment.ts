@@ -46,8 +46,8 @@ export async function reconcilePayment(
 
   const result = await withTransaction(pool, async (tx) => {
     const decided = await claimAndApply(tx, event, sha);
-    // Read back on the same connection before COMMIT (the same answer as after it): two more pool
-    // checkouts per event queued behind the transactions themselves (B1 in docs/performance.md).
+    // Read back on the same connection before COMMIT (the same answer as after it): one pool
+    // connection per reconcile instead of up to three, with up to 100 activities on a pool of 20.
     const outbox = await listOutboxForEvent(tx, event.id);
     const shipmentStatus = await tx.query<{ payment_status: PaymentStatus }>(
       'SELECT payment_status FROM shipments WHERE shipment_id = $1::text',
