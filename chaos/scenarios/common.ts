@@ -65,6 +65,17 @@ export async function waitForLockWaiters(
   }
 }
 
+/**
+ * How long a scenario waits for delivery after a crash or an outage: reconcile has no heartbeat, so a
+ * vanished worker's attempt is retried only after its 30 s start-to-close, then backoff.
+ */
+export const RECOVERY_TIMEOUT_MS = 120_000;
+
+/** What the receiver recorded for each idempotency key of one scenario's events. */
+export function receiverRecords(stack: ProofStack, prefix: string) {
+  return [...stack.receiver.keys].filter(([key]) => key.startsWith(prefix)).map(([, record]) => record);
+}
+
 /** Waits for each event's ERP entry (its last effect) at the receiver; resolves with how many arrived. */
 export async function waitForDelivered(
   stack: ProofStack,

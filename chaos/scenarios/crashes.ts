@@ -10,11 +10,9 @@ import {
   holdShipments,
   waitForDelivered,
   waitForLockWaiters,
+  RECOVERY_TIMEOUT_MS,
   type Scenario,
 } from './common';
-
-/** Reconcile has no heartbeat: a vanished worker's attempt is retried after its 30 s start-to-close. */
-const RECOVERY_TIMEOUT_MS = 120_000;
 
 export const killAfterCommit: Scenario = {
   id: '3',

@@ -6,6 +6,7 @@ import {
   checker,
   ensureWorkers,
   freshEvents,
+  receiverRecords,
   waitForDelivered,
   type Scenario,
   type ScenarioContext,
@@ -45,7 +46,7 @@ export const throttledWithRetryAfter: Scenario = {
         return waitForDelivered(stack, events, 90_000);
       },
     );
-    const records = [...stack.receiver.keys].filter(([key]) => key.startsWith(prefix)).map(([, r]) => r);
+    const records = receiverRecords(stack, prefix);
     const gaps = records.map((r) => (r.arrivals[1] ?? Infinity) - r.arrivals[0]!);
     check(delivered === events.length, `${delivered} of ${events.length} delivered`);
     check(records.length === events.length * 2, `expected ${events.length * 2} keys, saw ${records.length}`);
@@ -80,8 +81,7 @@ export const appliedThen504: Scenario = {
     );
     // The ERP key is applied on the first (504) attempt; wait for the retry that the receiver refuses.
     const deadline = Date.now() + 60_000;
-    const records = () =>
-      [...stack.receiver.keys].filter(([key]) => key.startsWith(prefix)).map(([, r]) => r);
+    const records = () => receiverRecords(stack, prefix);
     while (records().some((r) => r.requests < 2) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }

@@ -9,10 +9,9 @@ import {
   waitForDelivered,
   waitForLockWaiters,
   waitForPostgres,
+  RECOVERY_TIMEOUT_MS,
   type Scenario,
 } from './common';
-
-const RECOVERY_TIMEOUT_MS = 120_000;
 
 export const postgresCrash: Scenario = {
   id: '5',
