@@ -39,13 +39,14 @@ export async function ingestPaymentEvent(
   event: PaymentEvent,
   source: EventSource = 'webhook',
 ): Promise<IngestOutcome> {
-  const outcome = await admitPaymentEvent(deps, event, source);
+  const sha = payloadSha256(event);
+  const outcome = await admitPaymentEvent(deps, event, sha, source);
   try {
     if (outcome.status === 'duplicate') await recordDuplicateDelivery(deps.pool, event.id);
     if (outcome.status === 'conflict') {
       await recordConflict(deps.pool, {
         eventId: event.id,
-        payloadSha256: payloadSha256(event),
+        payloadSha256: sha,
         payload: event,
         source,
       });
@@ -59,9 +60,9 @@ export async function ingestPaymentEvent(
 async function admitPaymentEvent(
   deps: { pool: pg.Pool; client: Client; taskQueue: string },
   event: PaymentEvent,
+  sha: string,
   source: EventSource,
 ): Promise<IngestOutcome> {
-  const sha = payloadSha256(event);
   const workflowId = paymentWorkflowId(event.id);
   const known = (stored: { payloadSha256: string }): IngestOutcome =>
     stored.payloadSha256 === sha
