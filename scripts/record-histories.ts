@@ -3,8 +3,8 @@
  * PostgreSQL, with local downstream receivers, and writes its event history to test/histories/.
  * test/replay-histories.test.ts replays them against the current workflow code, so a change that
  * breaks determinism fails the build. Re-record only for a change that is meant to be incompatible
- * and before anything is deployed; otherwise keep the old histories and guard the change with
- * workflow.patched().
+ * and before anything is deployed; otherwise move the old histories into a subfolder named for the
+ * change (they keep replaying) and guard the change with workflow.patched().
  */
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -132,8 +132,9 @@ async function main() {
       ['cancelled', { body: { webhook_url: `${customer.url}/hooks/renewal`, payload: {} }, cancel: true }],
     ];
 
-    rmSync(OUT_DIR, { recursive: true, force: true });
+    // Only this version's histories are re-recorded; those in subfolders keep older versions replaying.
     mkdirSync(OUT_DIR, { recursive: true });
+    for (const name of readdirSync(OUT_DIR).filter((n) => n.endsWith('.json'))) rmSync(join(OUT_DIR, name));
     const save = async (name: string, handle: WorkflowHandle) => {
       await handle.result().catch(() => undefined);
       const { runId } = await handle.describe();
@@ -187,7 +188,9 @@ async function main() {
     await gateway.close();
     await connection.close();
     await client.connection.close();
-    process.stdout.write(`${readdirSync(OUT_DIR).length} histories in test/histories\n`);
+    process.stdout.write(
+      `${readdirSync(OUT_DIR).filter((n) => n.endsWith('.json')).length} histories in test/histories\n`,
+    );
   } finally {
     for (const { server } of [carrier, erp, customer]) server.close();
     await pool.end();

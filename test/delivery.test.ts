@@ -62,6 +62,32 @@ function delivery(view: EventInspection, target: string) {
   return found;
 }
 
+describe('the fast path', () => {
+  test('a delivered event runs its three steps as local activities: no activity task, one workflow task', async () => {
+    const setup = await setUp(() => ({ status: 200 }));
+    const { eventId, result, view } = await settle(setup);
+    assert.equal(result.outcome, 'applied');
+    assert.deepEqual(
+      view.deliveries.map((row) => [row.target, row.status, row.attempts]),
+      [
+        ['carrier', 'delivered', 1],
+        ['erp', 'delivered', 1],
+      ],
+    );
+    const history = await setup.stack.client.workflow.getHandle(paymentWorkflowId(eventId)).fetchHistory();
+    const events = history.events ?? [];
+    const markers = events.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
+    assert.deepEqual(markers, [
+      'core_patch',
+      'core_local_activity',
+      'core_local_activity',
+      'core_local_activity',
+    ]);
+    assert.equal(events.filter((e) => e.activityTaskScheduledEventAttributes).length, 0);
+    assert.equal(events.filter((e) => e.workflowTaskCompletedEventAttributes).length, 1);
+  });
+});
+
 describe('Retry-After', () => {
   test('seconds and HTTP dates become the next delay; junk and the past fall back to backoff', () => {
     const now = Date.parse('2026-08-10T09:00:00Z');

@@ -66,8 +66,9 @@ export async function waitForLockWaiters(
 }
 
 /**
- * How long a scenario waits for delivery after a crash or an outage: reconcile has no heartbeat, so a
- * vanished worker's attempt is retried only after its 30 s start-to-close, then backoff.
+ * How long a scenario waits for delivery after a crash or an outage: a vanished worker's local attempt
+ * is taken over after the 10 s workflow-task timeout, a durable reconcile attempt (no heartbeat) only
+ * after its 30 s start-to-close, then backoff.
  */
 export const RECOVERY_TIMEOUT_MS = 120_000;
 

@@ -80,7 +80,10 @@ export async function callDownstream(
   policy: ResponsePolicy,
 ): Promise<CallOutcome> {
   const context = Context.current();
-  const heartbeat = setInterval(() => context.heartbeat(), HEARTBEAT_EVERY_MS);
+  // A local attempt cannot heartbeat: its worker's workflow task stands for it.
+  const heartbeat = context.info.isLocal
+    ? undefined
+    : setInterval(() => context.heartbeat(), HEARTBEAT_EVERY_MS);
   let response: HttpResponse;
   try {
     response = await http.post(request.url, {
@@ -124,10 +127,14 @@ export function classifyResponse(response: HttpResponse, policy: ResponsePolicy)
   return { kind: 'retry', code: ErrorCode.DownstreamUnavailable, statusCode: status, detail };
 }
 
+/** What a throttled delivery's failure carries in `details[0]`. */
+export type RetryAfterDetails = { retryAfterMs: number };
+
 /**
  * The failure an activity throws for an outcome that did not deliver. A Retry-After delay becomes
  * `nextRetryDelay`, which replaces the retry policy's backoff for that one retry (so it is not capped
- * by `maximumInterval`); permanent outcomes are non-retryable.
+ * by `maximumInterval`), and `details[0].retryAfterMs` (see RetryAfterDetails); permanent outcomes are
+ * non-retryable.
  */
 export function failureFor(outcome: Exclude<CallOutcome, { kind: 'delivered' }>): ApplicationFailure {
   return ApplicationFailure.create({
@@ -138,7 +145,10 @@ export function failureFor(outcome: Exclude<CallOutcome, { kind: 'delivered' }>)
         : `HTTP ${outcome.statusCode}${outcome.kind === 'retry' && outcome.delayMs !== undefined ? `, retry after ${outcome.delayMs} ms` : ''}`,
     type: outcome.code,
     nonRetryable: outcome.kind === 'permanent',
-    ...(outcome.kind === 'retry' && outcome.delayMs !== undefined ? { nextRetryDelay: outcome.delayMs } : {}),
+    ...(outcome.kind === 'retry' && outcome.delayMs !== undefined
+      ? // The details carry the delay to the workflow too, which honours it after a local attempt.
+        { nextRetryDelay: outcome.delayMs, details: [{ retryAfterMs: outcome.delayMs }] }
+      : {}),
   });
 }
 

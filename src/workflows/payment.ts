@@ -1,5 +1,14 @@
-import { ActivityFailure, ApplicationFailure, log, proxyActivities } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  log,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  sleep,
+} from '@temporalio/workflow';
 import type { Activities, OutboxDeliveryResult, ReconcileResult } from '../activities';
+import type { RetryAfterDetails } from '../activities/downstream';
 import { paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
 import { ErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../errors';
 import { Saga } from './saga';
@@ -45,6 +54,45 @@ const { deliverOutboxRow, reholdShipment } = proxyActivities<Activities>({
 });
 
 /**
+ * The fast path: each step first runs once as a local activity, in the worker that runs the workflow,
+ * with no task queue or history round trip per step (a whole event usually completes in one workflow
+ * task). Only one attempt: when it fails, or its worker dies (the workflow task times out and another
+ * worker replays and tries again), the step goes to the durable activity above, with its retry policy,
+ * heartbeats, Retry-After and ActivityFailure. Both paths are safe to repeat for the same reason every
+ * retry is: the claim, the outbox row's status and the downstream Idempotency-Key.
+ */
+const local = proxyLocalActivities<Activities>({
+  // Longer than a delivery's 15 s request timeout, so a local call has always ended when it gives up.
+  startToCloseTimeout: '20 seconds',
+  retry: { maximumAttempts: 1 },
+});
+
+/** Marks runs that take the fast path; runs started before it replay the durable-only path. */
+const LOCAL_FIRST_PATCH = 'payment-steps-local-first';
+
+/**
+ * Runs `step` as a local activity once, and after a failure hands it to the durable activity: at once
+ * for a failure no retry can fix (the durable attempt meets the same stored state and fails the same
+ * way, so the workflow's failure names the activity as before), after `firstRetryDelayMs` (or the
+ * downstream's Retry-After) otherwise.
+ */
+async function locallyFirst<T>(
+  step: string,
+  runLocally: () => Promise<T>,
+  runDurably: () => Promise<T>,
+  firstRetryDelayMs: number,
+): Promise<T> {
+  try {
+    return await runLocally();
+  } catch (error) {
+    const failure = applicationFailureOf(error);
+    log.info('a local attempt failed; the durable activity takes over', { step, errorType: failure?.type });
+    if (!failure?.nonRetryable) await sleep(retryAfterMs(failure) ?? firstRetryDelayMs);
+    return runDurably();
+  }
+}
+
+/**
  * One payment event, one workflow (ID `payment:<event id>`): reconcile it exactly once, then deliver its
  * outbox rows in order (carrier release, then ERP ledger entry). If a downstream refuses a step, the
  * steps before it are undone newest first: the carrier re-holds the shipment, the event's ledger
@@ -61,7 +109,11 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
     compensatePaymentEffects({ eventId: event.id, reason }),
   );
 
-  const reconciled = await reconcilePayment(event);
+  const localFirst = patched(LOCAL_FIRST_PATCH);
+  const reconcile = () => reconcilePayment(event);
+  const reconciled = localFirst
+    ? await locallyFirst('reconcile', () => local.reconcilePayment(event), reconcile, 500)
+    : await reconcile();
   log.info('payment event reconciled', {
     eventType: event.type,
     shipmentId: event.data.shipment_id,
@@ -78,7 +130,12 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
     }
     if (row.status !== 'pending') continue;
 
-    const delivered = await deliverOutboxRow({ outboxId: row.outboxId }).catch((error: unknown) => {
+    const input = { outboxId: row.outboxId };
+    const deliver = () => deliverOutboxRow(input);
+    const delivery = localFirst
+      ? locallyFirst(`deliver to ${row.target}`, () => local.deliverOutboxRow(input), deliver, 1_000)
+      : deliver();
+    const delivered = await delivery.catch((error: unknown) => {
       if (isRefusal(error)) return undefined;
       throw error;
     });
@@ -101,9 +158,18 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
 
 /** A permanent refusal by the downstream (4xx) or of the target itself: what triggers compensation. */
 function isRefusal(error: unknown): boolean {
-  return (
-    error instanceof ActivityFailure &&
-    error.cause instanceof ApplicationFailure &&
-    (error.cause.type === ErrorCode.DownstreamRejected || error.cause.type === ErrorCode.TargetRefused)
-  );
+  const type = error instanceof ActivityFailure ? applicationFailureOf(error)?.type : undefined;
+  return type === ErrorCode.DownstreamRejected || type === ErrorCode.TargetRefused;
+}
+
+/** The activity's own failure, whether it arrives wrapped in an ActivityFailure or (local) bare. */
+function applicationFailureOf(error: unknown): ApplicationFailure | undefined {
+  const cause = error instanceof ActivityFailure ? error.cause : error;
+  return cause instanceof ApplicationFailure ? cause : undefined;
+}
+
+/** A downstream's Retry-After, carried in the failure's details (see failureFor). */
+function retryAfterMs(failure: ApplicationFailure | undefined): number | undefined {
+  const details = failure?.details?.[0] as Partial<RetryAfterDetails> | undefined;
+  return typeof details?.retryAfterMs === 'number' ? details.retryAfterMs : undefined;
 }
