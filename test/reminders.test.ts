@@ -216,6 +216,24 @@ describe('a reminder', () => {
     assert.match(String(view.body.last_error), /^HTTP 410/);
     assert.equal((await cancel(key)).status, 409);
   });
+
+  test('answered 500 every time: retried until its 30 attempts run out, then failed with that count', async () => {
+    const receiver = await newReceiver(() => ({ status: 500 }));
+    const key = uniqueId('renewal');
+    assert.equal((await post(key, await reminderBody(receiver, 60_000))).status, 202);
+
+    assert.deepEqual(await result(key), { state: 'failed', attempts: 30 });
+    assert.equal(receiver.requests.length, 30);
+    assert.ok(receiver.requests.every((request) => request.key === key));
+    const view = await get(key);
+    assert.equal(view.body.state, 'failed');
+    const attempts = view.body.attempts as { attempt: number; status_code: number }[];
+    assert.deepEqual(
+      attempts.map((a) => [a.attempt, a.status_code]),
+      Array.from({ length: 30 }, (_, i) => [i + 1, 500]),
+    );
+    assert.match(String(view.body.last_error), /^gave up: HTTP 500/);
+  });
 });
 
 function issuePaths(result: ApiResult): string[] {

@@ -113,6 +113,6 @@ export async function deliverReminder(
 export async function failReminder(
   pool: pg.Pool,
   input: { deliveryId: string; reason: string },
-): Promise<void> {
-  await failOpenReminder(pool, input.deliveryId, input.reason);
+): Promise<{ attempts: number }> {
+  return { attempts: await failOpenReminder(pool, input.deliveryId, input.reason) };
 }

@@ -150,12 +150,20 @@ export async function finishReminderAttempt(
   );
 }
 
-/** Gives up on a reminder that is still open (its retries ran out); finished ones are left as they are. */
-export async function failOpenReminder(db: Queryable, deliveryId: string, reason: string): Promise<void> {
+/**
+ * Gives up on a reminder that is still open (its retries ran out); finished ones are left as they are.
+ * Resolves with the attempts on record, 0 for an unknown reminder.
+ */
+export async function failOpenReminder(db: Queryable, deliveryId: string, reason: string): Promise<number> {
   await db.query(
     `UPDATE reminders
         SET state = 'failed', last_error = $2::text, lease_expires_at = NULL, completed_at = now(), updated_at = now()
       WHERE delivery_id = $1::text AND state IN ('scheduled', 'processing')`,
     [deliveryId, reason],
   );
+  const { rows } = await db.query<{ attempts: number }>(
+    'SELECT attempts FROM reminders WHERE delivery_id = $1::text',
+    [deliveryId],
+  );
+  return rows[0]?.attempts ?? 0;
 }
