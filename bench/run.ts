@@ -132,10 +132,10 @@ async function main() {
     }
 
     if (wanted('T3')) {
-      await measure('T3@50', "P's shape: three no-op activities, 50 in flight", () =>
+      await measure('T3@50', 'three no-op activities in sequence, 50 in flight', () =>
         benchTemporalFloor(stack, SIZE.floorWorkflows / 2, 50, 'threeActivitiesWorkflow'),
       );
-      await measure('T3L@50', 'three no-op local activities, 50 in flight', () =>
+      await measure('T3L@50', "P's shape: three no-op local activities, 50 in flight", () =>
         benchTemporalFloor(stack, SIZE.floorWorkflows / 2, 50, 'threeLocalActivitiesWorkflow'),
       );
     }
@@ -236,10 +236,11 @@ function evaluateGoals(): Goal[] {
     fig('T0@10', 'workflowsPerSecond'),
     0.6,
   );
+  // Each payment step runs as a local activity first (src/workflows/payment.ts): T3L is P's shape.
   ratio(
-    "P vs its Temporal floor T3 (P's shape)",
+    "P vs its Temporal floor T3L (P's shape)",
     fig('P@50', 'eventsPerSecond'),
-    fig('T3@50', 'workflowsPerSecond'),
+    fig('T3L@50', 'workflowsPerSecond'),
     0.6,
   );
   ratio('B1 ≥ 0.8 × B0', fig('B1', 'eventsPerSecond'), fig('B0', 'eventsPerSecond'), 0.8);
