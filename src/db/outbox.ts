@@ -41,6 +41,7 @@ export async function insertOutboxRowsAndList(
   rows: NewOutboxRow[],
 ): Promise<OutboxEntry[]> {
   const { rows: entries } = await db.query<OutboxEntry>({
+    name: 'outbox.insert_and_list',
     text: `WITH inserted AS (
              INSERT INTO outbox (event_id, shipment_id, target, action, idempotency_key, body)
              SELECT $1::text, $2::text, target, action, idempotency_key, body::jsonb
