@@ -10,7 +10,10 @@ import type { ProofStack } from './support/stack';
 /** Transactions in flight at once in B0 and B1, and connections in their pools. */
 export const CLAIM_LOOP_CONCURRENCY = 10;
 
-async function freshEvents(stack: ProofStack, count: number): Promise<PaymentEvent[]> {
+/** What B0 and B1 need of the stack: its database. */
+export type ClaimLoopStack = Pick<ProofStack, 'pool' | 'databaseUrl'>;
+
+async function freshEvents(stack: ClaimLoopStack, count: number): Promise<PaymentEvent[]> {
   const runId = newRunId('b');
   await addShipments(
     stack.pool,
@@ -25,7 +28,7 @@ async function freshEvents(stack: ProofStack, count: number): Promise<PaymentEve
  * ledger entry, two outbox rows, claim insert). Returns transactions per second.
  */
 export async function benchBareClaimLoop(
-  stack: ProofStack,
+  stack: ClaimLoopStack,
   count: number,
 ): Promise<{ eventsPerSecond: number }> {
   const events = await freshEvents(stack, count);
@@ -97,7 +100,7 @@ export async function benchBareClaimLoop(
 
 /** B1: settle's reconcile activity itself, called directly (no Temporal), same pool size and load. */
 export async function benchReconcileActivity(
-  stack: ProofStack,
+  stack: ClaimLoopStack,
   count: number,
 ): Promise<{ eventsPerSecond: number }> {
   const events = await freshEvents(stack, count);

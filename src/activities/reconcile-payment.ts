@@ -2,8 +2,8 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import { findClaim, insertClaim, lockEventId, updateClaimOutcome, type ClaimOutcome } from '../db/claims';
 import { appendLedgerEntry } from '../db/ledger';
-import { insertOutboxRow, listOutboxForEvent, type OutboxRow } from '../db/outbox';
-import { lockShipment, setPaymentStatus } from '../db/shipments';
+import { insertOutboxRowsAndList, type NewOutboxRow, type OutboxEntry } from '../db/outbox';
+import { findShipment, lockShipment, setPaymentStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
 import { downstreamIdempotencyKey } from '../domain/ids';
 import { paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
@@ -18,7 +18,7 @@ export type ReconcileResult = {
   shipmentId: string;
   paymentStatus: PaymentStatus | null;
   /** The event's downstream effects, as stored; the workflow delivers those still pending. */
-  outbox: Pick<OutboxRow, 'outboxId' | 'target' | 'action' | 'idempotencyKey' | 'status'>[];
+  outbox: OutboxEntry[];
 };
 
 export type ReconcileHooks = {
@@ -44,39 +44,18 @@ export async function reconcilePayment(
   const event = parsed.data;
   const sha = payloadSha256(rawEvent);
 
-  const result = await withTransaction(pool, async (tx) => {
-    const decided = await claimAndApply(tx, event, sha);
-    // Read back on the same connection before COMMIT (the same answer as after it): one pool
-    // connection per reconcile instead of up to three, with up to 100 activities on a pool of 20.
-    const outbox = await listOutboxForEvent(tx, event.id);
-    const shipmentStatus = await tx.query<{ payment_status: PaymentStatus }>(
-      'SELECT payment_status FROM shipments WHERE shipment_id = $1::text',
-      [event.data.shipment_id],
-    );
-    return {
-      ...decided,
-      shipmentId: event.data.shipment_id,
-      paymentStatus: shipmentStatus.rows[0]?.payment_status ?? null,
-      outbox: outbox.map(({ outboxId, target, action, idempotencyKey, status }) => ({
-        outboxId,
-        target,
-        action,
-        idempotencyKey,
-        status,
-      })),
-    };
-  });
-
+  const result = await withTransaction(pool, (tx) => claimAndApply(tx, event, sha));
   await hooks.afterCommit?.(event.id, Context.current().info.attempt);
   return result;
 }
 
-/** The claim check and, for a new (or parked) event, the business effect, inside one transaction. */
-async function claimAndApply(
-  tx: pg.PoolClient,
-  event: PaymentEvent,
-  sha: string,
-): Promise<Pick<ReconcileResult, 'outcome' | 'claimExisted'>> {
+/**
+ * The claim check and, for a new (or parked) event, the business effect, inside one transaction; then
+ * what the workflow needs, read on the same connection before COMMIT (the same answer as after it):
+ * one pool connection per reconcile, with up to 100 activities on a pool of 20.
+ */
+async function claimAndApply(tx: pg.PoolClient, event: PaymentEvent, sha: string): Promise<ReconcileResult> {
+  const shipmentId = event.data.shipment_id;
   await lockEventId(tx, event.id);
   const claim = await findClaim(tx, event.id);
   if (claim && claim.payloadSha256 !== sha) {
@@ -86,30 +65,43 @@ async function claimAndApply(
     );
   }
   if (claim && claim.outcome !== 'unmatched') {
-    return { outcome: claim.outcome, claimExisted: true };
+    const shipment = await findShipment(tx, shipmentId);
+    return {
+      outcome: claim.outcome,
+      claimExisted: true,
+      shipmentId,
+      paymentStatus: shipment?.paymentStatus ?? null,
+      outbox: await insertOutboxRowsAndList(tx, { eventId: event.id, shipmentId }, []),
+    };
   }
-  const outcome = await applyPaymentTransition(tx, event);
+  const applied = await applyPaymentTransition(tx, event);
   if (claim) {
-    if (outcome !== 'unmatched') await updateClaimOutcome(tx, event.id, outcome);
+    if (applied.outcome !== 'unmatched') await updateClaimOutcome(tx, event.id, applied.outcome);
   } else {
-    await insertClaim(tx, {
-      eventId: event.id,
-      payloadSha256: sha,
-      outcome,
-      shipmentId: event.data.shipment_id,
-    });
+    await insertClaim(tx, { eventId: event.id, payloadSha256: sha, outcome: applied.outcome, shipmentId });
   }
-  return { outcome, claimExisted: claim !== undefined };
+  return { ...applied, claimExisted: claim !== undefined, shipmentId };
 }
 
-/** The business rule, inside the claim's transaction: status forward only, ledger, outbox. */
-async function applyPaymentTransition(tx: pg.PoolClient, event: PaymentEvent): Promise<ClaimOutcome> {
+/**
+ * The business rule, inside the claim's transaction: status forward only, ledger, outbox. Returns the
+ * outcome, the shipment's status as this transaction leaves it (its row is locked) and the event's
+ * outbox rows.
+ */
+async function applyPaymentTransition(
+  tx: pg.PoolClient,
+  event: PaymentEvent,
+): Promise<Pick<ReconcileResult, 'outcome' | 'paymentStatus' | 'outbox'>> {
   const { shipment_id: shipmentId, payment_id: paymentId, amount, currency } = event.data;
+  const outboxOf = (rows: NewOutboxRow[] = []) =>
+    insertOutboxRowsAndList(tx, { eventId: event.id, shipmentId }, rows);
   const shipment = await lockShipment(tx, shipmentId);
-  if (!shipment) return 'unmatched';
+  if (!shipment) return { outcome: 'unmatched', paymentStatus: null, outbox: await outboxOf() };
 
   const transition = decideTransition(shipment.paymentStatus, event.type);
-  if (transition.kind === 'stale') return 'stale';
+  if (transition.kind === 'stale') {
+    return { outcome: 'stale', paymentStatus: shipment.paymentStatus, outbox: await outboxOf() };
+  }
 
   await setPaymentStatus(tx, { shipmentId, paymentStatus: transition.to, paymentId, eventId: event.id });
 
@@ -120,10 +112,9 @@ async function applyPaymentTransition(tx: pg.PoolClient, event: PaymentEvent): P
       ? await appendLedgerEntry(tx, { ...base, kind: 'refund' })
       : undefined;
 
+  const effects: NewOutboxRow[] = [];
   if (entry?.kind === 'capture' && shipment.holdStatus === 'held') {
-    await insertOutboxRow(tx, {
-      eventId: event.id,
-      shipmentId,
+    effects.push({
       target: 'carrier',
       action: 'release_hold',
       idempotencyKey: downstreamIdempotencyKey(event.id, 'carrier', 'release_hold'),
@@ -131,9 +122,7 @@ async function applyPaymentTransition(tx: pg.PoolClient, event: PaymentEvent): P
     });
   }
   if (entry) {
-    await insertOutboxRow(tx, {
-      eventId: event.id,
-      shipmentId,
+    effects.push({
       target: 'erp',
       action: 'post_ledger_entry',
       idempotencyKey: downstreamIdempotencyKey(event.id, 'erp', 'post_ledger_entry'),
@@ -147,5 +136,5 @@ async function applyPaymentTransition(tx: pg.PoolClient, event: PaymentEvent): P
       },
     });
   }
-  return 'applied';
+  return { outcome: 'applied', paymentStatus: transition.to, outbox: await outboxOf(effects) };
 }

@@ -18,13 +18,19 @@ const COLUMNS = `event_id AS "eventId", payload_sha256 AS "payloadSha256", outco
  * mutation cannot interleave; the primary key on claims remains the backstop.
  */
 export async function lockEventId(db: Queryable, eventId: string): Promise<void> {
-  await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))', [eventId]);
+  await db.query({
+    name: 'claims.lock_event_id',
+    text: 'SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))',
+    values: [eventId],
+  });
 }
 
 export async function findClaim(db: Queryable, eventId: string): Promise<Claim | undefined> {
-  const { rows } = await db.query<Claim>(`SELECT ${COLUMNS} FROM claims WHERE event_id = $1::text`, [
-    eventId,
-  ]);
+  const { rows } = await db.query<Claim>({
+    name: 'claims.find',
+    text: `SELECT ${COLUMNS} FROM claims WHERE event_id = $1::text`,
+    values: [eventId],
+  });
   return rows[0];
 }
 
@@ -32,11 +38,12 @@ export async function insertClaim(
   db: Queryable,
   claim: { eventId: string; payloadSha256: string; outcome: ClaimOutcome; shipmentId: string },
 ): Promise<void> {
-  await db.query(
-    `INSERT INTO claims (event_id, payload_sha256, outcome, shipment_id)
-     VALUES ($1::text, $2::text, $3::text, $4::text)`,
-    [claim.eventId, claim.payloadSha256, claim.outcome, claim.shipmentId],
-  );
+  await db.query({
+    name: 'claims.insert',
+    text: `INSERT INTO claims (event_id, payload_sha256, outcome, shipment_id)
+           VALUES ($1::text, $2::text, $3::text, $4::text)`,
+    values: [claim.eventId, claim.payloadSha256, claim.outcome, claim.shipmentId],
+  });
 }
 
 export async function updateClaimOutcome(

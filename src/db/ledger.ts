@@ -25,12 +25,13 @@ export async function appendLedgerEntry(
   db: Queryable,
   entry: Omit<LedgerEntry, 'entryId' | 'createdAt' | 'reversesEntryId'> & { reversesEntryId?: number },
 ): Promise<LedgerEntry | undefined> {
-  const { rows } = await db.query<LedgerEntry>(
-    `INSERT INTO ledger_entries (kind, shipment_id, payment_id, event_id, amount, currency, reverses_entry_id)
-     VALUES ($1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text, $7::bigint)
-     ON CONFLICT DO NOTHING
-     RETURNING ${COLUMNS}`,
-    [
+  const { rows } = await db.query<LedgerEntry>({
+    name: 'ledger.append',
+    text: `INSERT INTO ledger_entries (kind, shipment_id, payment_id, event_id, amount, currency, reverses_entry_id)
+           VALUES ($1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text, $7::bigint)
+           ON CONFLICT DO NOTHING
+           RETURNING ${COLUMNS}`,
+    values: [
       entry.kind,
       entry.shipmentId,
       entry.paymentId,
@@ -39,7 +40,7 @@ export async function appendLedgerEntry(
       entry.currency,
       entry.reversesEntryId ?? null,
     ],
-  );
+  });
   return rows[0];
 }
 

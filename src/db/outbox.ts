@@ -22,16 +22,48 @@ const COLUMNS = `outbox_id AS "outboxId", event_id AS "eventId", shipment_id AS 
   idempotency_key AS "idempotencyKey", body, status, attempts, last_error AS "lastError",
   created_at AS "createdAt", delivered_at AS "deliveredAt"`;
 
-export async function insertOutboxRow(
+const ENTRY_COLUMNS = `outbox_id AS "outboxId", target, action, idempotency_key AS "idempotencyKey", status`;
+
+/** What the workflow needs of an outbox row to deliver it. */
+export type OutboxEntry = Pick<OutboxRow, 'outboxId' | 'target' | 'action' | 'idempotencyKey' | 'status'>;
+
+export type NewOutboxRow = Pick<OutboxRow, 'target' | 'action' | 'idempotencyKey' | 'body'>;
+
+/**
+ * Adds an event's downstream effects (a row whose idempotency key exists is left as it is) and returns
+ * all of the event's rows in order, the new and any earlier ones: what `listOutboxForEvent` would say
+ * after the inserts, in one round trip. The SELECT does not see the CTE's inserts (one snapshot), so
+ * they come from RETURNING. With no rows it only lists.
+ */
+export async function insertOutboxRowsAndList(
   db: Queryable,
-  row: Pick<OutboxRow, 'eventId' | 'shipmentId' | 'target' | 'action' | 'idempotencyKey' | 'body'>,
-): Promise<void> {
-  await db.query(
-    `INSERT INTO outbox (event_id, shipment_id, target, action, idempotency_key, body)
-     VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::jsonb)
-     ON CONFLICT (idempotency_key) DO NOTHING`,
-    [row.eventId, row.shipmentId, row.target, row.action, row.idempotencyKey, JSON.stringify(row.body)],
-  );
+  event: { eventId: string; shipmentId: string },
+  rows: NewOutboxRow[],
+): Promise<OutboxEntry[]> {
+  const { rows: entries } = await db.query<OutboxEntry>({
+    name: 'outbox.insert_and_list',
+    text: `WITH inserted AS (
+             INSERT INTO outbox (event_id, shipment_id, target, action, idempotency_key, body)
+             SELECT $1::text, $2::text, target, action, idempotency_key, body::jsonb
+               FROM unnest($3::text[], $4::text[], $5::text[], $6::text[])
+                      AS added (target, action, idempotency_key, body)
+             ON CONFLICT (idempotency_key) DO NOTHING
+             RETURNING ${ENTRY_COLUMNS}
+           )
+           SELECT ${ENTRY_COLUMNS} FROM outbox WHERE event_id = $1::text
+           UNION ALL
+           SELECT * FROM inserted
+           ORDER BY "outboxId"`,
+    values: [
+      event.eventId,
+      event.shipmentId,
+      rows.map((row) => row.target),
+      rows.map((row) => row.action),
+      rows.map((row) => row.idempotencyKey),
+      rows.map((row) => JSON.stringify(row.body)),
+    ],
+  });
+  return entries;
 }
 
 export async function listOutboxForEvent(db: Queryable, eventId: string): Promise<OutboxRow[]> {

@@ -28,10 +28,11 @@ export async function findShipment(db: Queryable, shipmentId: string): Promise<S
 }
 
 export async function lockShipment(db: Queryable, shipmentId: string): Promise<Shipment | undefined> {
-  const { rows } = await db.query<Shipment>(
-    `SELECT ${COLUMNS} FROM shipments WHERE shipment_id = $1::text FOR UPDATE`,
-    [shipmentId],
-  );
+  const { rows } = await db.query<Shipment>({
+    name: 'shipments.lock',
+    text: `SELECT ${COLUMNS} FROM shipments WHERE shipment_id = $1::text FOR UPDATE`,
+    values: [shipmentId],
+  });
   return rows[0];
 }
 
@@ -39,13 +40,14 @@ export async function setPaymentStatus(
   db: Queryable,
   change: { shipmentId: string; paymentStatus: PaymentStatus; paymentId: string; eventId: string },
 ): Promise<void> {
-  await db.query(
-    `UPDATE shipments
-        SET payment_status = $2::text, payment_id = COALESCE(payment_id, $3::text),
-            status_event_id = $4::text, updated_at = now()
-      WHERE shipment_id = $1::text`,
-    [change.shipmentId, change.paymentStatus, change.paymentId, change.eventId],
-  );
+  await db.query({
+    name: 'shipments.set_payment_status',
+    text: `UPDATE shipments
+              SET payment_status = $2::text, payment_id = COALESCE(payment_id, $3::text),
+                  status_event_id = $4::text, updated_at = now()
+            WHERE shipment_id = $1::text`,
+    values: [change.shipmentId, change.paymentStatus, change.paymentId, change.eventId],
+  });
 }
 
 /** The carrier's hold as settle last saw it succeed: released by the release call, held again by its compensation. */
