@@ -6,6 +6,7 @@ import { createRetentionActivities } from './activities/retention';
 import type { Config } from './config';
 import { logger, redactIds, redactMeta } from './lib/logger';
 import { startDrainingTemporalMetrics, temporalMetricsBuffer } from './metrics/temporal-metrics';
+import { workflowBundlePath } from './workflow-bundle';
 
 let runtimeInstalled = false;
 
@@ -48,12 +49,13 @@ export type WorkerOptions = {
 /** A worker polling settle's task queue; the caller runs it and closes the connection. */
 export async function createWorker({ config, pool, hooks, tuning }: WorkerOptions) {
   installTemporalRuntime();
+  const codePath = await workflowBundlePath();
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const worker = await Worker.create({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
-    workflowsPath: require.resolve('./workflows'),
+    workflowBundle: { codePath },
     activities: {
       ...createActivities({
         pool,

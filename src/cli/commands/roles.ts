@@ -25,7 +25,8 @@ export function registerRoles(program: Command) {
     .command('worker')
     .description(
       'Run one worker process (polls SETTLE_TASK_QUEUE); SIGTERM drains in-flight tasks, then exits. ' +
-        'Serves /metrics on SETTLE_METRICS_PORT and ensures the daily claim purge Schedule.',
+        'Serves /metrics on SETTLE_METRICS_PORT and ensures the daily claim purge Schedule. ' +
+        'Runs the workflow bundle built once into .settle/cache.',
     )
     .action(async () => {
       const { config } = commandConfig();
