@@ -8,6 +8,14 @@ import { logger, redactIds, redactMeta } from './lib/logger';
 import { startDrainingTemporalMetrics, temporalMetricsBuffer } from './metrics/temporal-metrics';
 import { workflowBundlePath } from './workflow-bundle';
 
+/**
+ * Runs kept in memory between tasks. The SDK sizes its default from the heap limit (about 2,300 with
+ * a 4 GB heap), so that many reminders waiting for their due date would all stay resident. Payment
+ * runs finish within seconds and leave the cache when they close; an evicted reminder replays its
+ * short history on its next task.
+ */
+const MAX_CACHED_WORKFLOWS = 250;
+
 let runtimeInstalled = false;
 
 /**
@@ -39,7 +47,9 @@ export type WorkerOptions = {
   /** Without claimRetentionMs the worker runs no purge activity (tools replaying histories). */
   config: Pick<Config, 'temporalAddress' | 'temporalNamespace' | 'taskQueue'> & {
     claimRetentionMs?: number;
-  } & Partial<Pick<Config, 'carrierUrl' | 'erpUrl' | 'outboundSecret' | 'allowPrivateTargets'>>;
+  } & Partial<
+      Pick<Config, 'carrierUrl' | 'erpUrl' | 'outboundSecret' | 'allowPrivateTargets' | 'maxCachedWorkflows'>
+    >;
   pool: pg.Pool;
   hooks?: ActivityDependencies['hooks'];
   /** Shorter delivery timeouts and leases for tests; production uses the defaults. */
@@ -56,6 +66,7 @@ export async function createWorker({ config, pool, hooks, tuning }: WorkerOption
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
     workflowBundle: { codePath },
+    maxCachedWorkflows: config.maxCachedWorkflows ?? MAX_CACHED_WORKFLOWS,
     activities: {
       ...createActivities({
         pool,
