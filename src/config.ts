@@ -66,6 +66,8 @@ const configSchema = z.object({
   SETTLE_ALLOW_PRIVATE_TARGETS: booleanFlag,
   /** Port of `settle worker`'s own /metrics (and /healthz) endpoint; 0 picks a free one. */
   SETTLE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  /** Workflow runs a worker keeps in memory between tasks; unset: settle's default (see worker.ts). */
+  SETTLE_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(2).optional(),
 });
 
 export type Config = {
@@ -83,6 +85,7 @@ export type Config = {
   allowPrivateTargets: boolean;
   /** Unset where no worker metrics endpoint is wanted (tests building a Config by hand). */
   metricsPort?: number;
+  maxCachedWorkflows?: number;
 };
 
 export class ConfigError extends Error {
@@ -123,5 +126,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     claimRetentionMs: c.SETTLE_CLAIM_RETENTION,
     allowPrivateTargets: c.SETTLE_ALLOW_PRIVATE_TARGETS,
     metricsPort: c.SETTLE_METRICS_PORT,
+    maxCachedWorkflows: c.SETTLE_MAX_CACHED_WORKFLOWS,
   };
 }

@@ -6,6 +6,15 @@ import { createRetentionActivities } from './activities/retention';
 import type { Config } from './config';
 import { logger, redactIds, redactMeta } from './lib/logger';
 import { startDrainingTemporalMetrics, temporalMetricsBuffer } from './metrics/temporal-metrics';
+import { workflowBundlePath } from './workflow-bundle';
+
+/**
+ * Runs kept in memory between tasks. The SDK sizes its default from the heap limit (about 2,300 with
+ * a 4 GB heap), so that many reminders waiting for their due date would all stay resident. Payment
+ * runs finish within seconds and leave the cache when they close; an evicted reminder replays its
+ * short history on its next task.
+ */
+const MAX_CACHED_WORKFLOWS = 250;
 
 let runtimeInstalled = false;
 
@@ -48,7 +57,9 @@ export type WorkerOptions = {
   /** Without claimRetentionMs the worker runs no purge activity (tools replaying histories). */
   config: Pick<Config, 'temporalAddress' | 'temporalNamespace' | 'taskQueue'> & {
     claimRetentionMs?: number;
-  } & Partial<Pick<Config, 'carrierUrl' | 'erpUrl' | 'outboundSecret' | 'allowPrivateTargets'>>;
+  } & Partial<
+      Pick<Config, 'carrierUrl' | 'erpUrl' | 'outboundSecret' | 'allowPrivateTargets' | 'maxCachedWorkflows'>
+    >;
   pool: pg.Pool;
   hooks?: ActivityDependencies['hooks'];
   /** Shorter delivery timeouts and leases for tests; production uses the defaults. */
@@ -58,12 +69,14 @@ export type WorkerOptions = {
 /** A worker polling settle's task queue; the caller runs it and closes the connection. */
 export async function createWorker({ config, pool, hooks, tuning }: WorkerOptions) {
   installTemporalRuntime();
+  const codePath = await workflowBundlePath();
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const worker = await Worker.create({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
-    workflowsPath: require.resolve('./workflows'),
+    workflowBundle: { codePath },
+    maxCachedWorkflows: config.maxCachedWorkflows ?? MAX_CACHED_WORKFLOWS,
     activities: {
       ...createActivities({
         pool,

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { Worker } from '@temporalio/worker';
 import { installTemporalRuntime } from '../src/worker';
+import { workflowBundlePath } from '../src/workflow-bundle';
 
 const HISTORIES = join(__dirname, 'histories');
 // The current version's histories, and in subfolders those recorded before a patched() change: runs
@@ -34,10 +35,10 @@ test('recorded histories are committed for every workflow and scenario', () => {
   }
 });
 
-test('the current workflow code replays every recorded history deterministically', async () => {
+test('the workflow bundle the worker runs replays every recorded history deterministically', async () => {
   const failures: string[] = [];
   for await (const result of Worker.runReplayHistories(
-    { workflowsPath: require.resolve('../src/workflows') },
+    { workflowBundle: { codePath: await workflowBundlePath() } },
     histories,
   )) {
     if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);

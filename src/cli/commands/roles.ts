@@ -25,7 +25,9 @@ export function registerRoles(program: Command) {
     .command('worker')
     .description(
       'Run one worker process (polls SETTLE_TASK_QUEUE); SIGTERM drains in-flight tasks, then exits. ' +
-        'Serves /metrics on SETTLE_METRICS_PORT and ensures the daily claim purge Schedule.',
+        'Serves /metrics on SETTLE_METRICS_PORT and ensures the daily claim purge Schedule. ' +
+        'Runs the workflow bundle built once into .settle/cache; SETTLE_MAX_CACHED_WORKFLOWS bounds ' +
+        'the runs it keeps in memory.',
     )
     .action(async () => {
       const { config } = commandConfig();

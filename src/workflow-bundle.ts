@@ -1,0 +1,151 @@
+/**
+ * The workflow code the worker runs: src/workflows bundled by the SDK's webpack, built once in a
+ * short-lived child process and cached under the state folder. Bundling inside the worker would cost
+ * it ~120 MB of RSS that is never given back; the child's memory goes when it exits.
+ *
+ * The cache file is named by a hash of every file under src/ (type-only imports from activities
+ * reach most of it anyway), the lockfile and the SDK version, so an edited workflow never runs from
+ * a stale bundle. It is written to a temporary file and renamed, so a process starting beside the
+ * builder reads the whole bundle or none.
+ */
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import { PROJECT_ROOT, stateDir } from './stack/paths';
+
+const WORKFLOWS_PATH = require.resolve('./workflows');
+/** src/: everything the workflows can import lies under it. */
+const SOURCE_ROOT = __dirname;
+
+const BUNDLE_PREFIX = 'workflow-bundle-';
+/** Bundles of other source versions unused for this long are deleted when a new one is built. */
+const STALE_AFTER_MS = 60 * 60 * 1000;
+
+let bundlePath: Promise<string> | undefined;
+
+/** Path of the bundle for the current sources, built on the first call of this process if need be. */
+export function workflowBundlePath(): Promise<string> {
+  bundlePath ??= ensureBundle();
+  return bundlePath;
+}
+
+async function ensureBundle(): Promise<string> {
+  const dir = cacheDir();
+  const file = join(dir, `${BUNDLE_PREFIX}${bundleKey()}.js`);
+  if (existsSync(file)) {
+    markUsed(file);
+    return file;
+  }
+  await buildInChildProcess(file);
+  deleteStaleBundles(dir, file);
+  return file;
+}
+
+/** `<state>/cache`; a private temporary folder where the state folder is read-only (a container). */
+function cacheDir(): string {
+  const dir = join(stateDir(), 'cache');
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK);
+    return dir;
+  } catch {
+    return mkdtempSync(join(tmpdir(), 'settle-cache-'));
+  }
+}
+
+function bundleKey(): string {
+  const hash = createHash('sha256');
+  for (const file of filesUnder(SOURCE_ROOT)) {
+    hash.update(relative(SOURCE_ROOT, file)).update('\0').update(readFileSync(file)).update('\0');
+  }
+  const lockfile = join(PROJECT_ROOT, 'package-lock.json');
+  if (existsSync(lockfile)) hash.update(readFileSync(lockfile));
+  for (const pkg of ['@temporalio/worker', '@temporalio/workflow']) {
+    const { version } = JSON.parse(readFileSync(require.resolve(`${pkg}/package.json`), 'utf8')) as {
+      version: string;
+    };
+    hash.update(`${pkg}@${version}\0`);
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true })
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .flatMap((entry) => {
+      const path = join(dir, entry.name);
+      return entry.isDirectory() ? filesUnder(path) : [path];
+    });
+}
+
+function buildInChildProcess(file: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), __filename, file], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let errors = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (errors = (errors + chunk).slice(-4000)));
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      if (code === 0 && existsSync(file)) resolve();
+      else
+        reject(new Error(`bundling the workflows failed (${signal ?? `exit ${code}`}):\n${errors.trim()}`));
+    });
+  });
+}
+
+/** Touched on every use, so a process building another source version does not delete it. */
+function markUsed(file: string): void {
+  const now = new Date();
+  try {
+    utimesSync(file, now, now);
+  } catch {
+    // A read-only cache is still usable.
+  }
+}
+
+function deleteStaleBundles(dir: string, current: string): void {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (!name.startsWith(BUNDLE_PREFIX) || path === current) continue;
+    try {
+      if (Date.now() - statSync(path).mtimeMs > STALE_AFTER_MS) rmSync(path, { force: true });
+    } catch {
+      // Another process removed it first.
+    }
+  }
+}
+
+/** The child: bundles, then writes the file whole (temporary name, then rename). */
+async function buildBundle(file: string): Promise<void> {
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    logger: new DefaultLogger('WARN'),
+  });
+  const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+  writeFileSync(temporary, code);
+  renameSync(temporary, file);
+}
+
+if (require.main === module) {
+  buildBundle(process.argv[2]!).catch((error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 1;
+  });
+}
