@@ -23,7 +23,7 @@ const only = process.argv
   .split(',');
 const wanted = (id: string) => !only || only.includes(id);
 
-/** Sizes: the short form finishes in about three minutes on 2 cores; the full one in about twenty. */
+/** Sizes: the short form finishes in about three minutes on 2 cores; the full one in about eleven. */
 const SIZE = short
   ? { reps: 1, claimEvents: 400, floorWorkflows: 300, pathEvents: 300, loadSeconds: 10, importEvents: 1_000 }
   : {
