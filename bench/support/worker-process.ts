@@ -6,12 +6,32 @@
  * SETTLE_CHAOS_PAUSE_AFTER_COMMIT=<prefix>: for events whose ID starts with the prefix, print
  * `committed` after the reconcile transaction commits and then hang, so the suite can kill the worker
  * between COMMIT and the activity's completion.
+ *
+ * SETTLE_BENCH_WORKER_CPU_PROFILE=<file> (set for `npm run bench`): a CPU profile of the worker's main
+ * thread (activities, the SDK's bridge), written as a .cpuprofile when the worker drains.
  */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { loadConfig } from '../../src/config';
 import { createPool } from '../../src/db/pool';
 import { createWorker } from '../../src/worker';
 
+/** SETTLE_BENCH_WORKER_CPU_PROFILE=<file>: a CPU profile of the main thread, written when it drains. */
+async function startProfile(): Promise<(() => Promise<void>) | undefined> {
+  const file = process.env.SETTLE_BENCH_WORKER_CPU_PROFILE;
+  if (!file) return undefined;
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return async () => {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(file, JSON.stringify(profile));
+  };
+}
+
 async function main() {
+  const stopProfile = await startProfile();
   const config = loadConfig();
   const pool = createPool(config.databaseUrl);
   const pausePrefix = process.env.SETTLE_CHAOS_PAUSE_AFTER_COMMIT;
@@ -36,6 +56,7 @@ async function main() {
     await connection.close();
     await pool.end();
   }
+  await stopProfile?.();
   process.stdout.write('worker drained\n');
 }
 
