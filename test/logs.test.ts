@@ -128,5 +128,9 @@ describe('logs', () => {
       ),
     );
     assert.ok(activities.some((r) => r.event === shortHash(rawIds[1]!) && r.result === 'applied'));
+    assert.ok(
+      activities.some((r) => r.activity === 'deliverOutboxRow' && r.event === shortHash(rawIds[0]!)),
+      'no deliverOutboxRow line names its event',
+    );
   });
 });

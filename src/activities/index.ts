@@ -24,6 +24,9 @@ export type ActivityDependencies = {
   hooks?: ReconcileHooks;
 };
 
+/** An outbox row to deliver or undo; `eventId`, when given, is for the logs only. */
+type OutboxInput = { outboxId: number; eventId?: string };
+
 /** Builds the activities with their dependencies injected; workflows import this type only. */
 export function createActivities({
   pool,
@@ -44,8 +47,9 @@ export function createActivities({
   }
   return {
     reconcilePayment: (event: PaymentEvent) => reconcilePayment(pool, event, hooks),
-    deliverOutboxRow: (input: { outboxId: number }) => deliverOutboxRow(delivery, input),
-    reholdShipment: (input: { outboxId: number }) => reholdShipment(delivery, input),
+    // `eventId` only names the event in the activity's log line (as a short hash); the row is the input.
+    deliverOutboxRow: (input: OutboxInput) => deliverOutboxRow(delivery, input),
+    reholdShipment: (input: OutboxInput) => reholdShipment(delivery, input),
     compensatePaymentEffects: (input: { eventId: string; reason: string }) =>
       compensatePaymentEffects(pool, input),
     deliverReminder: (input: { deliveryId: string }) => deliverReminder(delivery, input),

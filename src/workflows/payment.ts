@@ -126,11 +126,13 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
   for (const row of reconciled.outbox) {
     // A release delivered by an earlier run is undone too if this run's later step is refused.
     if (row.target === 'carrier' && (row.status === 'pending' || row.status === 'delivered')) {
-      saga.add('re-hold the shipment at the carrier', () => reholdShipment({ outboxId: row.outboxId }));
+      saga.add('re-hold the shipment at the carrier', () =>
+        reholdShipment({ outboxId: row.outboxId, eventId: event.id }),
+      );
     }
     if (row.status !== 'pending') continue;
 
-    const input = { outboxId: row.outboxId };
+    const input = { outboxId: row.outboxId, eventId: event.id };
     const deliver = () => deliverOutboxRow(input);
     const delivery = localFirst
       ? locallyFirst(`deliver to ${row.target}`, () => local.deliverOutboxRow(input), deliver, 1_000)
