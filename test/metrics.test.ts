@@ -116,6 +116,15 @@ describe('GET /metrics', () => {
       args: [{ event: events[0] }],
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
     });
+    // Another payload under a claimed ID, run by Temporal anyway: the reconcile transaction refuses it.
+    const altered = { ...events[0]!, data: { ...events[0]!.data, amount: 1 } };
+    await assert.rejects(
+      stack.client.workflow.execute('paymentWorkflow', {
+        taskQueue: stack.taskQueue,
+        workflowId: `${paymentWorkflowId(altered.id)}:conflict-probe`,
+        args: [{ event: altered }],
+      }),
+    );
 
     const after = await scrape();
     assert.deepEqual(delta(webhookCounts(before.samples), webhookCounts(after.samples)), {
@@ -137,6 +146,9 @@ describe('GET /metrics', () => {
     assert.equal(changed('settle_event_to_commit_seconds_count'), 3);
     assert.equal(changed('settle_reconcile_outcomes_total', { outcome: 'applied' }), 2);
     assert.equal(changed('settle_reconcile_outcomes_total', { outcome: 'unmatched' }), 2);
+    // Each failed attempt counts: the local one, then the durable activity's (non-retryable).
+    assert.equal(changed('settle_transaction_failures_total', { code: 'idempotency_key_reused' }), 2);
+    assert.equal(changed('settle_transaction_failures_total'), 2);
     for (const name of [
       'settle_transaction_failures_total',
       'settle_outbox_oldest_pending_age_seconds',
