@@ -165,6 +165,9 @@ describe('npm start on one machine', () => {
       SETTLE_DEV_POSTGRES_PORT: String(await freePort()),
       SETTLE_DEV_TEMPORAL_PORT: String(await freePort()),
       SETTLE_DEV_TEMPORAL_UI_PORT: String(await freePort()),
+      SETTLE_DEV_DOWNSTREAM_PORT: String(await freePort()),
+      SETTLE_CARRIER_URL: '',
+      SETTLE_ERP_URL: '',
       DATABASE_URL: '',
       TEMPORAL_ADDRESS: '',
     };
@@ -204,6 +207,15 @@ describe('npm start on one machine', () => {
     assert.equal(result.http_status, 202);
     assert.equal(result.inspection.outcome, 'applied');
     assert.ok(result.inspection.workflow?.run_id);
+    // No carrier or ERP configured: npm start's stand-in received them, once each.
+    assert.match(output, /downstream\s+stand-in carrier and ERP at http:\/\/127\.0\.0\.1:/);
+    assert.deepEqual(
+      result.inspection.deliveries.map((d) => [d.target, d.status, d.attempts]),
+      [
+        ['carrier', 'delivered', 1],
+        ['erp', 'delivered', 1],
+      ],
+    );
 
     const ready = await fetch(`http://127.0.0.1:${env.PORT}/readyz`);
     assert.equal(ready.status, 200);

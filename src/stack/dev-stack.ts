@@ -8,6 +8,7 @@ import { startGateway } from '../gateway/run';
 import { logger } from '../lib/logger';
 import { prepareRetention } from '../retention';
 import { createWorker, installTemporalRuntime } from '../worker';
+import { startDevDownstream, type DevDownstream } from './dev-downstream';
 import { clearRunningStack, loadOrCreateDevSecrets, writeRunningStack } from './dev-state';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres';
 import { stateDir } from './paths';
@@ -19,6 +20,7 @@ const DEV_PORTS = {
   postgres: { variable: 'SETTLE_DEV_POSTGRES_PORT', fallback: 5433 },
   temporal: { variable: 'SETTLE_DEV_TEMPORAL_PORT', fallback: 7233 },
   temporalUi: { variable: 'SETTLE_DEV_TEMPORAL_UI_PORT', fallback: 8233 },
+  downstream: { variable: 'SETTLE_DEV_DOWNSTREAM_PORT', fallback: 8234 },
 };
 
 function devPort(which: keyof typeof DEV_PORTS): number {
@@ -31,8 +33,9 @@ function devPort(which: keyof typeof DEV_PORTS): number {
 
 /**
  * `settle start` / `npm start`: everything on one machine. An embedded PostgreSQL and a Temporal dev
- * server (both persisted under .settle/) unless DATABASE_URL / TEMPORAL_ADDRESS point elsewhere, then
- * migrations, a worker and the gateway in this process. Resolves when Ctrl-C (or SIGTERM) has
+ * server (both persisted under .settle/) unless DATABASE_URL / TEMPORAL_ADDRESS point elsewhere, a
+ * stand-in carrier and ERP unless SETTLE_CARRIER_URL / SETTLE_ERP_URL are set, then migrations, a
+ * worker and the gateway in this process. Resolves when Ctrl-C (or SIGTERM) has
  * stopped it all.
  */
 export async function runDevStack(): Promise<void> {
@@ -85,6 +88,14 @@ export async function runDevStack(): Promise<void> {
       env.TEMPORAL_ADDRESS = temporal.address;
     }
 
+    let downstream: DevDownstream | undefined;
+    if (!env.SETTLE_CARRIER_URL && !env.SETTLE_ERP_URL) {
+      downstream = await startDevDownstream(devPort('downstream'));
+      cleanups.push(() => downstream!.close());
+      env.SETTLE_CARRIER_URL = `${downstream.url}/carrier`;
+      env.SETTLE_ERP_URL = `${downstream.url}/erp`;
+    }
+
     const config = loadConfig(env);
     const pool = createPool(config.databaseUrl);
     cleanups.push(() => pool.end());
@@ -124,6 +135,7 @@ export async function runDevStack(): Promise<void> {
         `  temporal     ${config.temporalAddress}${temporal ? `   UI ${temporal.uiUrl}` : ''}   namespace ${config.temporalNamespace}, task queue ${config.taskQueue}`,
         `  postgres     ${postgres ? `embedded on 127.0.0.1:${postgres.port}, data in ${displayPath(join(dir, 'postgres'))}` : 'from DATABASE_URL'}`,
         `  migrations   ${migrations.applied.length ? `applied ${migrations.applied.join(', ')}` : 'up to date'}`,
+        `  downstream   ${downstream ? `stand-in carrier and ERP at ${downstream.url} (answers 200, once per Idempotency-Key; set SETTLE_CARRIER_URL and SETTLE_ERP_URL for real ones)` : `carrier ${config.carrierUrl ?? 'not configured'}, ERP ${config.erpUrl ?? 'not configured'}`}`,
         `  secrets      development webhook secret and API token in ${displayPath(join(dir, 'dev-secrets.json'))}`,
         '',
         'Send a signed example event (in another terminal, in this folder):',

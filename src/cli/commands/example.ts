@@ -49,7 +49,8 @@ export function registerExample(program: Command) {
         const deadline = Date.now() + 15_000;
         while (Date.now() < deadline) {
           inspection = await inspectEvent(pool, client, eventId);
-          if (inspection?.outcome) break;
+          // Reconciled, and its workflow done with the deliveries (or Temporal not answering).
+          if (inspection?.outcome && inspection.workflow?.status !== 'RUNNING') break;
           await new Promise((resolve) => setTimeout(resolve, 200));
         }
         output(options.json, { http_status: response.status, response: reply, inspection }, (r) =>

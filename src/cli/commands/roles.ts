@@ -15,7 +15,8 @@ export function registerRoles(program: Command) {
     .command('start')
     .description(
       'Run the whole stack on one machine: embedded PostgreSQL and a Temporal dev server with its UI ' +
-        '(persisted under .settle/), migrations, a worker and the gateway. What `npm start` runs.',
+        '(persisted under .settle/), migrations, a worker and the gateway, and a stand-in carrier and ERP ' +
+        'unless SETTLE_CARRIER_URL or SETTLE_ERP_URL is set. What `npm start` runs.',
     )
     .action(async () => {
       await runDevStack();

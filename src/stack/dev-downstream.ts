@@ -1,0 +1,49 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { shortHash } from '../lib/hash';
+import { logger } from '../lib/logger';
+
+export type DevDownstream = {
+  /** Base URL; the carrier is `<url>/carrier`, the ERP `<url>/erp`. */
+  url: string;
+  close(): Promise<void>;
+};
+
+/**
+ * `npm start`'s stand-in for the carrier and ERP APIs when neither URL is configured, so an example
+ * event goes all the way to `delivered`. It behaves as a well-kept downstream does: a 2xx for each
+ * call, the effect applied once per `Idempotency-Key` (a repeat answers `duplicate`), and a log line
+ * per call that names the key by its short hash only (keys carry event IDs). Kept in memory.
+ */
+export async function startDevDownstream(port: number): Promise<DevDownstream> {
+  const applied = new Set<string>();
+  const server = createServer((request, response) => {
+    let size = 0;
+    request.on('data', (chunk: Buffer) => (size += chunk.length));
+    request.on('end', () => {
+      const key = request.headers['idempotency-key'];
+      const target = request.url?.split('?')[0]?.replace(/^\//, '') ?? '';
+      if (request.method !== 'POST' || typeof key !== 'string' || !['carrier', 'erp'].includes(target)) {
+        response.writeHead(400, { 'content-type': 'application/json' });
+        response.end('{"error":"expected POST /carrier or /erp with an Idempotency-Key"}');
+        return;
+      }
+      const status = applied.has(key) ? 'duplicate' : 'applied';
+      applied.add(key);
+      logger.info(
+        { component: 'dev-downstream', target, key: shortHash(key), status, bytes: size },
+        'received',
+      );
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ status }));
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
