@@ -1,7 +1,7 @@
 import type { Queryable } from './pool';
 
 export type OutboxTarget = 'carrier' | 'erp';
-export type OutboxStatus = 'pending' | 'delivered' | 'failed' | 'compensated';
+export type OutboxStatus = 'pending' | 'delivered' | 'failed' | 'compensated' | 'not_configured';
 
 export type OutboxRow = {
   outboxId: number;
