@@ -33,6 +33,16 @@ export const ErrorCode = {
   LeaseHeld: 'lease_held',
   /** A setting the activity needs (SETTLE_OUTBOUND_SECRET) is unset: retried until an operator sets it. */
   NotConfigured: 'not_configured',
+  /** PostgreSQL refused a value (SQLSTATE class 22 data exception, 54 program limit): retrying cannot help. */
+  InvalidData: 'invalid_data',
+  /** A path parameter is too long for any ID settle accepts (HTTP 414). */
+  UriTooLong: 'uri_too_long',
+  /** The request's headers (URL included) are larger than the server reads (HTTP 431). */
+  HeadersTooLarge: 'headers_too_large',
+  /** A request the HTTP layer could not read at all (HTTP 400 before any route). */
+  BadRequest: 'bad_request',
+  /** settle itself failed (HTTP 500): a bug, logged; the request may be retried. */
+  Internal: 'internal_error',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -44,11 +54,36 @@ export const NON_RETRYABLE_ERROR_TYPES: string[] = [
   ErrorCode.TargetRefused,
 ];
 
-/** PostgreSQL SQLSTATE classes mapped to settle's codes, in one place. */
+/**
+ * PostgreSQL SQLSTATE classes mapped to settle's codes, in one place. Only a connection failure
+ * (class 08), a server shutting down or starting (57P01-57P03) or out of connections (53300) means
+ * PostgreSQL is unavailable; a data exception (class 22: NUL in text, bad encoding, bad JSON) or a
+ * program limit (class 54: too deep, too complex) is about the value and never a reason for a 503.
+ */
 export function codeForSqlState(sqlState: string | undefined): ErrorCode | undefined {
   if (!sqlState) return undefined;
   if (sqlState === '40001' || sqlState === '40P01') return ErrorCode.TransactionConflict;
-  if (sqlState.startsWith('08') || sqlState === '57P01' || sqlState === '57P03')
+  if (sqlState.startsWith('08') || /^57P0[123]$/.test(sqlState) || sqlState === '53300')
     return ErrorCode.DatabaseUnavailable;
+  if (sqlState.startsWith('22') || sqlState.startsWith('54')) return ErrorCode.InvalidData;
   return undefined;
+}
+
+/**
+ * What a failed database call means for the caller: `unavailable` (worth a 503 and a retry),
+ * `invalid_data` (the value itself: a 400) or `bug` (anything else: a 500). An error PostgreSQL
+ * answered carries a SQLSTATE and is classified by it; an error without one is the connection
+ * failing (refused, reset, timed out), except a programming error such as a TypeError.
+ */
+export function classifyDatabaseFailure(error: unknown): 'unavailable' | 'invalid_data' | 'bug' {
+  const e = error as { code?: unknown; severity?: unknown };
+  const answeredByPostgres = typeof e?.severity === 'string' && typeof e.code === 'string';
+  if (answeredByPostgres) {
+    const code = codeForSqlState(e.code as string);
+    if (code === ErrorCode.DatabaseUnavailable) return 'unavailable';
+    if (code === ErrorCode.InvalidData) return 'invalid_data';
+    return 'bug';
+  }
+  if (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError) return 'bug';
+  return 'unavailable';
 }

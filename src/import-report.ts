@@ -2,13 +2,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import {
-  eventEnvelopeSchema,
-  fieldIssues,
-  isHandledPaymentType,
-  paymentEventSchema,
-  type PaymentEvent,
-} from './domain/payment-event';
+import { describeIssues, readPaymentEvent } from './domain/payment-event';
 import { ErrorCode } from './errors';
 import { ingestPaymentEvent, type IngestOutcome } from './gateway/payments';
 
@@ -124,30 +118,25 @@ async function importLine(
     status: 'rejected',
     problem: { event_id: eventId, error: ErrorCode.InvalidEvent, message },
   });
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return refuse(null, 'not valid JSON');
-  }
-  const envelope = eventEnvelopeSchema.safeParse(body);
-  if (!envelope.success) return refuse(null, describe(fieldIssues(envelope.error)));
-  const eventId = envelope.data.id;
-  if (!isHandledPaymentType(envelope.data.type)) return { status: 'ignored' };
-  const parsed = paymentEventSchema.safeParse(body);
-  if (!parsed.success) return refuse(eventId, describe(fieldIssues(parsed.error)));
+  // The same reading as the webhook: the edge rule, the envelope, then the schema of a handled type.
+  const read = readPaymentEvent(text);
+  if (!read.ok) return refuse(read.eventId, describeIssues(read.issues));
+  const eventId = read.event.id;
 
   let outcome: IngestOutcome | undefined;
   for (let attempt = 1; attempt <= attempts; attempt += 1) {
     // The stored and hashed payload is the line as written, unknown fields included.
-    outcome = await ingestPaymentEvent(deps, body as PaymentEvent, 'import');
+    outcome = await ingestPaymentEvent(deps, read.event, 'import');
     if (outcome.status !== 'unavailable') break;
     if (attempt < attempts) await new Promise((resolve) => setTimeout(resolve, 500 * 2 ** (attempt - 1)));
   }
   switch (outcome!.status) {
     case 'accepted':
     case 'duplicate':
+    case 'ignored':
       return { status: outcome!.status };
+    case 'invalid':
+      return refuse(eventId, describeIssues(outcome!.issues));
     case 'conflict':
       return {
         status: 'rejected',
@@ -170,8 +159,4 @@ async function importLine(
         },
       };
   }
-}
-
-function describe(issues: { path: string; message: string }[]): string {
-  return issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ');
 }

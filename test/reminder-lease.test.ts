@@ -62,7 +62,7 @@ test('a reminder whose worker vanished while processing is delivered by another 
 
   await waitFor('the first attempt to reach the receiver', async () => receiver.requests.length === 1);
   const during = await api('GET');
-  assert.equal(during.body.state, 'processing');
+  assert.equal(during.body.status, 'processing');
   assert.ok(during.body.lease_expires_at, 'processing carries a lease');
   await child.kill();
   child = undefined;
@@ -72,7 +72,7 @@ test('a reminder whose worker vanished while processing is delivered by another 
     'another attempt to deliver it',
     async () => {
       const view = await api('GET');
-      return view.body.state === 'succeeded' && view;
+      return view.body.status === 'succeeded' && view;
     },
     60_000,
   );

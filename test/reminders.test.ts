@@ -159,7 +159,7 @@ describe('a reminder', () => {
     await env.sleep(30 * DAY - 60_000);
     await settleDown();
     assert.equal(receiver.requests.length, 0, 'delivered before it was due');
-    assert.equal((await get(key)).body.state, 'scheduled');
+    assert.equal((await get(key)).body.status, 'scheduled');
 
     await env.sleep(120_000);
     await waitFor('the reminder to be delivered', async () => receiver.requests.length > 0);
@@ -170,7 +170,7 @@ describe('a reminder', () => {
     assert.deepEqual(receiver.requests[0]!.json.payload, body.payload);
 
     const view = await get(key);
-    assert.equal(view.body.state, 'succeeded');
+    assert.equal(view.body.status, 'succeeded');
     assert.equal(view.body.attempt_count, 1);
     assert.deepEqual(
       (view.body.attempts as { status_code: number }[]).map((attempt) => attempt.status_code),
@@ -198,7 +198,7 @@ describe('a reminder', () => {
     await env.sleep(2 * DAY);
     await settleDown();
     assert.equal(receiver.requests.length, 0);
-    assert.equal((await get(key)).body.state, 'cancelled');
+    assert.equal((await get(key)).body.status, 'cancelled');
   });
 
   test('answered 410 Gone stops: failed after one attempt, never retried', async () => {
@@ -212,7 +212,7 @@ describe('a reminder', () => {
     assert.equal(receiver.requests.length, 1);
     assertSignedDelivery(receiver.requests[0]!, key, outboundSecret);
     const view = await get(key);
-    assert.equal(view.body.state, 'failed');
+    assert.equal(view.body.status, 'failed');
     assert.match(String(view.body.last_error), /^HTTP 410/);
     assert.equal((await cancel(key)).status, 409);
   });
@@ -226,7 +226,7 @@ describe('a reminder', () => {
     assert.equal(receiver.requests.length, 30);
     assert.ok(receiver.requests.every((request) => request.key === key));
     const view = await get(key);
-    assert.equal(view.body.state, 'failed');
+    assert.equal(view.body.status, 'failed');
     const attempts = view.body.attempts as { attempt: number; status_code: number }[];
     assert.deepEqual(
       attempts.map((a) => [a.attempt, a.status_code]),

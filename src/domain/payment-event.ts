@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseUntrustedJson, type FieldIssue } from './untrusted-json';
 
 /** The provider's event ID is the idempotency key: 1 to 200 characters of [A-Za-z0-9_.:-]. */
 export const EVENT_ID_PATTERN = /^[A-Za-z0-9_.:-]{1,200}$/;
@@ -19,7 +20,10 @@ export const eventIdSchema = z
 /** What every event must have before settle decides whether it handles the type at all. */
 export const eventEnvelopeSchema = z.looseObject({
   id: eventIdSchema,
-  type: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(200),
+  type: z
+    .string({ error: 'must be a string' })
+    .min(1, 'must not be empty')
+    .max(200, 'must be at most 200 characters'),
 });
 
 /** A payment event settle acts on. Unknown extra fields are kept, not refused. */
@@ -28,8 +32,14 @@ export const paymentEventSchema = z.looseObject({
   type: z.enum(PAYMENT_EVENT_TYPES),
   created_at: z.iso.datetime({ offset: true, error: 'must be an RFC 3339 timestamp' }),
   data: z.looseObject({
-    shipment_id: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(200),
-    payment_id: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(200),
+    shipment_id: z
+      .string({ error: 'must be a string' })
+      .min(1, 'must not be empty')
+      .max(200, 'must be at most 200 characters'),
+    payment_id: z
+      .string({ error: 'must be a string' })
+      .min(1, 'must not be empty')
+      .max(200, 'must be at most 200 characters'),
     amount: z
       .number({ error: 'must be a number' })
       .int('must be an integer in minor units')
@@ -44,12 +54,38 @@ export function isHandledPaymentType(type: string): type is PaymentEventType {
   return (PAYMENT_EVENT_TYPES as readonly string[]).includes(type);
 }
 
-/** One field problem, as the API reports it: `data.amount: must be at least 0`. */
-export type FieldIssue = { path: string; message: string };
+export type { FieldIssue } from './untrusted-json';
 
 export function fieldIssues(error: z.ZodError): FieldIssue[] {
   return error.issues.map((issue) => ({
     path: issue.path.length ? issue.path.map(String).join('.') : '(body)',
     message: issue.message,
   }));
+}
+
+/** An event as read from a webhook body or a report line, before settle knows whether it is new. */
+export type ReadEvent =
+  | { ok: true; event: { id: string; type: string } & Record<string, unknown>; handled: boolean }
+  | { ok: false; eventId: string | null; issues: FieldIssue[] };
+
+/**
+ * The one reading of an untrusted event, for the webhook and `settle import` alike: the edge rule
+ * (storable text, bounded depth), then the envelope (ID and type), then the full schema for a type
+ * settle handles. An unhandled type needs only its envelope: its known ID is still checked later.
+ */
+export function readPaymentEvent(text: string): ReadEvent {
+  const json = parseUntrustedJson(text);
+  if (!json.ok) return { ok: false, eventId: null, issues: [json.issue] };
+  const envelope = eventEnvelopeSchema.safeParse(json.value);
+  if (!envelope.success) return { ok: false, eventId: null, issues: fieldIssues(envelope.error) };
+  const event = json.value as { id: string; type: string } & Record<string, unknown>;
+  if (!isHandledPaymentType(envelope.data.type)) return { ok: true, event, handled: false };
+  const parsed = paymentEventSchema.safeParse(json.value);
+  if (!parsed.success) return { ok: false, eventId: envelope.data.id, issues: fieldIssues(parsed.error) };
+  return { ok: true, event, handled: true };
+}
+
+/** `data.amount: must be at least 0; currency: …`: the message of a 400 that names every field. */
+export function describeIssues(issues: FieldIssue[]): string {
+  return issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ');
 }

@@ -8,7 +8,10 @@ export const deliveryIdSchema = z
 
 /** The body of POST /reminders. Unknown extra fields are refused: a producer's typo must not pass. */
 export const reminderRequestSchema = z.strictObject({
-  contract_id: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(200),
+  contract_id: z
+    .string({ error: 'must be a string' })
+    .min(1, 'must not be empty')
+    .max(200, 'must be at most 200 characters'),
   due_at: z.iso.datetime({ offset: true, error: 'must be an RFC 3339 timestamp' }),
   webhook_url: z
     .string({ error: 'must be a string' })

@@ -7,13 +7,13 @@ import { recordConflict, recordDuplicateDelivery } from '../db/repeats';
 import { withTransaction } from '../db/transaction';
 import { paymentWorkflowId } from '../domain/ids';
 import {
-  eventEnvelopeSchema,
-  fieldIssues,
+  describeIssues,
   isHandledPaymentType,
-  paymentEventSchema,
+  readPaymentEvent,
+  type FieldIssue,
   type PaymentEvent,
 } from '../domain/payment-event';
-import { ErrorCode } from '../errors';
+import { classifyDatabaseFailure, ErrorCode } from '../errors';
 import { payloadSha256 } from '../lib/hash';
 import { reject } from './replies';
 import { createSignatureVerifier } from './signature';
@@ -24,19 +24,27 @@ const RETRY_AFTER_SECONDS = 5;
 export type IngestOutcome =
   | { status: 'accepted'; eventId: string; workflowId: string; runId: string }
   | { status: 'duplicate'; eventId: string; workflowId: string }
+  | { status: 'ignored'; eventId: string }
   | { status: 'conflict'; eventId: string }
+  /** PostgreSQL refused a value of the event (SQLSTATE class 22 or 54): the event, not a dependency. */
+  | { status: 'invalid'; eventId: string; issues: FieldIssue[] }
   | { status: 'unavailable'; dependency: 'temporal' | 'postgres' };
+
+/** An event that passed `readPaymentEvent`: its envelope is valid, and its schema too if its type is handled. */
+export type ReadPaymentEvent = { id: string; type: string } & Record<string, unknown>;
 
 /**
  * The one path every payment event takes into settle, from the webhook or from `settle import`.
- * The event row commits only after Temporal durably accepted the start, inside one transaction:
- * if the start fails nothing is written and the caller answers 503, so nothing acknowledged is lost.
- * A concurrent delivery of the same ID waits on that row and then sees a duplicate. A repeat is
- * counted on the event (duplicate) or audited in `conflicts` (409); the original is never changed.
+ * A known event ID is decided first, whatever the type: the same payload is a duplicate, any other
+ * a conflict. Only then is an unhandled type ignored. The event row commits only after Temporal
+ * durably accepted the start, inside one transaction: if the start fails nothing is written and the
+ * caller answers 503, so nothing acknowledged is lost. A concurrent delivery of the same ID waits on
+ * that row and then sees a duplicate. A repeat is counted on the event (duplicate) or audited in
+ * `conflicts` (409); the original is never changed.
  */
 export async function ingestPaymentEvent(
   deps: { pool: pg.Pool; client: Client; taskQueue: string },
-  event: PaymentEvent,
+  event: ReadPaymentEvent,
   source: EventSource = 'webhook',
 ): Promise<IngestOutcome> {
   const sha = payloadSha256(event);
@@ -59,7 +67,7 @@ export async function ingestPaymentEvent(
 
 async function admitPaymentEvent(
   deps: { pool: pg.Pool; client: Client; taskQueue: string },
-  event: PaymentEvent,
+  event: ReadPaymentEvent,
   sha: string,
   source: EventSource,
 ): Promise<IngestOutcome> {
@@ -68,16 +76,29 @@ async function admitPaymentEvent(
     stored.payloadSha256 === sha
       ? { status: 'duplicate', eventId: event.id, workflowId }
       : { status: 'conflict', eventId: event.id };
+  const databaseFailure = (error: unknown): IngestOutcome => {
+    const kind = classifyDatabaseFailure(error);
+    if (kind === 'bug') throw error;
+    return kind === 'invalid_data'
+      ? {
+          status: 'invalid',
+          eventId: event.id,
+          issues: [{ path: '(body)', message: 'holds a value PostgreSQL cannot store' }],
+        }
+      : { status: 'unavailable', dependency: 'postgres' };
+  };
 
   let stored;
   try {
     stored = await findEvent(deps.pool, event.id);
-  } catch {
-    return { status: 'unavailable', dependency: 'postgres' };
+  } catch (error) {
+    return databaseFailure(error);
   }
   if (stored) return known(stored);
+  if (!isHandledPaymentType(event.type)) return { status: 'ignored', eventId: event.id };
 
-  let dependency: 'temporal' | 'postgres' = 'postgres';
+  // Which dependency the transaction is waiting on, for the answer when it fails.
+  const waitingOn: { dependency: 'temporal' | 'postgres' } = { dependency: 'postgres' };
   try {
     return await withTransaction(deps.pool, async (tx) => {
       const inserted = await insertEvent(tx, {
@@ -92,15 +113,17 @@ async function admitPaymentEvent(
         const winner = await findEvent(tx, event.id);
         return winner ? known(winner) : { status: 'duplicate', eventId: event.id, workflowId };
       }
-      dependency = 'temporal';
-      const start = await startPaymentWorkflow(deps.client, deps.taskQueue, event);
-      dependency = 'postgres';
+      waitingOn.dependency = 'temporal';
+      // A handled type passed the full schema in readPaymentEvent.
+      const start = await startPaymentWorkflow(deps.client, deps.taskQueue, event as PaymentEvent);
+      waitingOn.dependency = 'postgres';
       // Temporal already knows the ID (its row was purged, or a commit was lost): a duplicate.
       if (!start.started) return { status: 'duplicate', eventId: event.id, workflowId };
       return { status: 'accepted', eventId: event.id, workflowId, runId: start.runId };
     });
-  } catch {
-    return { status: 'unavailable', dependency };
+  } catch (error) {
+    if (waitingOn.dependency === 'temporal') return { status: 'unavailable', dependency: 'temporal' };
+    return databaseFailure(error);
   }
 }
 
@@ -116,30 +139,12 @@ export function registerPaymentRoutes(app: FastifyInstance, deps: Deps) {
       return reject(reply, 401, ErrorCode.InvalidSignature, `webhook signature refused: ${signature.reason}`);
     }
 
-    let body: unknown;
-    try {
-      body = JSON.parse(rawBody);
-    } catch {
-      return reject(reply, 400, ErrorCode.InvalidEvent, 'body is not valid JSON');
-    }
-    const envelope = eventEnvelopeSchema.safeParse(body);
-    if (!envelope.success) {
-      const issues = fieldIssues(envelope.error);
-      return reject(reply, 400, ErrorCode.InvalidEvent, describeIssues(issues), { issues });
-    }
-    request.eventId = envelope.data.id;
-    if (!isHandledPaymentType(envelope.data.type)) {
-      request.ingestOutcome = 'ignored';
-      return reply.code(200).send({ status: 'ignored', event_id: envelope.data.id });
-    }
-    const parsed = paymentEventSchema.safeParse(body);
-    if (!parsed.success) {
-      const issues = fieldIssues(parsed.error);
-      return reject(reply, 400, ErrorCode.InvalidEvent, describeIssues(issues), { issues });
-    }
+    const read = readPaymentEvent(rawBody);
+    if (!read.ok) return invalidEvent(reply, read.issues);
+    request.eventId = read.event.id;
 
     // The stored and hashed payload is the body as sent, unknown fields included.
-    const outcome = await ingestPaymentEvent(deps, body as PaymentEvent);
+    const outcome = await ingestPaymentEvent(deps, read.event);
     request.ingestOutcome = outcome.status;
     switch (outcome.status) {
       case 'accepted':
@@ -153,6 +158,8 @@ export function registerPaymentRoutes(app: FastifyInstance, deps: Deps) {
         return reply
           .code(200)
           .send({ status: 'duplicate', event_id: outcome.eventId, workflow_id: outcome.workflowId });
+      case 'ignored':
+        return reply.code(200).send({ status: 'ignored', event_id: outcome.eventId });
       case 'conflict':
         return reject(
           reply,
@@ -160,6 +167,8 @@ export function registerPaymentRoutes(app: FastifyInstance, deps: Deps) {
           ErrorCode.IdempotencyKeyReused,
           'this event ID was already delivered with a different payload; the original effect stands',
         );
+      case 'invalid':
+        return invalidEvent(reply, outcome.issues);
       case 'unavailable':
         return outcome.dependency === 'temporal'
           ? reject(reply, 503, ErrorCode.TemporalUnavailable, 'Temporal is unreachable; retry later', {
@@ -172,6 +181,6 @@ export function registerPaymentRoutes(app: FastifyInstance, deps: Deps) {
   });
 }
 
-function describeIssues(issues: { path: string; message: string }[]): string {
-  return issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ');
+function invalidEvent(reply: FastifyReply, issues: FieldIssue[]) {
+  return reject(reply, 400, ErrorCode.InvalidEvent, describeIssues(issues), { issues });
 }

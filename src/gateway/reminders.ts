@@ -11,13 +11,14 @@ import {
 } from '../db/reminders';
 import { withTransaction } from '../db/transaction';
 import { reminderWorkflowId } from '../domain/ids';
-import { fieldIssues, type FieldIssue } from '../domain/payment-event';
+import { describeIssues, fieldIssues, type FieldIssue } from '../domain/payment-event';
 import { deliveryIdSchema, reminderRequestSchema } from '../domain/reminder';
-import { ErrorCode } from '../errors';
+import { parseUntrustedJson } from '../domain/untrusted-json';
+import { classifyDatabaseFailure, ErrorCode } from '../errors';
 import { payloadSha256 } from '../lib/hash';
 import { assertPublicTarget } from '../lib/target-policy';
 import { cancelReminderSignal } from '../workflows/reminder';
-import { reject } from './replies';
+import { checkIdHeader, checkIdParam, reject } from './replies';
 import { authorized } from './server';
 
 const RETRY_AFTER_SECONDS = 5;
@@ -40,19 +41,14 @@ export function registerReminderRoutes(app: FastifyInstance, deps: Deps) {
     if (!authorized(request, deps.apiToken)) {
       return reject(reply, 401, ErrorCode.Unauthorized, 'a valid bearer token is required');
     }
-    const key = deliveryIdSchema.safeParse(request.headers['idempotency-key']);
-    if (!key.success) {
-      return invalid(reply, [{ path: 'headers.idempotency-key', message: key.error.issues[0]!.message }]);
-    }
-    const deliveryId = key.data;
+    const keyIssue = checkIdHeader(request.headers['idempotency-key'], 'idempotency-key', deliveryIdSchema);
+    if (keyIssue) return invalid(reply, [keyIssue]);
+    const deliveryId = request.headers['idempotency-key'] as string;
     request.eventId = deliveryId;
 
-    let body: unknown;
-    try {
-      body = JSON.parse((request.body as Buffer | undefined)?.toString('utf8') ?? '');
-    } catch {
-      return reject(reply, 400, ErrorCode.InvalidReminder, 'body is not valid JSON');
-    }
+    const json = parseUntrustedJson((request.body as Buffer | undefined)?.toString('utf8') ?? '');
+    if (!json.ok) return invalid(reply, [json.issue]);
+    const body = json.value;
     const parsed = reminderRequestSchema.safeParse(body);
     if (!parsed.success) return invalid(reply, fieldIssues(parsed.error));
     const reminder = parsed.data;
@@ -77,8 +73,8 @@ export function registerReminderRoutes(app: FastifyInstance, deps: Deps) {
     let stored: Reminder | undefined;
     try {
       stored = await findReminder(deps.pool, deliveryId);
-    } catch {
-      return unavailable(reply, 'postgres');
+    } catch (error) {
+      return databaseFailure(reply, error);
     }
     if (stored) return known(stored);
 
@@ -90,7 +86,8 @@ export function registerReminderRoutes(app: FastifyInstance, deps: Deps) {
       }
     }
 
-    let dependency: 'temporal' | 'postgres' = 'postgres';
+    // Which dependency the transaction is waiting on, for the answer when it fails.
+    const waitingOn: { dependency: 'temporal' | 'postgres' } = { dependency: 'postgres' };
     try {
       const outcome = await withTransaction(deps.pool, async (tx) => {
         const dueAt = new Date(reminder.due_at);
@@ -104,9 +101,9 @@ export function registerReminderRoutes(app: FastifyInstance, deps: Deps) {
           workflowId,
         });
         if (!inserted) return { kind: 'known' as const, stored: await findReminder(tx, deliveryId) };
-        dependency = 'temporal';
+        waitingOn.dependency = 'temporal';
         const start = await startReminderWorkflow(deps.client, deps.taskQueue, { deliveryId, dueAt });
-        dependency = 'postgres';
+        waitingOn.dependency = 'postgres';
         return { kind: 'started' as const, start };
       });
       if (outcome.kind === 'known') {
@@ -118,8 +115,9 @@ export function registerReminderRoutes(app: FastifyInstance, deps: Deps) {
         workflow_id: workflowId,
         due_at: new Date(reminder.due_at).toISOString(),
       });
-    } catch {
-      return unavailable(reply, dependency);
+    } catch (error) {
+      if (waitingOn.dependency === 'temporal') return unavailable(reply, 'temporal');
+      return databaseFailure(reply, error);
     }
   });
 
@@ -128,6 +126,8 @@ export function registerReminderRoutes(app: FastifyInstance, deps: Deps) {
       return reject(reply, 401, ErrorCode.Unauthorized, 'a valid bearer token is required');
     }
     const { deliveryId } = request.params as { deliveryId: string };
+    const paramIssue = checkIdParam(deliveryId, 'deliveryId', deliveryIdSchema);
+    if (paramIssue) return invalid(reply, [paramIssue]);
     request.eventId = deliveryId;
     const reminder = await findReminder(deps.pool, deliveryId);
     if (!reminder)
@@ -140,6 +140,8 @@ export function registerReminderRoutes(app: FastifyInstance, deps: Deps) {
       return reject(reply, 401, ErrorCode.Unauthorized, 'a valid bearer token is required');
     }
     const { deliveryId } = request.params as { deliveryId: string };
+    const paramIssue = checkIdParam(deliveryId, 'deliveryId', deliveryIdSchema);
+    if (paramIssue) return invalid(reply, [paramIssue]);
     request.eventId = deliveryId;
     const cancelled = await cancelScheduledReminder(deps.pool, deliveryId);
     if (cancelled) {
@@ -173,7 +175,7 @@ export async function reminderView(pool: pg.Pool, reminder: Reminder) {
     delivery_id: reminder.deliveryId,
     contract_id: reminder.contractId,
     workflow_id: reminder.workflowId,
-    state: reminder.state,
+    status: reminder.state,
     due_at: reminder.dueAt.toISOString(),
     webhook_url: reminder.webhookUrl,
     lease_expires_at: reminder.leaseExpiresAt?.toISOString() ?? null,
@@ -193,8 +195,17 @@ export async function reminderView(pool: pg.Pool, reminder: Reminder) {
 }
 
 function invalid(reply: FastifyReply, issues: FieldIssue[]) {
-  const message = issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ');
-  return reject(reply, 400, ErrorCode.InvalidReminder, message, { issues });
+  return reject(reply, 400, ErrorCode.InvalidReminder, describeIssues(issues), { issues });
+}
+
+/** A 503 only when PostgreSQL is really unavailable; a value it refused is the request's fault. */
+function databaseFailure(reply: FastifyReply, error: unknown) {
+  const kind = classifyDatabaseFailure(error);
+  if (kind === 'bug') throw error;
+  if (kind === 'invalid_data') {
+    return invalid(reply, [{ path: '(body)', message: 'holds a value PostgreSQL cannot store' }]);
+  }
+  return unavailable(reply, 'postgres');
 }
 
 function unavailable(reply: FastifyReply, dependency: 'temporal' | 'postgres') {

@@ -1,15 +1,18 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Client } from '@temporalio/client';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type pg from 'pg';
-import { ErrorCode } from '../errors';
+import { eventIdSchema } from '../domain/payment-event';
+import { classifyDatabaseFailure, ErrorCode } from '../errors';
 import { inspectEvent } from '../inspect';
 import { shortHash } from '../lib/hash';
 import type { Logger } from '../lib/logger';
 import { registerOperatorRoutes } from './operations';
 import { registerPaymentRoutes } from './payments';
 import { registerReminderRoutes } from './reminders';
-import { reject } from './replies';
+import { checkIdParam, reject } from './replies';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -21,6 +24,15 @@ declare module 'fastify' {
 
 /** Payment webhooks are at most 256 KiB. */
 export const MAX_BODY_BYTES = 256 * 1024;
+
+/**
+ * A path parameter longer than this is a 414. IDs and keys are at most 200 characters, so every
+ * accepted one fits; a longer one up to this length is a 400 naming the parameter.
+ */
+export const MAX_PARAM_LENGTH = 512;
+
+/** Node's own limit on the request line and headers together (its default); past it, a 431. */
+export const MAX_HEADER_BYTES = 16 * 1024;
 
 export type GatewayDependencies = {
   pool: pg.Pool;
@@ -35,7 +47,19 @@ export type GatewayDependencies = {
 
 export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   // Fastify's own request logging would write URLs, which carry event IDs; settle logs its own line.
-  const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES, return503OnClosing: true });
+  const app = Fastify({
+    logger: false,
+    bodyLimit: MAX_BODY_BYTES,
+    return503OnClosing: true,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    http: { maxHeaderSize: MAX_HEADER_BYTES },
+    // The router's own refusals (a bad percent-encoding, a parameter past MAX_PARAM_LENGTH).
+    frameworkErrors: (error, _request, reply) => {
+      void answerRouterError(error, reply, deps.logger);
+    },
+    // What Node's HTTP parser refuses before any route: headers too large, malformed requests.
+    clientErrorHandler: (error, socket) => answerClientError(error, socket),
+  });
 
   // Keep the raw bytes: the signature is over the body exactly as sent.
   app.removeAllContentTypeParsers();
@@ -57,6 +81,7 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
     );
   });
 
+  // Every status the gateway sends has the documented error body and never repeats the URL or an ID.
   app.setErrorHandler((error: { statusCode?: number; code?: string; message: string }, _request, reply) => {
     if (error.statusCode === 413)
       return reject(reply, 413, ErrorCode.PayloadTooLarge, 'body is larger than 256 KiB');
@@ -64,10 +89,19 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
       return reject(reply, 415, ErrorCode.UnsupportedMediaType, 'content type must be application/json');
     }
     if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
-      return reject(reply, error.statusCode, ErrorCode.InvalidEvent, error.message);
+      return reject(reply, 400, ErrorCode.BadRequest, 'the request could not be read');
     }
-    deps.logger.error({ err: { message: error.message, code: error.code } }, 'unhandled gateway error');
-    return reply.code(500).send({ status: 'error', error: 'internal', message: 'internal error' });
+    // A route's database call failed: a 503 only when PostgreSQL is really unavailable.
+    const failure = classifyDatabaseFailure(error);
+    if (error.statusCode === undefined && failure === 'unavailable') {
+      return reject(reply, 503, ErrorCode.DatabaseUnavailable, 'PostgreSQL is unreachable; retry later', {
+        retryAfterSeconds: 5,
+      });
+    }
+    if (failure === 'invalid_data') {
+      return reject(reply, 400, ErrorCode.InvalidData, 'the request holds a value PostgreSQL cannot store');
+    }
+    return internalError(reply, deps.logger, error);
   });
 
   app.setNotFoundHandler((_request, reply) => reject(reply, 404, ErrorCode.NotFound, 'no such route'));
@@ -103,6 +137,12 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
       return reject(reply, 401, ErrorCode.Unauthorized, 'a valid bearer token is required');
     }
     const { eventId } = request.params as { eventId: string };
+    const paramIssue = checkIdParam(eventId, 'eventId', eventIdSchema);
+    if (paramIssue) {
+      return reject(reply, 400, ErrorCode.InvalidEvent, `${paramIssue.path}: ${paramIssue.message}`, {
+        issues: [paramIssue],
+      });
+    }
     request.eventId = eventId;
     const inspection = await inspectEvent(deps.pool, deps.client, eventId);
     if (!inspection) return reject(reply, 404, ErrorCode.NotFound, 'settle has no record of this event');
@@ -111,6 +151,53 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   refuseOtherMethods(app, '/events/:eventId', ['GET']);
 
   return app;
+}
+
+function answerRouterError(error: { code: string; message: string }, reply: FastifyReply, logger: Logger) {
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return reject(
+      reply,
+      414,
+      ErrorCode.UriTooLong,
+      `a path parameter is longer than ${MAX_PARAM_LENGTH} characters`,
+    );
+  }
+  if (error.code === 'FST_ERR_BAD_URL') {
+    return reject(reply, 400, ErrorCode.BadRequest, 'the URL is not valid percent-encoding');
+  }
+  return internalError(reply, logger, error);
+}
+
+function internalError(reply: FastifyReply, logger: Logger, error: { message: string; code?: string }) {
+  logger.error({ err: { message: error.message, code: error.code } }, 'unhandled gateway error');
+  return reject(reply, 500, ErrorCode.Internal, 'internal error');
+}
+
+/**
+ * Node's HTTP parser answers these before Fastify sees a request; without this handler its answer
+ * has another body. Headers (the URL included) past MAX_HEADER_BYTES are a 431; anything it cannot
+ * parse (a NUL or other control character in a header, a broken request line) is a 400.
+ */
+function answerClientError(error: Error & { code?: string }, socket: Socket) {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [
+          431,
+          ErrorCode.HeadersTooLarge,
+          `the request line and headers are larger than ${MAX_HEADER_BYTES / 1024} KiB`,
+        ]
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, ErrorCode.BadRequest, 'the request did not arrive in time']
+        : [400, ErrorCode.BadRequest, 'the request could not be parsed as HTTP'];
+  const body = JSON.stringify({ status: 'rejected', error: code, message });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\n` +
+        `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
 
 function refuseOtherMethods(app: FastifyInstance, url: string, allowed: string[]) {
