@@ -1,8 +1,8 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import { isIP, type LookupFunction } from 'node:net';
-import { isPublicAddress, TargetRefusedError } from './target-policy';
+import type { LookupFunction } from 'node:net';
+import { isPublicAddress, parseAddress, TargetRefusedError } from './target-policy';
 
 export type HttpResponse = { status: number; headers: http.IncomingHttpHeaders; body: string };
 
@@ -45,7 +45,9 @@ const publicOnlyLookup = ((hostname: string, options: { all?: boolean }, callbac
     if (error) return callback(error, '', 0);
     if (!addresses.length || !addresses.every((entry) => isPublicAddress(entry.address))) {
       return callback(
-        new TargetRefusedError('the host resolves to a private, loopback or reserved address'),
+        new TargetRefusedError(
+          'the host resolves to a private, loopback, reserved or special-purpose address',
+        ),
         '',
         0,
       );
@@ -67,10 +69,13 @@ function post(target: string, options: PostOptions): Promise<HttpResponse> {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       return reject(new HttpRequestError('target_refused', 'only http and https URLs are allowed'));
     }
-    const literal = url.hostname.replace(/^\[|\]$/g, '');
-    if (!options.allowPrivateTargets && isIP(literal) && !isPublicAddress(literal)) {
+    // A literal address is checked here; a name is checked on every address it resolves to.
+    if (!options.allowPrivateTargets && parseAddress(url.hostname) && !isPublicAddress(url.hostname)) {
       return reject(
-        new HttpRequestError('target_refused', 'the host is a private, loopback or reserved address'),
+        new HttpRequestError(
+          'target_refused',
+          'the host is a private, loopback, reserved or special-purpose address',
+        ),
       );
     }
 
