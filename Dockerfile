@@ -5,6 +5,9 @@ ENV NODE_ENV=production
 # Two glibc malloc arenas instead of eight per core: ~30 MB less RSS for a worker under load, at no
 # measured cost in throughput (docs/performance.md, "Worker RSS").
 ENV MALLOC_ARENA_MAX=2
+# Listen on every interface inside the container (the gateway and the worker's metrics), so the
+# published ports reach them; outside a container settle defaults to 127.0.0.1.
+ENV HOST=0.0.0.0
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev && npm cache clean --force

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { parseDuration } from './domain/duration';
 
+/** Where settle listens when HOST is unset: this machine only. */
+export const DEFAULT_HOST = '127.0.0.1';
+
 const booleanFlag = z
   .enum(['true', 'false', '1', '0', ''])
   .default('false')
@@ -24,6 +27,11 @@ const configSchema = z.object({
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   /** Task queue shared by the gateway (starts) and the workers (polls). */
   SETTLE_TASK_QUEUE: z.string().min(1).default('settle'),
+  /** Interface the gateway and the worker's metrics endpoint listen on; the container image sets 0.0.0.0. */
+  HOST: z
+    .string()
+    .regex(/^[A-Za-z0-9.:-]+$/, 'must be an IP address or a host name, such as 127.0.0.1 or 0.0.0.0')
+    .default(DEFAULT_HOST),
   /** Gateway listen port. */
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   /** Standard Webhooks secrets (whsec_<base64>), comma-separated; more than one while rotating. */
@@ -75,6 +83,8 @@ export type Config = {
   temporalAddress: string;
   temporalNamespace: string;
   taskQueue: string;
+  /** Unset where a test builds a Config by hand: DEFAULT_HOST. */
+  host?: string;
   port: number;
   webhookSecrets: string[];
   outboundSecret: string | undefined;
@@ -117,6 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     temporalAddress: c.TEMPORAL_ADDRESS,
     temporalNamespace: c.TEMPORAL_NAMESPACE,
     taskQueue: c.SETTLE_TASK_QUEUE,
+    host: c.HOST,
     port: c.PORT,
     webhookSecrets: c.SETTLE_WEBHOOK_SECRETS,
     outboundSecret: c.SETTLE_OUTBOUND_SECRET,

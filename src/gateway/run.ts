@@ -1,11 +1,11 @@
 import type { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
-import type { Config } from '../config';
+import { DEFAULT_HOST, type Config } from '../config';
 import { logger } from '../lib/logger';
 import { buildGateway } from './server';
 
-/** Builds the gateway from the configuration and listens on its port. */
+/** Builds the gateway from the configuration and listens on HOST:PORT. */
 export async function startGateway(deps: {
   config: Config;
   pool: pg.Pool;
@@ -27,7 +27,7 @@ export async function startGateway(deps: {
     allowPrivateTargets: config.allowPrivateTargets,
     logger,
   });
-  const host = deps.host ?? '0.0.0.0';
+  const host = deps.host ?? config.host ?? DEFAULT_HOST;
   await app.listen({ port: config.port, host });
   const shownHost = host === '0.0.0.0' ? '127.0.0.1' : host;
   return { app, url: `http://${shownHost}:${config.port}` };

@@ -1,11 +1,13 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Queryable } from '../db/pool';
+import { DEFAULT_HOST } from '../config';
 import { METRICS_CONTENT_TYPE, renderMetrics } from './settle-metrics';
 
 /** `settle worker`'s endpoint: GET /metrics (settle's and the Temporal SDK's) and GET /healthz. */
 export async function startMetricsServer(options: {
   port: number;
+  /** The interface (HOST); unset: DEFAULT_HOST, this machine only. */
   host?: string;
   db?: Queryable;
 }): Promise<{ server: Server; url: string; close(): Promise<void> }> {
@@ -20,10 +22,10 @@ export async function startMetricsServer(options: {
     } else {
       response
         .writeHead(404, { 'content-type': 'application/json' })
-        .end('{"status":"rejected","error":"not_found"}');
+        .end('{"status":"rejected","error":"not_found","message":"no such route"}');
     }
   });
-  const host = options.host ?? '0.0.0.0';
+  const host = options.host ?? DEFAULT_HOST;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, host, resolve);

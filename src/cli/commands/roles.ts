@@ -26,14 +26,18 @@ export function registerRoles(program: Command) {
     .command('worker')
     .description(
       'Run one worker process (polls SETTLE_TASK_QUEUE); SIGTERM drains in-flight tasks, then exits. ' +
-        'Serves /metrics on SETTLE_METRICS_PORT and ensures the daily claim purge Schedule. ' +
+        'Serves /metrics on HOST:SETTLE_METRICS_PORT and ensures the daily claim purge Schedule. ' +
         'Runs the workflow bundle built once into .settle/cache; SETTLE_MAX_CACHED_WORKFLOWS bounds ' +
         'the runs it keeps in memory.',
     )
     .action(async () => {
       const { config } = commandConfig();
       const pool = createPool(config.databaseUrl);
-      const metrics = await startMetricsServer({ port: config.metricsPort ?? 0, db: pool });
+      const metrics = await startMetricsServer({
+        port: config.metricsPort ?? 0,
+        host: config.host,
+        db: pool,
+      });
       logger.info({ url: `${metrics.url}/metrics` }, 'worker metrics listening');
       try {
         const client = await connectClient(config);
@@ -49,7 +53,7 @@ export function registerRoles(program: Command) {
   program
     .command('gateway')
     .description(
-      'Run one gateway process (HTTP on PORT); SIGTERM stops accepting and finishes open requests.',
+      'Run one gateway process (HTTP on HOST:PORT); SIGTERM stops accepting and finishes open requests.',
     )
     .action(async () => {
       const { config } = commandConfig();
