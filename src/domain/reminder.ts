@@ -6,6 +6,18 @@ export const deliveryIdSchema = z
   .string({ error: 'is required' })
   .regex(EVENT_ID_PATTERN, 'must be 1 to 200 characters of [A-Za-z0-9_.:-]');
 
+// A name's last label is not numeric: the URL parser would read it as an IPv4 address. No
+// punycode labels (xn--): not every one is valid.
+const HOST_PATTERN = `(((?![Xx][Nn]--)[A-Za-z0-9-]+\\.)*(?![Xx][Nn]--)[A-Za-z-][A-Za-z0-9-]*|((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9]))`;
+/**
+ * An http(s) URL to a host name or an IPv4 address, an optional port, path and query, nothing else
+ * (no credentials, no fragment, no IPv6 literal: an IPv6 target is reached through its name). The
+ * OpenAPI document publishes this same pattern.
+ */
+export const WEBHOOK_URL_PATTERN = `^https?://${HOST_PATTERN}(:[0-9]{1,4})?(/[A-Za-z0-9._~!$&'()*+,;=:@%-]*)*(\\?[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$`;
+
+const WEBHOOK_URL = new RegExp(WEBHOOK_URL_PATTERN);
+
 /** The body of POST /reminders. Unknown extra fields are refused: a producer's typo must not pass. */
 export const reminderRequestSchema = z.strictObject({
   contract_id: z
@@ -17,13 +29,14 @@ export const reminderRequestSchema = z.strictObject({
     .string({ error: 'must be a string' })
     .max(2048, 'is too long')
     .refine((value) => {
+      if (!WEBHOOK_URL.test(value)) return false;
       try {
         const url = new URL(value);
-        return (url.protocol === 'http:' || url.protocol === 'https:') && !url.username && !url.password;
+        return !url.username && !url.password;
       } catch {
         return false;
       }
-    }, 'must be an http(s) URL without credentials'),
+    }, 'must be an http(s) URL to a host name or IPv4 address, without credentials'),
   payload: z.json().optional(),
 });
 export type ReminderRequest = z.infer<typeof reminderRequestSchema>;

@@ -1,5 +1,8 @@
 import { PAYMENT_EVENT_TYPES } from '../domain/payment-event';
+import { WEBHOOK_URL_PATTERN } from '../domain/reminder';
+import { MAX_JSON_DEPTH } from '../domain/untrusted-json';
 import { ErrorCode } from '../errors';
+import { MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_PARAM_LENGTH } from './limits';
 
 const json = (schema: object, description: string, headers?: object) => ({
   description,
@@ -17,6 +20,40 @@ const unavailable = json(
   retryAfter,
 );
 const bearer = [{ bearerToken: [] }];
+
+/** IDs and keys: the event ID's alphabet and length (SPEC.md). */
+const ID_PATTERN = '^[A-Za-z0-9_.:-]{1,200}$';
+/** Text PostgreSQL can store: no NUL (a lone surrogate cannot be sent as UTF-8 at all). */
+const STORABLE = '^[^\\u0000]*$';
+const storable = (extra: object = {}) => ({ type: 'string', pattern: STORABLE, ...extra });
+const nullable = (schema: object) => ({ oneOf: [{ type: 'null' }, schema] });
+const timestamp = { type: 'string', format: 'date-time' };
+const idParameter = (name: string, description: string) => ({
+  name,
+  in: 'path',
+  required: true,
+  description,
+  schema: { type: 'string', pattern: ID_PATTERN, maxLength: 200 },
+});
+
+/**
+ * What every route can answer besides its own statuses: the framework's refusals and a failure of
+ * settle or PostgreSQL. All of them carry the Rejected body and never repeat the URL or an ID.
+ */
+const everyRoute = {
+  '400': rejected(
+    "The request could not be read (`bad_request`: broken HTTP, a control character in a header, bad percent-encoding), or the route's own refusal below.",
+  ),
+  '405': rejected('Wrong method for this path (`method_not_allowed`, with an `Allow` header).'),
+  '413': rejected(`Body larger than ${MAX_BODY_BYTES / 1024} KiB (\`payload_too_large\`).`),
+  '414': rejected(`A path parameter longer than ${MAX_PARAM_LENGTH} characters (\`uri_too_long\`).`),
+  '415': rejected('A body that is not application/json (`unsupported_media_type`).'),
+  '431': rejected(
+    `Request line and headers larger than ${MAX_HEADER_BYTES / 1024} KiB (\`headers_too_large\`).`,
+  ),
+  '500': rejected('settle itself failed (`internal_error`); logged, safe to retry.'),
+  '503': unavailable,
+};
 
 /** The HTTP API of SPEC.md as OpenAPI 3.1, served at `GET /openapi.json`. */
 export const openApiDocument = {
@@ -59,13 +96,14 @@ export const openApiDocument = {
             'Same event ID and payload already known, or an unhandled type.',
           ),
           '202': json(ref('Accepted'), 'New event; its workflow start is durable.'),
-          '400': rejected('Malformed JSON, schema violation (field paths in `issues`) or a bad ID.'),
+          ...everyRoute,
+          '400': rejected(
+            `\`invalid_event\`: malformed JSON, schema violation, bad ID, a NUL or unpaired surrogate in any string or key, or nesting deeper than ${MAX_JSON_DEPTH} levels (field paths in \`issues\`); or \`bad_request\`.`,
+          ),
           '401': rejected('Missing, malformed or wrong signature, or timestamp outside tolerance.'),
-          '405': rejected('Wrong method.'),
-          '409': rejected('Same event ID with a different payload; the original effect stands.'),
-          '413': rejected('Body larger than 256 KiB.'),
-          '415': rejected('Not application/json.'),
-          '503': unavailable,
+          '409': rejected(
+            'Same event ID with a different payload (another type included); the original effect stands.',
+          ),
         },
       },
     },
@@ -80,7 +118,7 @@ export const openApiDocument = {
             in: 'header',
             required: true,
             description: 'The delivery ID, e.g. renewal-2026-08-10-8472.',
-            schema: { type: 'string' },
+            schema: { type: 'string', pattern: ID_PATTERN, maxLength: 200 },
           },
         ],
         requestBody: {
@@ -88,23 +126,29 @@ export const openApiDocument = {
           content: { 'application/json': { schema: ref('ReminderRequest') } },
         },
         responses: {
-          '200': json(ref('ReminderScheduled'), 'Same key and body again: `status: duplicate`.'),
-          '202': json(ref('ReminderScheduled'), 'Scheduled: `status: scheduled`.'),
-          '400': rejected('Schema violation, missing Idempotency-Key, or a refused webhook_url.'),
+          '200': json(ref('ReminderDuplicate'), 'Same key and body again.'),
+          '202': json(ref('ReminderScheduled'), 'Scheduled.'),
+          ...everyRoute,
+          '400': rejected(
+            `\`invalid_reminder\`: schema violation, missing or bad Idempotency-Key, a NUL or unpaired surrogate anywhere, nesting deeper than ${MAX_JSON_DEPTH} levels, or a refused webhook_url (field paths in \`issues\`); or \`bad_request\`.`,
+          ),
           '401': rejected('Missing or wrong bearer token.'),
           '409': rejected('Same key with a different body.'),
-          '503': unavailable,
         },
       },
     },
     '/reminders/{deliveryId}': {
-      parameters: [{ name: 'deliveryId', in: 'path', required: true, schema: { type: 'string' } }],
+      parameters: [idParameter('deliveryId', 'The Idempotency-Key the reminder was scheduled with.')],
       get: {
         operationId: 'getReminder',
         summary: 'State and attempts of one reminder delivery.',
         security: bearer,
         responses: {
-          '200': json(ref('ReminderState'), 'The delivery record.'),
+          '200': json(ref('ReminderView'), 'The delivery record.'),
+          ...everyRoute,
+          '400': rejected(
+            '`invalid_reminder`: the path parameter is not a delivery ID (`params.deliveryId`).',
+          ),
           '401': rejected('Missing or wrong bearer token.'),
           '404': rejected('Unknown delivery ID.'),
         },
@@ -114,10 +158,14 @@ export const openApiDocument = {
         summary: 'Cancel a reminder before it is due.',
         security: bearer,
         responses: {
-          '200': json(ref('ReminderState'), 'Cancelled.'),
+          '200': json(ref('ReminderCancelled'), 'Cancelled (again: the same answer).'),
+          ...everyRoute,
+          '400': rejected(
+            '`invalid_reminder`: the path parameter is not a delivery ID (`params.deliveryId`).',
+          ),
           '401': rejected('Missing or wrong bearer token.'),
           '404': rejected('Unknown delivery ID.'),
-          '409': rejected('Already being delivered or delivered.'),
+          '409': rejected('Already being delivered or delivered (`reminder_not_cancellable`).'),
         },
       },
     },
@@ -126,9 +174,11 @@ export const openApiDocument = {
         operationId: 'inspectEvent',
         summary: 'Everything known about one event (same JSON as `settle inspect --json`).',
         security: bearer,
-        parameters: [{ name: 'eventId', in: 'path', required: true, schema: { type: 'string' } }],
+        parameters: [idParameter('eventId', "The provider's event ID.")],
         responses: {
           '200': json(ref('EventInspection'), 'The event.'),
+          ...everyRoute,
+          '400': rejected('`invalid_event`: the path parameter is not an event ID (`params.eventId`).'),
           '401': rejected('Missing or wrong bearer token.'),
           '404': rejected('settle has no record of this event (`error: not_found`).'),
         },
@@ -138,7 +188,18 @@ export const openApiDocument = {
       get: {
         operationId: 'health',
         summary: 'The process is up.',
-        responses: { '200': json({ type: 'object', properties: { status: { const: 'ok' } } }, 'Up.') },
+        responses: {
+          '200': json(
+            {
+              type: 'object',
+              required: ['status'],
+              additionalProperties: false,
+              properties: { status: { const: 'ok' } },
+            },
+            'Up.',
+          ),
+          ...everyRoute,
+        },
       },
     },
     '/readyz': {
@@ -147,6 +208,7 @@ export const openApiDocument = {
         summary: 'Temporal and PostgreSQL are reachable.',
         responses: {
           '200': json(ref('Readiness'), 'Ready.'),
+          ...everyRoute,
           '503': json(ref('Readiness'), 'Not ready; the booleans say which dependency is down.'),
         },
       },
@@ -160,6 +222,7 @@ export const openApiDocument = {
             description: 'Prometheus exposition format.',
             content: { 'text/plain': { schema: { type: 'string' } } },
           },
+          ...everyRoute,
         },
       },
     },
@@ -167,7 +230,7 @@ export const openApiDocument = {
       get: {
         operationId: 'openApi',
         summary: 'This document.',
-        responses: { '200': json({ type: 'object' }, 'OpenAPI 3.1.') },
+        responses: { '200': json({ type: 'object' }, 'OpenAPI 3.1.'), ...everyRoute },
       },
     },
   },
@@ -176,23 +239,30 @@ export const openApiDocument = {
     schemas: {
       PaymentEvent: {
         type: 'object',
+        description: `At most ${MAX_BODY_BYTES / 1024} KiB and ${MAX_JSON_DEPTH} levels of nesting; no NUL or unpaired surrogate in any string or key. Unknown fields are kept.`,
         required: ['id', 'type', 'created_at', 'data'],
         additionalProperties: true,
         properties: {
-          id: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{1,200}$' },
-          type: {
-            type: 'string',
-            description: `Handled: ${PAYMENT_EVENT_TYPES.join(', ')}. Any other type is acknowledged as ignored.`,
-          },
-          created_at: { type: 'string', format: 'date-time' },
+          id: { type: 'string', pattern: ID_PATTERN },
+          type: storable({
+            minLength: 1,
+            maxLength: 200,
+            description: `Handled: ${PAYMENT_EVENT_TYPES.join(', ')}. Any other type is acknowledged as ignored, unless its ID is known (409).`,
+          }),
+          created_at: timestamp,
           data: {
             type: 'object',
             required: ['shipment_id', 'payment_id', 'amount', 'currency'],
             additionalProperties: true,
             properties: {
-              shipment_id: { type: 'string' },
-              payment_id: { type: 'string' },
-              amount: { type: 'integer', minimum: 0, description: 'Minor units.' },
+              shipment_id: storable({ minLength: 1, maxLength: 200 }),
+              payment_id: storable({ minLength: 1, maxLength: 200 }),
+              amount: {
+                type: 'integer',
+                minimum: 0,
+                maximum: Number.MAX_SAFE_INTEGER,
+                description: 'Minor units.',
+              },
               currency: { type: 'string', pattern: '^[A-Z]{3}$' },
             },
           },
@@ -200,6 +270,7 @@ export const openApiDocument = {
       },
       Accepted: {
         type: 'object',
+        additionalProperties: false,
         required: ['status', 'event_id', 'workflow_id', 'run_id'],
         properties: {
           status: { const: 'accepted' },
@@ -210,6 +281,7 @@ export const openApiDocument = {
       },
       Duplicate: {
         type: 'object',
+        additionalProperties: false,
         required: ['status', 'event_id', 'workflow_id'],
         properties: {
           status: { const: 'duplicate' },
@@ -219,12 +291,15 @@ export const openApiDocument = {
       },
       Ignored: {
         type: 'object',
+        additionalProperties: false,
         required: ['status', 'event_id'],
         properties: { status: { const: 'ignored' }, event_id: { type: 'string' } },
       },
       Rejected: {
         type: 'object',
+        description: 'Every refusal and failure, whatever its status. It never repeats the URL or an ID.',
         required: ['status', 'error', 'message'],
+        additionalProperties: false,
         properties: {
           status: { const: 'rejected' },
           error: { type: 'string', enum: Object.values(ErrorCode) },
@@ -233,6 +308,8 @@ export const openApiDocument = {
             type: 'array',
             items: {
               type: 'object',
+              required: ['path', 'message'],
+              additionalProperties: false,
               properties: { path: { type: 'string' }, message: { type: 'string' } },
             },
           },
@@ -240,34 +317,117 @@ export const openApiDocument = {
       },
       ReminderRequest: {
         type: 'object',
-        required: ['contract_id', 'due_at', 'webhook_url', 'payload'],
+        description: `At most ${MAX_BODY_BYTES / 1024} KiB and ${MAX_JSON_DEPTH} levels of nesting; no NUL or unpaired surrogate anywhere. Unknown fields are refused.`,
+        required: ['contract_id', 'due_at', 'webhook_url'],
+        additionalProperties: false,
         properties: {
-          contract_id: { type: 'string' },
-          due_at: { type: 'string', format: 'date-time' },
-          webhook_url: { type: 'string', format: 'uri' },
-          payload: {},
+          contract_id: storable({ minLength: 1, maxLength: 200 }),
+          due_at: timestamp,
+          webhook_url: {
+            type: 'string',
+            maxLength: 2048,
+            description:
+              'http(s), no credentials. Refused when the host is, or resolves to, an address the IANA special-purpose registries do not mark globally reachable (docs/limits.md).',
+            pattern: WEBHOOK_URL_PATTERN,
+          },
+          payload: { ...ref('JsonValue'), description: 'Optional; delivered as sent.' },
         },
+      },
+      JsonValue: {
+        description: 'Any JSON without a NUL in a string or key.',
+        oneOf: [
+          { type: 'null' },
+          { type: 'boolean' },
+          { type: 'number' },
+          storable(),
+          { type: 'array', items: ref('JsonValue') },
+          { type: 'object', propertyNames: { pattern: STORABLE }, additionalProperties: ref('JsonValue') },
+        ],
       },
       ReminderScheduled: {
         type: 'object',
-        required: ['status', 'delivery_id', 'workflow_id'],
+        required: ['status', 'delivery_id', 'workflow_id', 'due_at'],
+        additionalProperties: false,
         properties: {
           status: { enum: ['scheduled', 'duplicate'] },
           delivery_id: { type: 'string' },
           workflow_id: { type: 'string' },
+          due_at: timestamp,
         },
       },
-      ReminderState: {
+      ReminderDuplicate: {
         type: 'object',
-        required: ['delivery_id', 'status'],
+        required: ['status', 'delivery_id', 'workflow_id'],
+        additionalProperties: false,
+        properties: {
+          status: { const: 'duplicate' },
+          delivery_id: { type: 'string' },
+          workflow_id: { type: 'string' },
+          state: { ...ref('ReminderStatus'), description: "Where the first request's delivery is now." },
+          due_at: timestamp,
+        },
+      },
+      ReminderStatus: { enum: ['scheduled', 'processing', 'succeeded', 'failed', 'cancelled'] },
+      ReminderView: {
+        type: 'object',
+        required: [
+          'delivery_id',
+          'contract_id',
+          'workflow_id',
+          'status',
+          'due_at',
+          'webhook_url',
+          'lease_expires_at',
+          'last_error',
+          'created_at',
+          'completed_at',
+          'attempt_count',
+          'attempts',
+        ],
+        additionalProperties: false,
         properties: {
           delivery_id: { type: 'string' },
-          status: { enum: ['scheduled', 'processing', 'succeeded', 'failed', 'cancelled'] },
-          attempts: { type: 'array', items: { type: 'object' } },
+          contract_id: { type: 'string' },
+          workflow_id: { type: 'string' },
+          status: ref('ReminderStatus'),
+          due_at: timestamp,
+          webhook_url: { type: 'string' },
+          lease_expires_at: nullable(timestamp),
+          last_error: nullable({ type: 'string' }),
+          created_at: timestamp,
+          completed_at: nullable(timestamp),
+          attempt_count: { type: 'integer', minimum: 0 },
+          attempts: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['attempt', 'started_at', 'lease_expires_at', 'finished_at', 'status_code', 'error'],
+              additionalProperties: false,
+              properties: {
+                attempt: { type: 'integer' },
+                started_at: timestamp,
+                lease_expires_at: timestamp,
+                finished_at: nullable(timestamp),
+                status_code: nullable({ type: 'integer' }),
+                error: nullable({ type: 'string' }),
+              },
+            },
+          },
+        },
+      },
+      ReminderCancelled: {
+        type: 'object',
+        required: ['status', 'delivery_id', 'workflow_id'],
+        additionalProperties: false,
+        properties: {
+          status: { const: 'cancelled' },
+          delivery_id: { type: 'string' },
+          workflow_id: { type: 'string' },
         },
       },
       Readiness: {
         type: 'object',
+        additionalProperties: false,
         required: ['status', 'postgres', 'temporal'],
         properties: {
           status: { enum: ['ready', 'not_ready'] },
@@ -293,6 +453,9 @@ export const openApiDocument = {
           type: { type: ['string', 'null'] },
           workflow_id: { type: 'string' },
           payload_sha256: { type: 'string' },
+          received_at: nullable(timestamp),
+          claimed_at: nullable(timestamp),
+          workflow_error: { type: 'string' },
           outcome: { enum: ['applied', 'stale', 'unmatched', 'needs_review', null] },
           workflow: {
             oneOf: [

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { STATUS_CODES } from 'node:http';
+import { METHODS, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type pg from 'pg';
@@ -12,6 +12,7 @@ import type { Logger } from '../lib/logger';
 import { registerOperatorRoutes } from './operations';
 import { registerPaymentRoutes } from './payments';
 import { registerReminderRoutes } from './reminders';
+import { MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_PARAM_LENGTH } from './limits';
 import { checkIdParam, reject } from './replies';
 
 declare module 'fastify' {
@@ -21,18 +22,6 @@ declare module 'fastify' {
     ingestOutcome?: string;
   }
 }
-
-/** Payment webhooks are at most 256 KiB. */
-export const MAX_BODY_BYTES = 256 * 1024;
-
-/**
- * A path parameter longer than this is a 414. IDs and keys are at most 200 characters, so every
- * accepted one fits; a longer one up to this length is a 400 naming the parameter.
- */
-export const MAX_PARAM_LENGTH = 512;
-
-/** Node's own limit on the request line and headers together (its default); past it, a 431. */
-export const MAX_HEADER_BYTES = 16 * 1024;
 
 export type GatewayDependencies = {
   pool: pg.Pool;
@@ -60,6 +49,14 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
     // What Node's HTTP parser refuses before any route: headers too large, malformed requests.
     clientErrorHandler: (error, socket) => answerClientError(error, socket),
   });
+
+  // Every method Node parses can reach a route, so an unexpected one (QUERY, PROPFIND, …) is a 405.
+  // None has a body settle reads: QUERY too, whose missing content type Fastify would refuse first.
+  for (const method of METHODS) {
+    if (method === 'CONNECT') continue;
+    const known = app.supportedMethods.includes(method);
+    if (!known || method === 'QUERY') app.addHttpMethod(method, { hasBody: false, overrideExisting: known });
+  }
 
   // Keep the raw bytes: the signature is over the body exactly as sent.
   app.removeAllContentTypeParsers();
@@ -114,6 +111,8 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   refuseOtherMethods(app, '/reminders/:deliveryId', ['GET', 'DELETE']);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
+  for (const url of ['/healthz', '/readyz', '/metrics', '/openapi.json'])
+    refuseOtherMethods(app, url, ['GET']);
 
   app.get('/readyz', async (_request, reply) => {
     const [postgres, temporal] = await Promise.all([
@@ -200,8 +199,10 @@ function answerClientError(error: Error & { code?: string }, socket: Socket) {
   socket.destroy();
 }
 
+/** Every other method on a known path is a 405 with `Allow` (HEAD comes with GET). */
 function refuseOtherMethods(app: FastifyInstance, url: string, allowed: string[]) {
-  const others = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((method) => !allowed.includes(method));
+  const served = allowed.includes('GET') ? [...allowed, 'HEAD'] : allowed;
+  const others = app.supportedMethods.filter((method) => !served.includes(method));
   app.route({
     method: others,
     url,
