@@ -4,6 +4,8 @@ import type pg from 'pg';
 import { startPaymentWorkflow } from '../client';
 import { findEvent, insertEvent, type EventSource } from '../db/events';
 import { recordConflict, recordDuplicateDelivery } from '../db/repeats';
+import { recordStartOutcomeUnknown } from '../db/start-outcomes';
+import { startOutcomeUnknownTotal } from '../metrics/settle-metrics';
 import { withTransaction } from '../db/transaction';
 import { paymentWorkflowId } from '../domain/ids';
 import {
@@ -97,8 +99,8 @@ async function admitPaymentEvent(
   if (stored) return known(stored);
   if (!isHandledPaymentType(event.type)) return { status: 'ignored', eventId: event.id };
 
-  // Which dependency the transaction is waiting on, for the answer when it fails.
-  const waitingOn: { dependency: 'temporal' | 'postgres' } = { dependency: 'postgres' };
+  // Which dependency the transaction is waiting on, and the start's own error, for the answer when it fails.
+  const waitingOn: { dependency: 'temporal' | 'postgres'; startError?: unknown } = { dependency: 'postgres' };
   try {
     return await withTransaction(deps.pool, async (tx) => {
       const inserted = await insertEvent(tx, {
@@ -115,16 +117,43 @@ async function admitPaymentEvent(
       }
       waitingOn.dependency = 'temporal';
       // A handled type passed the full schema in readPaymentEvent.
-      const start = await startPaymentWorkflow(deps.client, deps.taskQueue, event as PaymentEvent);
+      const start = await startPaymentWorkflow(deps.client, deps.taskQueue, event as PaymentEvent).catch(
+        (error: unknown) => {
+          waitingOn.startError = error;
+          throw error;
+        },
+      );
       waitingOn.dependency = 'postgres';
       // Temporal already knows the ID (its row was purged, or a commit was lost): a duplicate.
       if (!start.started) return { status: 'duplicate', eventId: event.id, workflowId };
       return { status: 'accepted', eventId: event.id, workflowId, runId: start.runId };
     });
   } catch (error) {
+    if (waitingOn.startError !== undefined && startOutcomeUnknown(waitingOn.startError)) {
+      // Answered 503 all the same (nothing acknowledged); recorded so the retry's `duplicate` is explained.
+      startOutcomeUnknownTotal.inc();
+      await recordStartOutcomeUnknown(deps.pool, { eventId: event.id, workflowId }).catch(() => {});
+    }
     if (waitingOn.dependency === 'temporal') return { status: 'unavailable', dependency: 'temporal' };
     return databaseFailure(error);
   }
+}
+
+const GRPC_CANCELLED = 1;
+const GRPC_DEADLINE_EXCEEDED = 4;
+const GRPC_UNAVAILABLE = 14;
+
+/**
+ * A start that may have been made durable although settle never heard back: the deadline passed, or
+ * the connection broke after the request went out. Temporal refusing before (no connection at all)
+ * is a start known not to have happened.
+ */
+function startOutcomeUnknown(error: unknown): boolean {
+  const cause = (error as { cause?: unknown }).cause ?? error;
+  const code = (cause as { code?: unknown }).code;
+  if (code === GRPC_DEADLINE_EXCEEDED || code === GRPC_CANCELLED) return true;
+  const details = cause instanceof Error ? cause.message : String(cause);
+  return code === GRPC_UNAVAILABLE && !/No connection established|ECONNREFUSED|connect/i.test(details);
 }
 
 type Deps = { pool: pg.Pool; client: Client; taskQueue: string; webhookSecrets: string[] };
