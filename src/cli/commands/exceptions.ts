@@ -77,7 +77,9 @@ export function registerExceptions(program: Command) {
     .requiredOption('--note <text>', 'what was done, for the audit trail')
     .option('--by <name>', 'who resolved them (default: the OS user)')
     .option('--json', 'print the result as JSON')
-    .action(async (eventIds: string[], options: { note: string; by?: string; json?: boolean }) => {
+    .action(async (eventIds: string[], _own: unknown, command: Command) => {
+      // `--json` is also the parent's option, which commander gives to `exceptions` itself.
+      const options = command.optsWithGlobals<{ note: string; by?: string; json?: boolean }>();
       const note = options.note.trim();
       if (!note) throw new CliError('--note must say what was done');
       const resolvedBy = options.by?.trim() || operatorName();
