@@ -64,7 +64,15 @@ describe('settle commands against a running stack', () => {
 
     const parked = await settle(['inspect', event.id, '--json'], env);
     assert.equal(parked.code, 0, parked.stderr);
-    assert.equal((JSON.parse(parked.stdout) as EventInspection).outcome, 'unmatched');
+    const parkedView = JSON.parse(parked.stdout) as EventInspection;
+    assert.equal(parkedView.outcome, 'unmatched');
+    assert.equal(parkedView.shipment, null);
+    assert.equal(parkedView.missing_shipment_id, shipmentId);
+    const parkedText = await settle(['inspect', event.id], env);
+    assert.match(
+      parkedText.stdout,
+      new RegExp(`shipment\\s+${shipmentId} does not exist \\(settle shipments add ${shipmentId}`),
+    );
 
     const added = await settle(['shipments', 'add', shipmentId, '--json'], env);
     assert.equal(added.code, 0, added.stderr);
@@ -97,6 +105,7 @@ describe('settle commands against a running stack', () => {
 
     const view = JSON.parse((await settle(['inspect', event.id, '--json'], env)).stdout) as EventInspection;
     assert.equal(view.outcome, 'applied');
+    assert.equal(view.missing_shipment_id, null);
     assert.equal(view.shipment?.payment_status, 'settled');
     assert.equal(view.ledger.filter((entry) => entry.event_id === event.id).length, 1);
     assert.equal(view.workflow?.status, 'COMPLETED');
