@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ExceptionRow } from '../src/db/exceptions';
 import { addShipments } from '../src/db/shipments';
@@ -271,6 +274,78 @@ describe('settle replay --unmatched', () => {
     assert.equal(
       (await exceptions('--kind', 'unmatched')).exceptions.map((row) => row.event_id).includes(third.id),
       true,
+    );
+  });
+});
+
+/** Every key of a JSON document, at any depth, except inside maps whose keys are data (e.g. by_outcome). */
+function keysOf(value: unknown, path = ''): string[] {
+  if (Array.isArray(value)) return value.flatMap((item) => keysOf(item, `${path}[]`));
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([key, inner]) =>
+    DATA_KEYED.has(key) ? [`${path}.${key}`] : [`${path}.${key}`, ...keysOf(inner, `${path}.${key}`)],
+  );
+}
+const DATA_KEYED = new Set(['by_source', 'by_outcome', 'responses', 'webhooks', 'rejected_by_error']);
+
+describe('--json output', () => {
+  test('every command names its keys in snake_case', async () => {
+    const { event } = await applyingEvent({ carrierDown: false });
+    await stack.client.workflow.getHandle(paymentWorkflowId(event.id)).result();
+    const commands = [
+      ['inspect', event.id],
+      ['replay', event.id],
+      ['exceptions', '--all'],
+      ['exceptions', 'resolve', uniqueId(), '--note', 'n'],
+      ['stats'],
+      ['purge', '--dry-run'],
+      ['shipments', 'add', uniqueId('SHP')],
+      ['migrate'],
+    ];
+    for (const command of commands) {
+      const result = await runSettle([...command, '--json'], env);
+      const keys = keysOf(JSON.parse(result.stdout));
+      assert.ok(keys.length > 0, command.join(' '));
+      assert.deepEqual(
+        keys.filter((key) => !/^[a-z0-9_]+$/.test(key.split('.').pop()!)),
+        [],
+        `settle ${command.join(' ')} --json`,
+      );
+    }
+  });
+});
+
+describe('settle simulate --out', () => {
+  test('writes a provider report that settle import reads, duplicates included', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'settle-report-')), 'report.jsonl');
+    const written = await runSettle(
+      [
+        'simulate',
+        '--out',
+        file,
+        '--count',
+        '6',
+        '--duplicates',
+        '0.5',
+        '--seed',
+        '7',
+        '--add-shipments',
+        '--json',
+      ],
+      env,
+    );
+    assert.equal(written.code, 0, written.stderr);
+    const summary = JSON.parse(written.stdout) as { lines: number; events: number };
+    assert.equal(summary.events, 6);
+    const lines = readFileSync(file, 'utf8').trim().split('\n');
+    assert.equal(lines.length, summary.lines);
+
+    const imported = await runSettle(['import', file, '--json'], env);
+    assert.equal(imported.code, 0, imported.stderr);
+    const counts = (JSON.parse(imported.stdout) as { counts: Record<string, number> }).counts;
+    assert.deepEqual(
+      { accepted: counts.accepted, duplicate: counts.duplicate },
+      { accepted: 6, duplicate: summary.lines - 6 },
     );
   });
 });
