@@ -44,7 +44,11 @@ after(async () => {
   await erp.close();
 });
 
-type ExceptionList = { exceptions: ExceptionRow[]; runs_checked: boolean; count: number };
+type ExceptionList = {
+  exceptions: (ExceptionRow & { next_step: string })[];
+  runs_checked: boolean;
+  count: number;
+};
 
 async function exceptions(...args: string[]): Promise<ExceptionList> {
   const result = await runSettle(['exceptions', '--json', ...args], env);
@@ -95,6 +99,7 @@ describe('a delivery retrying past SETTLE_DELIVERY_STUCK_AFTER', () => {
     assert.equal(stuck.shipment_id, shipmentId);
     assert.ok(stuck.attempts! >= 1);
     assert.match(stuck.last_error ?? '', /500/);
+    assert.match(stuck.next_step, /the target keeps failing/);
     const human = await runSettle(['exceptions'], env);
     assert.match(human.stdout, new RegExp(`delivery_stuck\\s+${event.id}`));
     assert.match(human.stdout, /delivery_stuck: the target keeps failing/);

@@ -45,8 +45,11 @@ export type ExceptionOptions = {
   limit: number | null;
 };
 
+/** An exception with what to do about it, the event's own IDs filled in. */
+export type OpenException = ExceptionRow & { next_step: string };
+
 export type ExceptionList = {
-  exceptions: ExceptionRow[];
+  exceptions: OpenException[];
   /** False when Temporal could not be asked about every run: abandoned deliveries may be missing. */
   runs_checked: boolean;
 };
@@ -65,7 +68,13 @@ export async function openExceptions(
   const { outboxIds, complete } = deps.client
     ? await abandonedOutboxIds(deps.db, deps.client)
     : { outboxIds: [], complete: false };
-  const exceptions = await listExceptions(deps.db, { ...options, abandonedOutboxIds: outboxIds });
+  const rows = await listExceptions(deps.db, { ...options, abandonedOutboxIds: outboxIds });
+  const exceptions = rows.map((row) => ({
+    ...row,
+    next_step: NEXT_STEP[row.kind]
+      .replaceAll('<event id>', row.event_id)
+      .replace('<id>', row.shipment_id ?? '<id>'),
+  }));
   return { exceptions, runs_checked: complete };
 }
 
