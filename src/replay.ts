@@ -57,6 +57,8 @@ export type ReplayOptions = {
   /** Also wait (this long) until no delivery is pending, or the run has ended. */
   waitForDeliveriesMs?: number;
   signal?: AbortSignal;
+  /** Told when the reconcile has decided and the wait for the deliveries begins. */
+  onWaiting?: (decided: { event_id: string; outcome: ClaimOutcome; pending: number }) => void;
 };
 
 const DEFAULT_OPTIONS: ReplayOptions = { decideTimeoutMs: 60_000 };
@@ -87,6 +89,11 @@ export async function replayEvent(
   const decision = await untilDecided(deps.client, handle, options.decideTimeoutMs, options.signal);
   let settled: boolean | null = null;
   if (decision.reconciled && options.waitForDeliveriesMs !== undefined) {
+    options.onWaiting?.({
+      event_id: eventId,
+      outcome: decision.reconciled.outcome,
+      pending: decision.reconciled.outbox.filter((row) => row.status === 'pending').length,
+    });
     settled = await untilDeliveriesSettle(
       deps.pool,
       handle,

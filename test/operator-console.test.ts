@@ -17,7 +17,7 @@ import {
   type TestStack,
 } from './support/harness';
 import { startReceiver, type Receiver } from './support/receiver';
-import { runSettle, stackEnv } from './support/settle-cli';
+import { finished, runSettle, spawnSettle, stackEnv } from './support/settle-cli';
 
 /** Shipments whose carrier release answers 500 until taken out of this set. */
 const carrierDownFor = new Set<string>();
@@ -228,6 +228,39 @@ describe('a delivery retrying past SETTLE_DELIVERY_STUCK_AFTER', () => {
     assert.equal(
       (await exceptions()).exceptions.some((row) => row.event_id === event.id),
       false,
+    );
+  });
+});
+
+describe('settle replay --wait', () => {
+  test('stops on SIGINT while it waits for a delivery, exit 130, and a rerun finishes the job', async () => {
+    const { event, shipmentId } = await applyingEvent({ carrierDown: true });
+    await waitFor(
+      'the carrier delivery to be retrying',
+      async () => ((await carrierRow(event.id))?.attempts ?? 0) >= 1,
+    );
+    const child = spawnSettle(['replay', event.id, '--wait', '--timeout', '10m'], env);
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = finished(child);
+    await waitFor(
+      'the replay to wait for the deliveries',
+      async () => /waiting up to 10m for 2 pending/.test(stderr),
+      60_000,
+    );
+    child.kill('SIGINT');
+    const interrupted = await exited;
+    assert.equal(interrupted.code, 130, interrupted.stderr);
+    assert.match(interrupted.stderr, /stopping; what was replayed stands, rerun to finish/);
+
+    carrierDownFor.delete(shipmentId);
+    const rerun = await runSettle(['replay', event.id, '--wait', '--timeout', '5m', '--json'], env, 400_000);
+    assert.equal(rerun.code, 0, rerun.stderr);
+    const [result] = (JSON.parse(rerun.stdout) as { results: ReplayResult[] }).results;
+    assert.ok(result?.status === 'replayed');
+    assert.deepEqual(
+      result.deliveries.map((d) => d.status),
+      ['delivered', 'delivered'],
     );
   });
 });

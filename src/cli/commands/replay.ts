@@ -75,6 +75,11 @@ export function registerReplay(program: Command) {
                   decideTimeoutMs: DECIDE_TIMEOUT_MS,
                   waitForDeliveriesMs: options.wait ? waitMs : undefined,
                   signal: abort.signal,
+                  onWaiting: (decided) =>
+                    process.stderr.write(
+                      `${decided.event_id}: the claim says ${decided.outcome}; waiting up to ` +
+                        `${formatDuration(waitMs)} for ${decided.pending} pending delivery(ies)…\n`,
+                    ),
                 });
                 results.push(result);
                 if (options.unmatched)
