@@ -24,6 +24,22 @@ const httpUrl = z
   .url()
   .refine((value) => /^https?:\/\//.test(value), 'must be an http(s) URL');
 
+/** SETTLE_DELIVERY_STUCK_AFTER's default, for code handed no configuration. */
+export const DEFAULT_DELIVERY_STUCK_AFTER_MS = 5 * 60_000;
+
+const duration = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((value, ctx) => {
+      const ms = parseDuration(value);
+      if (ms === undefined) {
+        ctx.addIssue({ code: 'custom', message: 'must be a duration such as 90d, 36h, 30m or 45s' });
+        return z.NEVER;
+      }
+      return ms;
+    });
+
 /**
  * Everything settle reads from the environment, parsed once. A bad value stops the process at start
  * with a message naming the variable. Workflow code never imports this module.
@@ -73,17 +89,9 @@ const configSchema = z.object({
   /** ERP API that receives ledger entries. */
   SETTLE_ERP_URL: httpUrl.optional(),
   /** How long a claim is kept: far longer than any provider replay horizon. */
-  SETTLE_CLAIM_RETENTION: z
-    .string()
-    .default('90d')
-    .transform((value, ctx) => {
-      const ms = parseDuration(value);
-      if (ms === undefined) {
-        ctx.addIssue({ code: 'custom', message: 'must be a duration such as 90d, 36h or 30m' });
-        return z.NEVER;
-      }
-      return ms;
-    }),
+  SETTLE_CLAIM_RETENTION: duration('90d'),
+  /** A delivery still retrying this long after it was written is listed as `delivery_stuck`. */
+  SETTLE_DELIVERY_STUCK_AFTER: duration('5m'),
   /** Allow reminder targets on private and loopback addresses (development and tests only). */
   SETTLE_ALLOW_PRIVATE_TARGETS: booleanFlag,
   /** Port of `settle worker`'s own /metrics (and /healthz) endpoint; 0 picks a free one. */
@@ -112,6 +120,8 @@ export type Config = {
   carrierUrl: string | undefined;
   erpUrl: string | undefined;
   claimRetentionMs: number;
+  /** See SETTLE_DELIVERY_STUCK_AFTER. */
+  deliveryStuckAfterMs: number;
   allowPrivateTargets: boolean;
   /** Unset where no worker metrics endpoint is wanted (tests building a Config by hand). */
   metricsPort?: number;
@@ -181,6 +191,7 @@ export function loadConfig(
     carrierUrl: c.SETTLE_CARRIER_URL,
     erpUrl: c.SETTLE_ERP_URL,
     claimRetentionMs: c.SETTLE_CLAIM_RETENTION,
+    deliveryStuckAfterMs: c.SETTLE_DELIVERY_STUCK_AFTER,
     allowPrivateTargets: c.SETTLE_ALLOW_PRIVATE_TARGETS,
     metricsPort: c.SETTLE_METRICS_PORT,
     maxCachedWorkflows: c.SETTLE_MAX_CACHED_WORKFLOWS,

@@ -29,6 +29,8 @@ export type EventInspection = {
   /** What `workflow_error` means here, e.g. which namespace does not exist. */
   workflow_error_message?: string;
   shipment: { shipment_id: string; payment_status: string; hold_status: string } | null;
+  /** The shipment the event names when no such shipment exists (why it is `unmatched`); else null. */
+  missing_shipment_id: string | null;
   ledger: { entry_id: number; kind: string; amount: number; currency: string; event_id: string }[];
   deliveries: {
     target: string;
@@ -78,6 +80,7 @@ export async function inspectEvent(
           hold_status: shipment.holdStatus,
         }
       : null,
+    missing_shipment_id: !shipment && shipmentId ? shipmentId : null,
     ledger: ledger.map((entry) => ({
       entry_id: entry.entryId,
       kind: entry.kind,

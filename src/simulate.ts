@@ -41,7 +41,7 @@ export type SimulateSummary = {
   elapsed_ms: number;
 };
 
-type Send = { event: PaymentEvent; kind: 'first' | 'duplicate' | 'late' };
+export type Send = { event: PaymentEvent; kind: 'first' | 'duplicate' | 'late' };
 
 const SEQUENCE: PaymentEventType[] = ['payment.authorized', 'payment.captured', 'payment.settled'];
 
@@ -50,12 +50,22 @@ export function simulatedShipmentIds(runId: string, count: number): string[] {
   return Array.from({ length: Math.ceil(count / SEQUENCE.length) }, (_, i) => `SHP-${runId}-${i + 1}`);
 }
 
-/**
- * A provider simulator: signed Standard Webhooks traffic at a steady rate against any gateway, with
- * immediate duplicates (a retry after a lost acknowledgement), late replays (a manual resend long
- * after) and out-of-order events (settled before captured). Bounded by count and duration.
- */
-export async function simulateTraffic(options: SimulateOptions): Promise<SimulateSummary> {
+export type TrafficPlan = {
+  runId: string;
+  shipmentIds: string[];
+  events: PaymentEvent[];
+  /** In sending order: every event once, some twice in a row, some again at the end. */
+  sends: Send[];
+  outOfOrder: number;
+};
+
+type PlanOptions = Pick<
+  SimulateOptions,
+  'count' | 'duplicateShare' | 'lateReplayShare' | 'outOfOrderShare' | 'runId' | 'seed'
+>;
+
+/** The traffic a simulation sends (or `settle simulate --out` writes), from its options and seed. */
+export function planTraffic(options: PlanOptions): TrafficPlan {
   const runId = options.runId ?? `sim${randomBytes(3).toString('hex')}`;
   const random = mulberry32(options.seed ?? Date.now());
   const shipmentIds = simulatedShipmentIds(runId, options.count);
@@ -91,6 +101,25 @@ export async function simulateTraffic(options: SimulateOptions): Promise<Simulat
   }
   sends.push(...late);
 
+  return { runId, shipmentIds, events, sends, outOfOrder };
+}
+
+/**
+ * A provider's event report in the format `settle import` reads: one event per line, as JSON, in the
+ * order the provider sent them, duplicates and late replays included.
+ */
+export function reportLines(plan: TrafficPlan): string {
+  return plan.sends.map((send) => `${JSON.stringify(send.event)}\n`).join('');
+}
+
+/**
+ * A provider simulator: signed Standard Webhooks traffic at a steady rate against any gateway, with
+ * immediate duplicates (a retry after a lost acknowledgement), late replays (a manual resend long
+ * after) and out-of-order events (settled before captured). Bounded by count and duration.
+ */
+export async function simulateTraffic(options: SimulateOptions): Promise<SimulateSummary> {
+  const { runId, shipmentIds, events, sends, outOfOrder } = planTraffic(options);
+  const late = sends.filter((send) => send.kind === 'late');
   const summary: SimulateSummary = {
     run_id: runId,
     gateway_url: options.gatewayUrl,

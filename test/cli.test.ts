@@ -64,7 +64,15 @@ describe('settle commands against a running stack', () => {
 
     const parked = await settle(['inspect', event.id, '--json'], env);
     assert.equal(parked.code, 0, parked.stderr);
-    assert.equal((JSON.parse(parked.stdout) as EventInspection).outcome, 'unmatched');
+    const parkedView = JSON.parse(parked.stdout) as EventInspection;
+    assert.equal(parkedView.outcome, 'unmatched');
+    assert.equal(parkedView.shipment, null);
+    assert.equal(parkedView.missing_shipment_id, shipmentId);
+    const parkedText = await settle(['inspect', event.id], env);
+    assert.match(
+      parkedText.stdout,
+      new RegExp(`shipment\\s+${shipmentId} does not exist \\(settle shipments add ${shipmentId}`),
+    );
 
     const added = await settle(['shipments', 'add', shipmentId, '--json'], env);
     assert.equal(added.code, 0, added.stderr);
@@ -72,20 +80,32 @@ describe('settle commands against a running stack', () => {
 
     const first = await settle(['replay', event.id, '--json'], env);
     assert.equal(first.code, 0, first.stderr);
-    assert.deepEqual(JSON.parse(first.stdout), {
-      status: 'replayed',
-      eventId: event.id,
-      workflowId: `payment:${event.id}`,
-      before: 'unmatched',
-      after: 'applied',
-      changed: true,
-    });
-    const second = await settle(['replay', event.id], env);
-    assert.equal(second.code, 0, second.stderr);
-    assert.match(second.stdout, /no-op, the claim already says applied/);
+    const [replayed] = (JSON.parse(first.stdout) as { results: Record<string, unknown>[] }).results;
+    assert.deepEqual(
+      (({ status, event_id, workflow_id, before, after, changed }) => ({
+        status,
+        event_id,
+        workflow_id,
+        before,
+        after,
+        changed,
+      }))(replayed!),
+      {
+        status: 'replayed',
+        event_id: event.id,
+        workflow_id: `payment:${event.id}`,
+        before: 'unmatched',
+        after: 'applied',
+        changed: true,
+      },
+    );
+    // --wait: returns once no delivery is pending or the run has ended, so the run below is over.
+    const second = await settle(['replay', event.id, '--wait'], env);
+    assert.match(second.stdout, /no change, the claim already says applied/);
 
     const view = JSON.parse((await settle(['inspect', event.id, '--json'], env)).stdout) as EventInspection;
     assert.equal(view.outcome, 'applied');
+    assert.equal(view.missing_shipment_id, null);
     assert.equal(view.shipment?.payment_status, 'settled');
     assert.equal(view.ledger.filter((entry) => entry.event_id === event.id).length, 1);
     assert.equal(view.workflow?.status, 'COMPLETED');
@@ -141,6 +161,8 @@ describe('settle commands against a running stack', () => {
       'migrate',
       'inspect',
       'replay',
+      'exceptions',
+      'stats',
       'shipments',
       'example',
     ]) {

@@ -113,6 +113,15 @@ describe('settle import', () => {
     assert.equal(rest.counts.duplicate, partial.counts.accepted);
     assert.equal(rest.counts.accepted, 2000 - partial.counts.accepted);
     assert.deepEqual(rest.rejected, []);
+    // stderr is a pipe here, as under cron or CI: plain progress lines, the last one the totals.
+    const progress = rerun.stderr.split('\n').filter((line) => line.startsWith('import: '));
+    assert.ok(progress.length >= 2, rerun.stderr);
+    assert.match(
+      progress.at(-1)!,
+      new RegExp(
+        `^import: 2000/2000 lines \\(100%\\) \\d+/s accepted ${rest.counts.accepted} duplicate ${rest.counts.duplicate} ignored 0 rejected 0 elapsed \\d+s$`,
+      ),
+    );
 
     const ids = events.map((event) => event.id);
     await waitFor(

@@ -56,3 +56,13 @@ export async function updateClaimOutcome(
     outcome,
   ]);
 }
+
+/** Unmatched events whose shipment now exists: what `settle replay --unmatched` applies. Oldest first. */
+export async function listReplayableUnmatched(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ event_id: string }>(
+    `SELECT c.event_id FROM claims c JOIN shipments s USING (shipment_id)
+      WHERE c.outcome = 'unmatched'
+      ORDER BY c.claimed_at, c.event_id`,
+  );
+  return rows.map((row) => row.event_id);
+}

@@ -1,54 +1,181 @@
 import type { Queryable } from './pool';
 
-export type ExceptionKind = 'unmatched' | 'conflict' | 'failed' | 'needs_review';
-export const EXCEPTION_KINDS: ExceptionKind[] = ['unmatched', 'conflict', 'failed', 'needs_review'];
+export const EXCEPTION_KINDS = [
+  'unmatched',
+  'conflict',
+  'failed',
+  'needs_review',
+  'delivery_stuck',
+  'not_configured',
+  'delivery_abandoned',
+] as const;
+export type ExceptionKind = (typeof EXCEPTION_KINDS)[number];
+
+export type Resolution = { resolved_by: string; resolved_at: string; note: string };
 
 export type ExceptionRow = {
   kind: ExceptionKind;
   event_id: string;
   shipment_id: string | null;
-  /** When the exception began: the claim, the first conflicting delivery, the receipt. */
+  /** When the exception began: the claim, the first conflicting delivery, the receipt, the outbox row. */
   since: string;
   detail: string;
+  /** The delivery concerned (carrier, erp), its attempts so far and its last error; null for the others. */
+  target: string | null;
+  attempts: number | null;
+  last_error: string | null;
+  /** Set when an operator closed it (listed only with `includeResolved`). */
+  resolution: Resolution | null;
+};
+
+export type ExceptionFilter = {
+  kinds?: readonly ExceptionKind[];
+  /** Only these events. */
+  eventIds?: readonly string[];
+  /** An event without a claim this long after receipt has `failed`. */
+  unreconciledAfterMs: number;
+  /** A delivery still retrying this long after it was written is `delivery_stuck`. */
+  stuckAfterMs: number;
+  /** Pending outbox rows whose run is known to have ended without them (see app/exceptions.ts). */
+  abandonedOutboxIds: readonly number[];
+  includeResolved?: boolean;
+  /** At most this many rows, oldest first; null: all of them. */
+  limit: number | null;
 };
 
 /**
- * Every event an operator has to look at: parked as unmatched, delivered again with another payload
- * (409), failed (a downstream delivery failed permanently, or no claim long after receipt: the
- * workflow failed or no worker ran it), or marked needs_review by a compensation. Oldest first.
+ * Every exception an operator has to look at, oldest first: parked as unmatched; delivered again with
+ * another payload (409); failed (a delivery failed permanently, or no claim long after receipt: the
+ * workflow failed or no worker ran it); marked needs_review by a compensation; a delivery retrying for
+ * longer than the stuck threshold; a delivery that found no target URL; a delivery left pending by a
+ * run that ended (cancelled, terminated). An exception closed by a later resolution of its event and
+ * kind is left out unless `includeResolved`. `settle exceptions`, `settle stats` and the
+ * settle_open_exceptions gauge all count this one list.
  */
-export async function listExceptions(
-  db: Queryable,
-  options: { kinds?: ExceptionKind[]; unreconciledAfterMs: number; limit: number },
-): Promise<ExceptionRow[]> {
-  const kinds = options.kinds?.length ? options.kinds : EXCEPTION_KINDS;
-  const { rows } = await db.query<Omit<ExceptionRow, 'since'> & { since: Date }>(
-    `SELECT * FROM (
+export async function listExceptions(db: Queryable, filter: ExceptionFilter): Promise<ExceptionRow[]> {
+  const kinds = filter.kinds?.length ? filter.kinds : EXCEPTION_KINDS;
+  const { rows } = await db.query<
+    Omit<ExceptionRow, 'since' | 'resolution'> & {
+      since: Date;
+      resolved_by: string | null;
+      resolved_at: Date | null;
+      note: string | null;
+    }
+  >(
+    `WITH exceptions AS (
        SELECT outcome AS kind, event_id, shipment_id, claimed_at AS since,
               CASE outcome WHEN 'unmatched' THEN 'no shipment ' || coalesce(shipment_id, '?') || ' when reconciled'
-                           ELSE 'a later step failed and was compensated' END AS detail
+                           ELSE 'a later step failed and was compensated' END AS detail,
+              NULL::text AS target, NULL::int AS attempts, NULL::text AS last_error
          FROM claims WHERE outcome IN ('unmatched', 'needs_review')
        UNION ALL
        SELECT 'conflict', event_id, NULL, first_seen_at,
               deliveries || ' delivery(ies) with another payload (sha256 ' || left(payload_sha256, 12)
-                || '…) refused with 409; the original stands'
+                || '…) refused with 409; the original stands',
+              NULL, NULL, NULL
          FROM conflicts
        UNION ALL
        SELECT 'failed', event_id, shipment_id, created_at,
               target || '.' || action || ' failed after ' || attempts || ' attempt(s)'
-                || coalesce(': ' || last_error, '')
+                || coalesce(': ' || last_error, ''),
+              target, attempts, last_error
          FROM outbox WHERE status = 'failed'
        UNION ALL
        SELECT 'failed', e.event_id, e.payload #>> '{data,shipment_id}', e.received_at,
               'not reconciled ' || floor(EXTRACT(EPOCH FROM now() - e.received_at) / 60) || ' min after receipt'
-                || ' (workflow failed, or no worker polls the task queue)'
+                || ' (workflow failed, or no worker polls the task queue)',
+              NULL, NULL, NULL
          FROM events e LEFT JOIN claims c USING (event_id)
         WHERE c.event_id IS NULL AND e.received_at < now() - ($2::bigint * interval '1 millisecond')
-     ) exceptions
-     WHERE kind = ANY($1::text[])
-     ORDER BY since, event_id
-     LIMIT $3::int`,
-    [kinds, options.unreconciledAfterMs, options.limit],
+       UNION ALL
+       SELECT CASE WHEN outbox_id = ANY($4::bigint[]) THEN 'delivery_abandoned' ELSE 'delivery_stuck' END,
+              event_id, shipment_id, created_at,
+              CASE WHEN outbox_id = ANY($4::bigint[])
+                   THEN target || '.' || action || ' still pending after ' || attempts
+                          || ' attempt(s), and its run has ended: nothing will deliver it'
+                   ELSE target || '.' || action || ' retrying for '
+                          || floor(EXTRACT(EPOCH FROM now() - created_at) / 60) || ' min, ' || attempts
+                          || ' attempt(s)' END
+                || coalesce(', last error: ' || last_error, ''),
+              target, attempts, last_error
+         FROM outbox
+        WHERE status = 'pending'
+          AND (outbox_id = ANY($4::bigint[])
+               OR ((attempts > 0 OR last_error IS NOT NULL)
+                   AND created_at < now() - ($3::bigint * interval '1 millisecond')))
+       UNION ALL
+       SELECT 'not_configured', event_id, shipment_id, created_at,
+              target || '.' || action || ' not sent: the worker that ran it has no ' || upper(target)
+                || ' URL (SETTLE_' || upper(target) || '_URL)',
+              target, attempts, last_error
+         FROM outbox WHERE status = 'not_configured'
+     )
+     SELECT x.*, r.resolved_by, r.resolved_at, r.note
+       FROM exceptions x
+       LEFT JOIN LATERAL (
+         SELECT resolved_by, resolved_at, note FROM exception_resolutions r
+          WHERE r.event_id = x.event_id AND r.kind = x.kind AND r.resolved_at >= x.since
+          ORDER BY resolved_at DESC LIMIT 1
+       ) r ON true
+      WHERE x.kind = ANY($1::text[])
+        AND ($5::text[] IS NULL OR x.event_id = ANY($5::text[]))
+        AND ($6::boolean OR r.resolved_at IS NULL)
+      ORDER BY x.since, x.event_id, x.target NULLS FIRST
+      LIMIT $7::int`,
+    [
+      kinds,
+      filter.unreconciledAfterMs,
+      filter.stuckAfterMs,
+      filter.abandonedOutboxIds,
+      filter.eventIds ?? null,
+      filter.includeResolved ?? false,
+      filter.limit,
+    ],
   );
-  return rows.map((row) => ({ ...row, since: row.since.toISOString() }));
+  return rows.map(({ resolved_by, resolved_at, note, ...row }) => ({
+    ...row,
+    since: row.since.toISOString(),
+    resolution:
+      resolved_by && resolved_at
+        ? { resolved_by, resolved_at: resolved_at.toISOString(), note: note ?? '' }
+        : null,
+  }));
+}
+
+/**
+ * Events with outbox rows left pending for a while: the candidates for `delivery_abandoned`, whose run
+ * has to be asked whether it still runs. Oldest first, at most `limit` events.
+ */
+export async function eventsWithIdlePendingOutbox(
+  db: Queryable,
+  options: { idleForMs: number; limit: number },
+): Promise<{ eventId: string; outboxIds: number[] }[]> {
+  const { rows } = await db.query<{ eventId: string; outboxIds: string[] }>(
+    `SELECT event_id AS "eventId", array_agg(outbox_id ORDER BY outbox_id)::text[] AS "outboxIds"
+       FROM outbox
+      WHERE status = 'pending' AND updated_at < now() - ($1::bigint * interval '1 millisecond')
+      GROUP BY event_id
+      ORDER BY min(created_at)
+      LIMIT $2::int`,
+    [options.idleForMs, options.limit],
+  );
+  return rows.map((row) => ({ eventId: row.eventId, outboxIds: row.outboxIds.map(Number) }));
+}
+
+export type ResolutionRecord = { event_id: string; kind: ExceptionKind } & Resolution;
+
+/** Records that an operator closed these exceptions (append-only: the audit trail). */
+export async function insertResolutions(
+  db: Queryable,
+  resolutions: { eventId: string; kind: ExceptionKind }[],
+  audit: { resolvedBy: string; note: string },
+): Promise<ResolutionRecord[]> {
+  if (!resolutions.length) return [];
+  const { rows } = await db.query<Omit<ResolutionRecord, 'resolved_at'> & { resolved_at: Date }>(
+    `INSERT INTO exception_resolutions (event_id, kind, resolved_by, note)
+     SELECT event_id, kind, $3::text, $4::text FROM unnest($1::text[], $2::text[]) AS r (event_id, kind)
+     RETURNING event_id, kind, resolved_by, resolved_at, note`,
+    [resolutions.map((r) => r.eventId), resolutions.map((r) => r.kind), audit.resolvedBy, audit.note],
+  );
+  return rows.map((row) => ({ ...row, resolved_at: row.resolved_at.toISOString() }));
 }

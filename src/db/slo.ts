@@ -16,7 +16,6 @@ export type SloFigures = {
   event_to_commit_seconds: Percentiles;
   /** Unmatched events later applied by a replay: from park to fix. */
   replay_recovery_seconds: Percentiles;
-  open_exceptions: { unmatched: number; needs_review: number; unreconciled: number };
   outbox: { pending: number; oldest_pending_age_seconds: number | null; failed: number };
   /** Reminder deliveries past due and not yet delivered. */
   reminders: { overdue: number; oldest_overdue_age_seconds: number | null };
@@ -57,10 +56,7 @@ export async function outboxBacklog(
   return { pending: row.pending, oldestPendingAgeSeconds: row.oldest, failed: row.failed };
 }
 
-export async function computeSloFigures(
-  db: Queryable,
-  options: { windowMs: number; unreconciledAfterMs: number },
-): Promise<SloFigures> {
+export async function computeSloFigures(db: Queryable, options: { windowMs: number }): Promise<SloFigures> {
   const { rows: bounds } = await db.query<{ since: Date; until: Date }>(
     `SELECT now() - ($1::bigint * interval '1 millisecond') AS since, now() AS until`,
     [options.windowMs],
@@ -68,7 +64,7 @@ export async function computeSloFigures(
   const { since, until } = bounds[0]!;
   const args = [since];
 
-  const [events, repeats, claims, commit, recovery, open, outbox, reminders] = await Promise.all([
+  const [events, repeats, claims, commit, recovery, outbox, reminders] = await Promise.all([
     db.query<{ source: string; n: number }>(
       `SELECT source, count(*)::int AS n FROM events WHERE received_at >= $1::timestamptz GROUP BY source`,
       args,
@@ -96,15 +92,6 @@ export async function computeSloFigures(
         WHERE updated_at >= $1::timestamptz AND updated_at > claimed_at AND outcome IN ('applied', 'stale')`,
       args,
     ),
-    db.query<{ unmatched: number; needs_review: number; unreconciled: number }>(
-      `SELECT count(*) FILTER (WHERE outcome = 'unmatched')::int AS unmatched,
-              count(*) FILTER (WHERE outcome = 'needs_review')::int AS needs_review,
-              (SELECT count(*) FROM events e LEFT JOIN claims c USING (event_id)
-                WHERE c.event_id IS NULL
-                  AND e.received_at < now() - ($1::bigint * interval '1 millisecond'))::int AS unreconciled
-         FROM claims WHERE outcome IN ('unmatched', 'needs_review')`,
-      [options.unreconciledAfterMs],
-    ),
     outboxBacklog(db),
     reminderBacklog(db),
   ]);
@@ -122,7 +109,6 @@ export async function computeSloFigures(
     duplicate_claim_rate: totalClaims ? repeatClaims / (totalClaims + repeatClaims) : null,
     event_to_commit_seconds: commit.rows[0]!,
     replay_recovery_seconds: recovery.rows[0]!,
-    open_exceptions: open.rows[0]!,
     outbox: {
       pending: outbox.pending,
       oldest_pending_age_seconds: outbox.oldestPendingAgeSeconds,

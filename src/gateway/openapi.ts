@@ -472,6 +472,10 @@ export const openApiDocument = {
               },
             ],
           },
+          missing_shipment_id: {
+            type: ['string', 'null'],
+            description: 'The shipment the event names when no such shipment exists (why it is unmatched).',
+          },
           ledger: {
             type: 'array',
             items: {

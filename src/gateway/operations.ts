@@ -1,5 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Client } from '@temporalio/client';
 import type pg from 'pg';
+import { DEFAULT_DELIVERY_STUCK_AFTER_MS } from '../config';
 import {
   METRICS_CONTENT_TYPE,
   renderMetrics,
@@ -18,8 +20,14 @@ declare module 'fastify' {
 
 const WEBHOOK_ROUTE = '/webhooks/payments';
 
-/** `GET /metrics`, `GET /openapi.json`, and the counting of every webhook by outcome. */
-export function registerOperatorRoutes(app: FastifyInstance, deps: { pool: pg.Pool }) {
+/**
+ * `GET /metrics`, `GET /openapi.json`, and the counting of every webhook by outcome. The gateway is the
+ * one role that exports the gauges read from PostgreSQL (backlog, open exceptions).
+ */
+export function registerOperatorRoutes(
+  app: FastifyInstance,
+  deps: { pool: pg.Pool; client: Client; deliveryStuckAfterMs?: number },
+) {
   app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     if (
       reply.statusCode >= 400 &&
@@ -44,7 +52,13 @@ export function registerOperatorRoutes(app: FastifyInstance, deps: { pool: pg.Po
   });
 
   app.get('/metrics', async (_request, reply) =>
-    reply.header('content-type', METRICS_CONTENT_TYPE).send(await renderMetrics(deps.pool)),
+    reply.header('content-type', METRICS_CONTENT_TYPE).send(
+      await renderMetrics({
+        db: deps.pool,
+        client: deps.client,
+        deliveryStuckAfterMs: deps.deliveryStuckAfterMs ?? DEFAULT_DELIVERY_STUCK_AFTER_MS,
+      }),
+    ),
   );
 
   app.get('/openapi.json', async () => openApiDocument);

@@ -25,6 +25,7 @@ export async function startGateway(deps: {
     webhookSecrets: config.webhookSecrets,
     apiToken: config.apiToken,
     allowPrivateTargets: config.allowPrivateTargets,
+    deliveryStuckAfterMs: config.deliveryStuckAfterMs,
     logger,
   });
   const host = deps.host ?? config.host ?? DEFAULT_HOST;

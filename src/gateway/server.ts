@@ -33,6 +33,8 @@ export type GatewayDependencies = {
   logger: Logger;
   /** Accept reminder targets on private and loopback addresses (SETTLE_ALLOW_PRIVATE_TARGETS). */
   allowPrivateTargets?: boolean;
+  /** SETTLE_DELIVERY_STUCK_AFTER, for the settle_open_exceptions gauge (default 5m). */
+  deliveryStuckAfterMs?: number;
 };
 
 export function buildGateway(deps: GatewayDependencies): FastifyInstance {

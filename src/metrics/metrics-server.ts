@@ -1,19 +1,20 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Queryable } from '../db/pool';
 import { DEFAULT_HOST } from '../config';
 import { METRICS_CONTENT_TYPE, renderMetrics } from './settle-metrics';
 
-/** `settle worker`'s endpoint: GET /metrics (settle's and the Temporal SDK's) and GET /healthz. */
+/**
+ * `settle worker`'s endpoint: GET /metrics (settle's and the Temporal SDK's) and GET /healthz. The
+ * figures read from PostgreSQL are the gateway's to export, not a worker's (see settle-metrics.ts).
+ */
 export async function startMetricsServer(options: {
   port: number;
   /** The interface (HOST); unset: DEFAULT_HOST, this machine only. */
   host?: string;
-  db?: Queryable;
 }): Promise<{ server: Server; url: string; close(): Promise<void> }> {
   const server = createServer((request, response) => {
     if (request.method === 'GET' && request.url === '/metrics') {
-      renderMetrics(options.db).then(
+      renderMetrics().then(
         (text) => response.writeHead(200, { 'content-type': METRICS_CONTENT_TYPE }).end(text),
         () => response.writeHead(500).end(),
       );

@@ -1,4 +1,6 @@
+import type { Client } from '@temporalio/client';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { countByKind, DEFAULT_UNRECONCILED_AFTER_MS, openExceptions } from '../app/exceptions';
 import type { Queryable } from '../db/pool';
 import { outboxBacklog, reminderBacklog } from '../db/slo';
 import { renderTemporalMetrics } from './temporal-metrics';
@@ -73,40 +75,69 @@ export const purgedClaimsTotal = new Counter({
   registers: [registry],
 });
 
+// The gauges below are read from PostgreSQL at scrape time, so every process would export the same
+// figures: only the gateway exports them (see docs/operations.md), so that a sum does not double-count.
+// They live in a registry of their own, rendered only when the caller hands over the database.
+const databaseRegistry = new Registry();
+
 const outboxPending = new Gauge({
   name: 'settle_outbox_pending',
-  help: 'Outbox rows not yet delivered downstream (read from PostgreSQL at scrape time).',
-  registers: [registry],
+  help: 'Outbox rows not yet delivered downstream (read from PostgreSQL by the gateway at scrape time).',
+  registers: [databaseRegistry],
 });
 
 const outboxOldestPendingAge = new Gauge({
   name: 'settle_outbox_oldest_pending_age_seconds',
-  help: 'Age of the oldest undelivered outbox row; 0 when none is pending.',
-  registers: [registry],
+  help: 'Age of the oldest undelivered outbox row; 0 when none is pending (PostgreSQL, gateway only).',
+  registers: [databaseRegistry],
 });
 
 const reminderOldestOverdueAge = new Gauge({
   name: 'settle_reminders_oldest_overdue_age_seconds',
-  help: 'How long the most overdue undelivered reminder has been due; 0 when none is overdue.',
-  registers: [registry],
+  help: 'How long the most overdue undelivered reminder has been due; 0 when none is overdue (gateway only).',
+  registers: [databaseRegistry],
 });
 
+const openExceptionsGauge = new Gauge({
+  name: 'settle_open_exceptions',
+  help: 'Open exceptions by kind: the list `settle exceptions` prints (PostgreSQL and Temporal, gateway only).',
+  labelNames: ['kind'] as const,
+  registers: [databaseRegistry],
+});
+
+/** What the gateway needs to export the figures read from PostgreSQL (and, for exceptions, Temporal). */
+export type DatabaseGaugeSource = { db: Queryable; client: Client; deliveryStuckAfterMs: number };
+
 /**
- * The Prometheus text of `GET /metrics`: settle's counters and histograms, the backlog gauges read
- * from PostgreSQL now (left at their last value if it does not answer), and the Temporal SDK's own.
+ * The Prometheus text of `GET /metrics`: settle's counters and histograms, with `source` (the gateway)
+ * the gauges read from PostgreSQL now (left at their last value if it does not answer), and the
+ * Temporal SDK's own.
  */
-export async function renderMetrics(db?: Queryable): Promise<string> {
-  if (db) {
+export async function renderMetrics(source?: DatabaseGaugeSource): Promise<string> {
+  if (source) {
+    const { db, client } = source;
     try {
       const backlog = await outboxBacklog(db);
       outboxPending.set(backlog.pending);
       outboxOldestPendingAge.set(backlog.oldestPendingAgeSeconds ?? 0);
       reminderOldestOverdueAge.set((await reminderBacklog(db)).oldestOverdueAgeSeconds ?? 0);
+      const open = await openExceptions(
+        { db, client },
+        {
+          unreconciledAfterMs: DEFAULT_UNRECONCILED_AFTER_MS,
+          stuckAfterMs: source.deliveryStuckAfterMs,
+          limit: null,
+        },
+      );
+      for (const [kind, count] of Object.entries(countByKind(open.exceptions))) {
+        openExceptionsGauge.set({ kind }, count);
+      }
     } catch {
       // PostgreSQL down: /readyz says so; the scrape still serves everything else.
     }
   }
-  return `${await registry.metrics()}${renderTemporalMetrics()}`;
+  const database = source ? await databaseRegistry.metrics() : '';
+  return `${await registry.metrics()}${database}${renderTemporalMetrics()}`;
 }
 
 export const METRICS_CONTENT_TYPE = registry.contentType;

@@ -1,4 +1,4 @@
-export { paymentWorkflow } from './payment';
+export { paymentWorkflow, reconciledQuery } from './payment';
 export { purgeClaimsWorkflow } from './purge';
 export type { PaymentWorkflowInput, PaymentWorkflowResult } from './payment';
 export { cancelReminderSignal, reminderWorkflow } from './reminder';

@@ -1,10 +1,12 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  defineQuery,
   log,
   patched,
   proxyActivities,
   proxyLocalActivities,
+  setHandler,
   sleep,
 } from '@temporalio/workflow';
 import type { Activities, OutboxDeliveryResult, ReconcileResult } from '../activities';
@@ -20,6 +22,13 @@ export type PaymentWorkflowResult = ReconcileResult & {
   /** True when a downstream refused a step and the earlier steps were undone: outcome `needs_review`. */
   compensated: boolean;
 };
+
+/**
+ * What this run's reconcile decided (the claim's outcome, and the outbox rows as they stood, which
+ * the run then delivers if the outcome is `applied`); null until it has. `settle replay` asks it, so
+ * it can answer without waiting for the deliveries. A query adds nothing to the history.
+ */
+export const reconciledQuery = defineQuery<ReconcileResult | null>('reconciled');
 
 /**
  * Reconcile and the ledger-side compensation are PostgreSQL transactions: they retry without limit on
@@ -103,6 +112,8 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
     throw ApplicationFailure.nonRetryable('payment event failed validation', ErrorCode.InvalidWorkflowInput);
   }
   const { event } = input;
+  let decided: ReconcileResult | null = null;
+  setHandler(reconciledQuery, () => decided);
   const saga = new Saga();
   // Registered before reconcile runs; like every compensation it runs only after a downstream refusal.
   saga.add('reverse ledger entries and flag for review', (reason) =>
@@ -114,6 +125,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
   const reconciled = localFirst
     ? await locallyFirst('reconcile', () => local.reconcilePayment(event), reconcile, 500)
     : await reconcile();
+  decided = reconciled;
   log.info('payment event reconciled', {
     eventType: event.type,
     shipmentId: event.data.shipment_id,

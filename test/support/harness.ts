@@ -96,6 +96,7 @@ export async function startTestStack(
     carrierUrl: undefined,
     erpUrl: undefined,
     claimRetentionMs: 90 * 86_400_000,
+    deliveryStuckAfterMs: 5 * 60_000,
     allowPrivateTargets: true,
     ...options.config,
   };
@@ -108,6 +109,7 @@ export async function startTestStack(
     apiToken,
     logger,
     allowPrivateTargets: config.allowPrivateTargets,
+    deliveryStuckAfterMs: config.deliveryStuckAfterMs,
   });
   await gateway.listen({ port: 0, host: '127.0.0.1' });
   const port = (gateway.server.address() as AddressInfo).port;

@@ -1,32 +1,44 @@
+import { userInfo } from 'node:os';
 import type { Command } from 'commander';
-import { EXCEPTION_KINDS, listExceptions, type ExceptionKind, type ExceptionRow } from '../../db/exceptions';
-import { parseDuration } from '../../domain/duration';
-import { CliError, output, withDatabase } from '../context';
-
-const NEXT_STEP: Record<ExceptionKind, string> = {
-  unmatched: 'add the shipment (settle shipments add <id>), then settle replay <event id>',
-  conflict: 'the provider reused an ID with another payload; the original stands: ask the provider',
-  failed: 'settle inspect <event id>; fix the cause, then settle replay <event id>',
-  needs_review: 'a compensation ran: settle inspect <event id> and settle the case by hand',
-};
+import {
+  DEFAULT_UNRECONCILED_AFTER_MS,
+  NEXT_STEP,
+  openExceptions,
+  resolveExceptions,
+  type ExceptionList,
+  type ResolveResult,
+} from '../../app/exceptions';
+import { EXCEPTION_KINDS, type ExceptionKind } from '../../db/exceptions';
+import { formatDuration, parseDuration } from '../../domain/duration';
+import { CliError, output, withServices } from '../context';
 
 export function registerExceptions(program: Command) {
-  program
+  const exceptions = program
     .command('exceptions')
     .description(
-      'List the events that need an operator: unmatched (no shipment), conflicting (ID reused with another ' +
-        'payload, refused with 409), failed (a delivery failed, or no claim long after receipt) and needs_review.',
+      'List the events that need an operator: unmatched (no shipment), conflict (ID reused with another ' +
+        'payload, refused with 409), failed (a delivery failed, or no claim long after receipt), needs_review ' +
+        '(compensated), delivery_stuck (retrying longer than SETTLE_DELIVERY_STUCK_AFTER), not_configured ' +
+        '(no target URL) and delivery_abandoned (left pending by a cancelled or terminated run), each with ' +
+        'its next step. `settle exceptions resolve` closes them.',
     )
     .option('--kind <kind...>', `only these kinds: ${EXCEPTION_KINDS.join(', ')}`)
     .option(
       '--unreconciled-after <duration>',
       'an event without a claim this long after receipt has failed',
-      '15m',
+      formatDuration(DEFAULT_UNRECONCILED_AFTER_MS),
     )
+    .option('--all', 'also list the exceptions already resolved, with who resolved them, when and why')
     .option('--limit <n>', 'at most this many rows, oldest first', '500')
     .option('--json', 'print the rows as JSON')
     .action(
-      async (options: { kind?: string[]; unreconciledAfter: string; limit: string; json?: boolean }) => {
+      async (options: {
+        kind?: string[];
+        unreconciledAfter: string;
+        all?: boolean;
+        limit: string;
+        json?: boolean;
+      }) => {
         const kinds = (options.kind ?? []) as ExceptionKind[];
         const unknown = kinds.filter((kind) => !EXCEPTION_KINDS.includes(kind));
         if (unknown.length)
@@ -37,20 +49,91 @@ export function registerExceptions(program: Command) {
         const limit = Number(options.limit);
         if (!Number.isInteger(limit) || limit < 1) throw new CliError('--limit must be a positive integer');
 
-        const rows = await withDatabase((pool) =>
-          listExceptions(pool, { kinds, unreconciledAfterMs, limit }),
+        const list = await withServices(({ pool, client, config }) =>
+          openExceptions(
+            { db: pool, client },
+            {
+              kinds,
+              unreconciledAfterMs,
+              stuckAfterMs: config.deliveryStuckAfterMs,
+              includeResolved: options.all,
+              limit,
+            },
+          ),
         );
-        output(options.json, { exceptions: rows, count: rows.length }, (r) => renderExceptions(r.exceptions));
+        output(options.json, { ...list, count: list.exceptions.length }, renderExceptions);
       },
     );
+
+  exceptions
+    .command('resolve')
+    .description(
+      'Close every open exception of these events once they are handled (settled by hand, the provider ' +
+        'asked, the delivery made another way). Audited: who (--by, or the OS user), when, and the note. ' +
+        'Resolved exceptions leave `settle exceptions`, `settle stats` and settle_open_exceptions; ' +
+        '`settle exceptions --all` still lists them. A later exception of the same event is open again.',
+    )
+    .argument('<event-id...>', "the provider's event IDs")
+    .requiredOption('--note <text>', 'what was done, for the audit trail')
+    .option('--by <name>', 'who resolved them (default: the OS user)')
+    .option('--json', 'print the result as JSON')
+    .action(async (eventIds: string[], _own: unknown, command: Command) => {
+      // `--json` is also the parent's option, which commander gives to `exceptions` itself.
+      const options = command.optsWithGlobals<{ note: string; by?: string; json?: boolean }>();
+      const note = options.note.trim();
+      if (!note) throw new CliError('--note must say what was done');
+      const resolvedBy = options.by?.trim() || operatorName();
+      const result = await withServices(({ pool, client, config }) =>
+        resolveExceptions(
+          { db: pool, client },
+          eventIds,
+          { resolvedBy, note },
+          {
+            unreconciledAfterMs: DEFAULT_UNRECONCILED_AFTER_MS,
+            stuckAfterMs: config.deliveryStuckAfterMs,
+          },
+        ),
+      );
+      output(options.json, result, renderResolved);
+      if (result.nothing_open.length) process.exitCode = 4;
+    });
 }
 
-function renderExceptions(rows: ExceptionRow[]): string {
-  if (!rows.length) return 'no exceptions';
-  const lines = rows.map(
-    (row) =>
-      `${row.kind.padEnd(13)} ${row.event_id.padEnd(28)} since ${row.since}  ${row.shipment_id ?? '-'}  ${row.detail}`,
+function operatorName(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return process.env.USER ?? 'unknown';
+  }
+}
+
+function renderExceptions(list: ExceptionList): string {
+  const rows = list.exceptions;
+  const warning = list.runs_checked
+    ? []
+    : ['', 'Temporal did not answer: deliveries left by a cancelled or terminated run may be missing.'];
+  if (!rows.length) return ['no exceptions', ...warning].join('\n');
+  const lines = rows.map((row) =>
+    [
+      `${row.kind.padEnd(18)} ${row.event_id.padEnd(28)} since ${row.since}  ${row.shipment_id ?? '-'}  ${row.detail}`,
+      ...(row.resolution
+        ? [
+            `${''.padEnd(19)}resolved ${row.resolution.resolved_at} by ${row.resolution.resolved_by}: ${row.resolution.note}`,
+          ]
+        : []),
+    ].join('\n'),
   );
-  const kinds = [...new Set(rows.map((row) => row.kind))];
-  return [...lines, '', 'Next steps:', ...kinds.map((kind) => `  ${kind}: ${NEXT_STEP[kind]}`)].join('\n');
+  const kinds = [...new Set(rows.filter((row) => !row.resolution).map((row) => row.kind))];
+  const steps = kinds.length
+    ? ['', 'Next steps:', ...kinds.map((kind) => `  ${kind}: ${NEXT_STEP[kind]}`)]
+    : [];
+  return [...lines, ...steps, ...warning].join('\n');
+}
+
+function renderResolved(result: ResolveResult): string {
+  const lines = result.resolved.map(
+    (row) => `resolved ${row.kind} ${row.event_id} at ${row.resolved_at} by ${row.resolved_by}`,
+  );
+  for (const id of result.nothing_open) lines.push(`nothing open for ${id}; nothing recorded`);
+  return lines.join('\n');
 }

@@ -1,8 +1,11 @@
 import { existsSync } from 'node:fs';
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
-import { importReport, type ImportSummary } from '../../import-report';
+import { importReport, type ImportCounts, type ImportSummary } from '../../import-report';
 import { onShutdown, stopping } from '../../lib/shutdown';
+
+/** With stderr not a terminal, a progress line at least this often. */
+const PROGRESS_LINE_MS = 10_000;
 import { CliError, output, withServices } from '../context';
 
 export function registerImport(program: Command) {
@@ -15,7 +18,10 @@ export function registerImport(program: Command) {
     )
     .argument('<file.jsonl>', 'the report: one event per line, as the provider sends them')
     .option('--concurrency <n>', 'lines in flight at once', parseCount, 4)
-    .option('--json', 'print the summary as JSON (the progress bar stays on stderr)')
+    .option(
+      '--json',
+      'print the summary as JSON (progress stays on stderr: a bar on a terminal, otherwise a plain line at least every 10 s)',
+    )
     .action(async (file: string, options: { concurrency: number; json?: boolean }) => {
       if (!existsSync(file)) throw new CliError(`cannot read ${file}`);
       // Ctrl-C or SIGTERM (lib/shutdown.ts) stops reading; the lines in flight finish (Ctrl-C again quits now).
@@ -34,12 +40,34 @@ export function registerImport(program: Command) {
       });
       const started = Date.now();
       let barStarted = false;
+      // Without a terminal (cron, CI) a bar is noise: plain lines instead, the first at once, then one at
+      // least every PROGRESS_LINE_MS, and the last when the run ends. Their format is in docs/operations.md.
+      const plain = !process.stderr.isTTY;
+      let lastLineAt = 0;
+      let last: { processed: number; total: number; counts: ImportCounts } | undefined;
+      const progressLine = () => {
+        if (!last) return;
+        const seconds = Math.max((Date.now() - started) / 1000, 0.001);
+        const percent = last.total ? Math.floor((last.processed / last.total) * 100) : 100;
+        process.stderr.write(
+          `import: ${last.processed}/${last.total} lines (${percent}%) ${Math.round(last.processed / seconds)}/s ` +
+            `accepted ${last.counts.accepted} duplicate ${last.counts.duplicate} ignored ${last.counts.ignored} ` +
+            `rejected ${last.counts.rejected} elapsed ${Math.round(seconds)}s\n`,
+        );
+        lastLineAt = Date.now();
+      };
+      const ticker = plain ? setInterval(progressLine, PROGRESS_LINE_MS) : undefined;
       try {
         const summary = await withServices(({ pool, client, config }) =>
           importReport({ pool, client, taskQueue: config.taskQueue }, file, {
             concurrency: options.concurrency,
             signal: stopping,
             onProgress: (processed, total, counts) => {
+              if (plain) {
+                last = { processed, total, counts };
+                if (!lastLineAt) progressLine();
+                return;
+              }
               const seconds = Math.max((Date.now() - started) / 1000, 0.001);
               const payload = { ...counts, rate: Math.round(processed / seconds) };
               if (!barStarted) {
@@ -51,6 +79,7 @@ export function registerImport(program: Command) {
           }),
         );
         bar.stop();
+        if (plain) progressLine();
         output(options.json, summary, renderSummary);
         process.exitCode = summary.interrupted
           ? 130
@@ -60,6 +89,7 @@ export function registerImport(program: Command) {
               ? 2
               : 0;
       } finally {
+        clearInterval(ticker);
         bar.stop();
         imported();
         off();

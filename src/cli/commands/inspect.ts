@@ -35,7 +35,13 @@ export function renderInspection(view: EventInspection): string {
           ? `unknown: ${view.workflow_error_message ?? view.workflow_error}`
           : 'no longer kept by Temporal (the claim still decides)'
     }`,
-    `shipment    ${view.shipment ? `${view.shipment.shipment_id}: payment ${view.shipment.payment_status}, hold ${view.shipment.hold_status}` : 'none'}`,
+    `shipment    ${
+      view.shipment
+        ? `${view.shipment.shipment_id}: payment ${view.shipment.payment_status}, hold ${view.shipment.hold_status}`
+        : view.missing_shipment_id
+          ? `${view.missing_shipment_id} does not exist (settle shipments add ${view.missing_shipment_id}, then settle replay ${view.event_id})`
+          : 'none'
+    }`,
     'ledger',
     ...(view.ledger.length
       ? view.ledger.map(

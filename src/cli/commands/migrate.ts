@@ -11,10 +11,10 @@ export function registerMigrate(program: Command) {
     .option('--json', 'print the result as JSON')
     .action(async (options: { json?: boolean }) => {
       const result = await withDatabase(migrate);
-      output(options.json, result, (r) =>
+      output(options.json, { applied: result.applied, already_applied: result.alreadyApplied }, (r) =>
         r.applied.length
           ? `applied: ${r.applied.join(', ')}`
-          : `up to date (${r.alreadyApplied.length} migrations)`,
+          : `up to date (${r.already_applied.length} migrations)`,
       );
     });
 }

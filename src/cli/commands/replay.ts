@@ -1,28 +1,194 @@
 import type { Command } from 'commander';
-import { replayEvent } from '../../replay';
+import { listReplayableUnmatched } from '../../db/claims';
+import { formatDuration, parseDuration } from '../../domain/duration';
+import { replayEvent, type ReplayDelivery, type ReplayResult } from '../../replay';
 import { CliError, output, withServices } from '../context';
+
+/** Unmatched events replayed at once by `--unmatched`. */
+const UNMATCHED_CONCURRENCY = 4;
+const DEFAULT_WAIT_MS = 2 * 60_000;
+/** How long a reconcile may take to decide before the replay reports it undecided. */
+const DECIDE_TIMEOUT_MS = 60_000;
+
+type ReplayReport = {
+  results: ReplayResult[];
+  summary: {
+    replayed: number;
+    applied_now: number;
+    unchanged: number;
+    undecided: number;
+    not_found: number;
+    deliveries_started: number;
+    deliveries_pending: number;
+    interrupted: boolean;
+  };
+};
 
 export function registerReplay(program: Command) {
   program
     .command('replay')
     .description(
-      'Push one stored event through the path again. An applied claim makes it a no-op; an unmatched ' +
-        'event is applied now if its shipment exists. Never replays anything else.',
+      'Push stored events through the path again. The claim decides: an applied event changes nothing ' +
+        '(its pending deliveries, e.g. after a cancelled run, are sent again), an unmatched one is applied ' +
+        'now if its shipment exists. Returns once each reconcile has decided and says what happened: the ' +
+        'claim before and after, and each delivery started, in flight or already settled; --wait also ' +
+        'waits for the deliveries. Safe to interrupt and rerun. Exit codes: 0 done, 4 an event is unknown, ' +
+        '75 a reconcile did not decide (or, with --wait, a delivery was still pending) in time, 2 with ' +
+        '--wait a delivery ended undelivered, 130 interrupted.',
     )
-    .argument('<event-id>', "the provider's event ID")
-    .option('--json', 'print the result as JSON')
-    .action(async (eventId: string, options: { json?: boolean }) => {
-      const result = await withServices(({ pool, client, config }) =>
-        replayEvent({ pool, client, taskQueue: config.taskQueue }, eventId),
+    .argument('[event-id...]', "the provider's event IDs")
+    .option('--unmatched', 'replay every unmatched event whose shipment now exists, with progress')
+    .option('--wait', 'also wait until no delivery of the event is pending')
+    .option('--timeout <duration>', 'how long --wait waits', formatDuration(DEFAULT_WAIT_MS))
+    .option('--json', 'print the results as JSON')
+    .action(
+      async (
+        eventIds: string[],
+        options: { unmatched?: boolean; wait?: boolean; timeout: string; json?: boolean },
+      ) => {
+        if (options.unmatched && eventIds.length)
+          throw new CliError('give event IDs or --unmatched, not both');
+        if (!options.unmatched && !eventIds.length)
+          throw new CliError('give at least one event ID, or --unmatched');
+        const waitMs = parseDuration(options.timeout);
+        if (waitMs === undefined) throw new CliError('--timeout must be a duration such as 2m or 90s');
+
+        const abort = new AbortController();
+        const onSignal = () => {
+          if (!abort.signal.aborted)
+            process.stderr.write('\nsettle: stopping; what was replayed stands, rerun to finish\n');
+          abort.abort();
+        };
+        process.on('SIGINT', onSignal);
+        process.on('SIGTERM', onSignal);
+        try {
+          const report = await withServices(async ({ pool, client, config }) => {
+            const ids = options.unmatched ? await listReplayableUnmatched(pool) : eventIds;
+            if (options.unmatched)
+              process.stderr.write(`replaying ${ids.length} unmatched event(s) whose shipment now exists\n`);
+            const results: ReplayResult[] = [];
+            let next = 0;
+            const replayNext = async (): Promise<void> => {
+              while (next < ids.length && !abort.signal.aborted) {
+                const id = ids[next++]!;
+                const result = await replayEvent({ pool, client, taskQueue: config.taskQueue }, id, {
+                  decideTimeoutMs: DECIDE_TIMEOUT_MS,
+                  waitForDeliveriesMs: options.wait ? waitMs : undefined,
+                  signal: abort.signal,
+                  onWaiting: (decided) =>
+                    process.stderr.write(
+                      `${decided.event_id}: the claim says ${decided.outcome}; waiting up to ` +
+                        `${formatDuration(waitMs)} for ${decided.pending} pending delivery(ies)…\n`,
+                    ),
+                });
+                results.push(result);
+                if (options.unmatched)
+                  process.stderr.write(`[${results.length}/${ids.length}] ${describeResult(result)}\n`);
+              }
+            };
+            const workers = options.unmatched ? UNMATCHED_CONCURRENCY : 1;
+            await Promise.all(Array.from({ length: workers }, replayNext));
+            return { results: ordered(results, ids), summary: summarise(results, abort.signal.aborted) };
+          });
+          output(options.json, report, renderReport);
+          for (const result of report.results.filter((r) => r.status === 'not_found'))
+            process.stderr.write(`settle: no stored event ${result.event_id}; nothing was replayed\n`);
+          process.exitCode = exitCode(report, options.wait === true);
+        } finally {
+          process.off('SIGINT', onSignal);
+          process.off('SIGTERM', onSignal);
+        }
+      },
+    );
+}
+
+function ordered(results: ReplayResult[], ids: string[]): ReplayResult[] {
+  return [...results].sort((a, b) => ids.indexOf(a.event_id) - ids.indexOf(b.event_id));
+}
+
+function summarise(results: ReplayResult[], interrupted: boolean): ReplayReport['summary'] {
+  const replayed = results.filter((r) => r.status === 'replayed');
+  const deliveries = replayed.flatMap((r) => (r.status === 'replayed' ? r.deliveries : []));
+  return {
+    replayed: replayed.length,
+    applied_now: replayed.filter((r) => r.status === 'replayed' && r.changed && r.after === 'applied').length,
+    unchanged: replayed.filter((r) => r.status === 'replayed' && !r.changed).length,
+    undecided: results.filter((r) => r.status === 'undecided').length,
+    not_found: results.filter((r) => r.status === 'not_found').length,
+    deliveries_started: deliveries.filter((d) => d.action_taken === 'started').length,
+    deliveries_pending: deliveries.filter((d) => d.status === 'pending').length,
+    interrupted,
+  };
+}
+
+function exitCode(report: ReplayReport, waited: boolean): number {
+  const { summary, results } = report;
+  if (summary.interrupted) return 130;
+  if (summary.not_found) return 4;
+  if (summary.undecided) return 75;
+  if (waited) {
+    const settled = results.map((r) => (r.status === 'replayed' ? r.deliveries_settled : true));
+    if (settled.includes(false)) {
+      const stillPending = results.some(
+        (r) => r.status === 'replayed' && r.deliveries.some((d) => d.status === 'pending'),
       );
-      if (result.status === 'not_found') {
-        if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
-        throw new CliError(`no stored event ${eventId}; nothing was replayed`, 4);
-      }
-      output(options.json, result, (r) =>
-        r.changed
-          ? `replayed ${eventId}: ${r.before ?? 'not reconciled'} → ${r.after}`
-          : `replayed ${eventId}: no-op, the claim already says ${r.after}`,
-      );
-    });
+      return stillPending ? 75 : 2;
+    }
+    const undelivered = results.some(
+      (r) =>
+        r.status === 'replayed' &&
+        r.deliveries.some((d) => d.action_taken !== 'none' && d.status !== 'delivered'),
+    );
+    if (undelivered) return 2;
+  }
+  return 0;
+}
+
+function renderDelivery(d: ReplayDelivery): string {
+  const progress = d.attempts ? `, ${d.attempts} attempt(s)` : '';
+  const error = d.last_error ? `, last error: ${d.last_error}` : '';
+  return `${d.target}.${d.action} ${d.status}${progress}${error}`;
+}
+
+function describeResult(r: ReplayResult): string {
+  if (r.status === 'not_found') return `${r.event_id}: no stored event; nothing was replayed`;
+  if (r.status === 'undecided') {
+    return r.run_status
+      ? `${r.event_id}: the run ended ${r.run_status} before its reconcile decided; settle inspect ${r.event_id}`
+      : `${r.event_id}: the reconcile has not decided yet (is a worker running?); rerun later, it is safe`;
+  }
+  const claim = r.changed
+    ? `claim ${r.before ?? 'not reconciled'} → ${r.after}`
+    : `no change, the claim already says ${r.after}`;
+  const started = r.deliveries.filter((d) => d.action_taken === 'started');
+  const inFlight = r.deliveries.filter((d) => d.action_taken === 'in_flight');
+  const rest = r.deliveries.filter((d) => d.action_taken === 'none' || d.action_taken === 'left');
+  const parts = [`${r.event_id}: ${claim}`];
+  if (started.length) {
+    const verb = r.changed ? 'started' : 'restarted';
+    parts.push(`${verb} ${started.length} delivery(ies): ${started.map(renderDelivery).join('; ')}`);
+  }
+  if (inFlight.length) {
+    parts.push(
+      `a run was already running and is sending ${inFlight.length} delivery(ies): ${inFlight.map(renderDelivery).join('; ')}`,
+    );
+  }
+  if (rest.length) parts.push(`nothing to send for ${rest.map(renderDelivery).join('; ')}`);
+  if (!r.deliveries.length) parts.push('no deliveries');
+  if (r.deliveries_settled === false && r.deliveries.some((d) => d.status === 'pending'))
+    parts.push('still pending when --wait gave up');
+  return parts.join('; ');
+}
+
+function renderReport(report: ReplayReport): string {
+  const lines = report.results.map(describeResult);
+  const s = report.summary;
+  if (report.results.length !== 1 || s.interrupted) {
+    lines.push(
+      `${s.replayed} replayed (${s.applied_now} applied now, ${s.unchanged} unchanged), ${s.undecided} undecided, ` +
+        `${s.not_found} not found; ${s.deliveries_started} delivery(ies) started, ${s.deliveries_pending} pending` +
+        (s.interrupted ? '; interrupted: rerun to finish' : ''),
+    );
+  }
+  return lines.join('\n');
 }

@@ -40,11 +40,7 @@ export function registerRoles(program: Command) {
     .action(async () => {
       const { config } = commandConfig();
       const pool = createPool(config.databaseUrl);
-      const metrics = await startMetricsServer({
-        port: config.metricsPort ?? 0,
-        host: config.host,
-        db: pool,
-      });
+      const metrics = await startMetricsServer({ port: config.metricsPort ?? 0, host: config.host });
       logger.info({ url: `${metrics.url}/metrics` }, 'worker metrics listening');
       try {
         const client = await connectClient(config);

@@ -1,7 +1,14 @@
+import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { addShipments } from '../../db/shipments';
 import { parseDuration } from '../../domain/duration';
-import { simulateTraffic, simulatedShipmentIds, type SimulateSummary } from '../../simulate';
+import {
+  planTraffic,
+  reportLines,
+  simulateTraffic,
+  simulatedShipmentIds,
+  type SimulateSummary,
+} from '../../simulate';
 import { onShutdown, stopping } from '../../lib/shutdown';
 import { resolveEnvironment } from '../../stack/dev-state';
 import { CliError, output, withDatabase } from '../context';
@@ -17,6 +24,7 @@ type Options = {
   seed?: string;
   runId?: string;
   addShipments?: boolean;
+  out?: string;
   json?: boolean;
 };
 
@@ -38,8 +46,13 @@ export function registerSimulate(program: Command) {
     .option('--seed <n>', 'same seed, same traffic')
     .option('--run-id <id>', 'prefix of the generated IDs (default: a new one)')
     .option('--add-shipments', 'add the simulated shipments to DATABASE_URL first, so events apply')
+    .option(
+      '--out <report.jsonl>',
+      'send nothing: write the same traffic as a provider report (one event per line) for settle import',
+    )
     .option('--json', 'print the summary as JSON')
     .action(async (options: Options) => {
+      if (options.out) return writeReport(options, options.out);
       const env = resolveEnvironment();
       const secret = (env.SETTLE_WEBHOOK_SECRETS ?? '').split(',')[0]?.trim();
       if (!secret) throw new CliError('SETTLE_WEBHOOK_SECRETS is not set and no development secret exists.');
@@ -98,6 +111,43 @@ function integer(flag: string, value: string, min: number, max: number): number 
   const n = number(flag, value, min, max);
   if (!Number.isInteger(n)) throw new CliError(`${flag} must be an integer`);
   return n;
+}
+
+function planOptions(options: Options) {
+  const count = integer('--count', options.count, 1, 1_000_000);
+  const runId = options.runId ?? `sim${Date.now().toString(36)}`;
+  if (!/^[A-Za-z0-9_.-]{1,40}$/.test(runId)) throw new CliError('--run-id must be 1 to 40 of [A-Za-z0-9_.-]');
+  return {
+    count,
+    runId,
+    duplicateShare: number('--duplicates', options.duplicates, 0, 1),
+    lateReplayShare: number('--late', options.late, 0, 1),
+    outOfOrderShare: number('--out-of-order', options.outOfOrder, 0, 1),
+    seed: options.seed === undefined ? undefined : integer('--seed', options.seed, 0, 2 ** 31),
+  };
+}
+
+/** `--out`: the traffic as a report file, and the shipments it needs (added with --add-shipments). */
+async function writeReport(options: Options, file: string): Promise<void> {
+  const plan = planTraffic(planOptions(options));
+  if (options.addShipments) await withDatabase((pool) => addShipments(pool, plan.shipmentIds));
+  writeFileSync(file, reportLines(plan));
+  const summary = {
+    file,
+    run_id: plan.runId,
+    lines: plan.sends.length,
+    events: plan.events.length,
+    immediate_duplicates: plan.sends.filter((send) => send.kind === 'duplicate').length,
+    late_replays: plan.sends.filter((send) => send.kind === 'late').length,
+    shipment_ids: plan.shipmentIds,
+  };
+  output(
+    options.json,
+    summary,
+    (s) =>
+      `wrote ${s.lines} lines (${s.events} events, ${s.immediate_duplicates} duplicates, ${s.late_replays} late replays) ` +
+      `to ${s.file}; load them with settle import ${s.file}`,
+  );
 }
 
 function renderSummary(s: SimulateSummary): string {

@@ -1,9 +1,11 @@
 import type { Command } from 'commander';
+import { countByKind, DEFAULT_UNRECONCILED_AFTER_MS, openExceptions } from '../../app/exceptions';
+import type { ExceptionKind } from '../../db/exceptions';
 import { computeSloFigures, type Percentiles, type SloFigures } from '../../db/slo';
 import { parseDuration } from '../../domain/duration';
 import { histogramQuantile, parsePrometheusText, sumOf } from '../../metrics/prometheus-text';
 import { resolveEnvironment } from '../../stack/dev-state';
-import { CliError, output, withDatabase } from '../context';
+import { CliError, output, withServices } from '../context';
 
 const OUTCOMES = ['accepted', 'duplicate', 'ignored', 'conflict', 'rejected', 'unavailable'] as const;
 
@@ -22,7 +24,8 @@ export function registerStats(program: Command) {
     .command('stats')
     .description(
       'The SLO figures: events and duplicates, claims by outcome and the duplicate-claim rate, ' +
-        'event-to-commit latency (p50/p99), replay-safe recovery time, open exceptions, outbox and reminder ' +
+        'event-to-commit latency (p50/p99), replay-safe recovery time, open exceptions by kind (the same set ' +
+        '`settle exceptions` lists), outbox and reminder ' +
         'backlog, all from PostgreSQL; plus webhooks by outcome, ack latency and transaction failures from ' +
         "a gateway's or worker's /metrics when one is reachable.",
     )
@@ -35,9 +38,19 @@ export function registerStats(program: Command) {
     .action(async (options: { since: string; metricsUrl?: string; json?: boolean }) => {
       const windowMs = parseDuration(options.since);
       if (windowMs === undefined) throw new CliError('--since must be a duration such as 24h or 7d');
-      const figures = await withDatabase((pool) =>
-        computeSloFigures(pool, { windowMs, unreconciledAfterMs: 15 * 60_000 }),
-      );
+      const figures = await withServices(async ({ pool, client, config }) => {
+        const slo = await computeSloFigures(pool, { windowMs });
+        const open = await openExceptions(
+          { db: pool, client },
+          {
+            unreconciledAfterMs: DEFAULT_UNRECONCILED_AFTER_MS,
+            stuckAfterMs: config.deliveryStuckAfterMs,
+            limit: null,
+          },
+        );
+        const byKind = countByKind(open.exceptions);
+        return { ...slo, open_exceptions: { ...byKind, total: open.exceptions.length } };
+      });
       const gateway = resolveEnvironment().SETTLE_GATEWAY_URL;
       const metricsUrl = options.metricsUrl ?? (gateway ? `${gateway}/metrics` : undefined);
       const live = metricsUrl ? await readLiveFigures(metricsUrl) : null;
@@ -86,7 +99,10 @@ const entries = (record: Record<string, number>) =>
     .map(([key, value]) => `${key} ${value}`)
     .join(', ') || 'none';
 
-function renderStats(s: SloFigures & { live: LiveFigures | null }): string {
+type OpenExceptions = Record<ExceptionKind, number> & { total: number };
+
+function renderStats(s: SloFigures & { open_exceptions: OpenExceptions; live: LiveFigures | null }): string {
+  const { total, ...open } = s.open_exceptions;
   const lines = [
     `window                 ${s.window.since} → ${s.window.until}`,
     `events accepted        ${s.events.accepted} (${entries(s.events.by_source)})`,
@@ -95,7 +111,7 @@ function renderStats(s: SloFigures & { live: LiveFigures | null }): string {
     `duplicate-claim rate   ${s.duplicate_claim_rate === null ? '-' : `${(s.duplicate_claim_rate * 100).toFixed(2)} %`} (${s.claims.repeat_claims} repeats refused by the claim)`,
     `event → commit         ${latency(s.event_to_commit_seconds)}`,
     `replay-safe recovery   ${latency(s.replay_recovery_seconds)}`,
-    `open exceptions        unmatched ${s.open_exceptions.unmatched}, needs_review ${s.open_exceptions.needs_review}, unreconciled ${s.open_exceptions.unreconciled}`,
+    `open exceptions        ${total} (${entries(Object.fromEntries(Object.entries(open).filter(([, n]) => n > 0)))})`,
     `outbox                 pending ${s.outbox.pending}, oldest ${seconds(s.outbox.oldest_pending_age_seconds)}, failed ${s.outbox.failed}`,
     `reminders overdue      ${s.reminders.overdue}, oldest ${seconds(s.reminders.oldest_overdue_age_seconds)}`,
   ];

@@ -1,0 +1,151 @@
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import {
+  EXCEPTION_KINDS,
+  eventsWithIdlePendingOutbox,
+  insertResolutions,
+  listExceptions,
+  type ExceptionKind,
+  type ExceptionRow,
+  type ResolutionRecord,
+} from '../db/exceptions';
+import type { Queryable } from '../db/pool';
+import { paymentWorkflowId } from '../domain/ids';
+
+/** What an operator does about each kind; `settle exceptions` prints it, docs/operations.md explains it. */
+export const NEXT_STEP: Record<ExceptionKind, string> = {
+  unmatched: 'add the shipment (settle shipments add <id>), then settle replay <event id> (or --unmatched)',
+  conflict:
+    'the provider reused an ID with another payload; the original stands: ask the provider, then resolve',
+  failed:
+    'settle inspect <event id>; fix the cause, then settle replay <event id>, or settle it by hand and resolve',
+  needs_review:
+    'a compensation ran: settle inspect <event id>, settle the case by hand, then settle exceptions resolve',
+  delivery_stuck:
+    'the target keeps failing: fix it (its last error says why) and the delivery goes through by itself',
+  not_configured: 'set SETTLE_CARRIER_URL and SETTLE_ERP_URL on every worker, then settle replay <event id>',
+  delivery_abandoned: 'its run was cancelled or terminated: settle replay <event id> sends what is pending',
+};
+
+/** An event without a claim this long after receipt is `failed` (workflow failed, or no worker). */
+export const DEFAULT_UNRECONCILED_AFTER_MS = 15 * 60_000;
+
+/** Outbox rows idle this long are checked against their run; a younger one may just be between steps. */
+const ABANDONED_IDLE_MS = 10_000;
+/** How many events' runs one listing asks Temporal about, and how many at once. */
+const ABANDONED_CHECK_LIMIT = 200;
+const ABANDONED_CHECK_BATCH = 20;
+const DESCRIBE_DEADLINE_MS = 5_000;
+
+export type ExceptionOptions = {
+  kinds?: readonly ExceptionKind[];
+  eventIds?: readonly string[];
+  unreconciledAfterMs: number;
+  stuckAfterMs: number;
+  includeResolved?: boolean;
+  limit: number | null;
+};
+
+/** An exception with what to do about it, the event's own IDs filled in. */
+export type OpenException = ExceptionRow & { next_step: string };
+
+export type ExceptionList = {
+  exceptions: OpenException[];
+  /** False when Temporal could not be asked about every run: abandoned deliveries may be missing. */
+  runs_checked: boolean;
+};
+
+/**
+ * The open exceptions (with `includeResolved`, the closed ones too): the one list behind `settle
+ * exceptions`, `settle stats` and the settle_open_exceptions gauge. A delivery left pending by a run
+ * that has ended (cancelled, terminated, or no longer known to Temporal) is found by asking Temporal
+ * about the runs of events whose outbox rows sit idle, oldest first and bounded; when Temporal does not
+ * answer, the rest of the list still comes from PostgreSQL and `runs_checked` says so.
+ */
+export async function openExceptions(
+  deps: { db: Queryable; client?: Client },
+  options: ExceptionOptions,
+): Promise<ExceptionList> {
+  const { outboxIds, complete } = deps.client
+    ? await abandonedOutboxIds(deps.db, deps.client)
+    : { outboxIds: [], complete: false };
+  const rows = await listExceptions(deps.db, { ...options, abandonedOutboxIds: outboxIds });
+  const exceptions = rows.map((row) => ({
+    ...row,
+    next_step: NEXT_STEP[row.kind]
+      .replaceAll('<event id>', row.event_id)
+      .replace('<id>', row.shipment_id ?? '<id>'),
+  }));
+  return { exceptions, runs_checked: complete };
+}
+
+/** Open exceptions by kind, every kind present (0 when none). */
+export function countByKind(rows: readonly ExceptionRow[]): Record<ExceptionKind, number> {
+  const counts = Object.fromEntries(EXCEPTION_KINDS.map((kind) => [kind, 0])) as Record<
+    ExceptionKind,
+    number
+  >;
+  for (const row of rows) counts[row.kind] += 1;
+  return counts;
+}
+
+async function abandonedOutboxIds(
+  db: Queryable,
+  client: Client,
+): Promise<{ outboxIds: number[]; complete: boolean }> {
+  const candidates = await eventsWithIdlePendingOutbox(db, {
+    idleForMs: ABANDONED_IDLE_MS,
+    limit: ABANDONED_CHECK_LIMIT,
+  });
+  const outboxIds: number[] = [];
+  let complete = true;
+  for (let i = 0; i < candidates.length; i += ABANDONED_CHECK_BATCH) {
+    const batch = candidates.slice(i, i + ABANDONED_CHECK_BATCH);
+    const states = await Promise.all(batch.map((candidate) => runState(client, candidate.eventId)));
+    batch.forEach((candidate, index) => {
+      if (states[index] === 'ended') outboxIds.push(...candidate.outboxIds);
+      if (states[index] === 'unknown') complete = false;
+    });
+    if (!complete) break;
+  }
+  return { outboxIds, complete };
+}
+
+/** Whether the event's latest run still runs (and so will deliver its pending rows). */
+async function runState(client: Client, eventId: string): Promise<'running' | 'ended' | 'unknown'> {
+  try {
+    const description = await client.connection.withDeadline(Date.now() + DESCRIBE_DEADLINE_MS, () =>
+      client.workflow.getHandle(paymentWorkflowId(eventId)).describe(),
+    );
+    return description.status.name === 'RUNNING' ? 'running' : 'ended';
+  } catch (error) {
+    return error instanceof WorkflowNotFoundError ? 'ended' : 'unknown';
+  }
+}
+
+export type ResolveResult = {
+  /** Each exception closed now (event and kind), with the audit record. */
+  resolved: ResolutionRecord[];
+  /** Event IDs that had no open exception: nothing was recorded for them. */
+  nothing_open: string[];
+};
+
+/**
+ * Closes every open exception of the given events, recording who, when and why. An event with nothing
+ * open is named, never an error for the others; resolving twice records nothing the second time.
+ */
+export async function resolveExceptions(
+  deps: { db: Queryable; client?: Client },
+  eventIds: readonly string[],
+  audit: { resolvedBy: string; note: string },
+  options: Pick<ExceptionOptions, 'unreconciledAfterMs' | 'stuckAfterMs'>,
+): Promise<ResolveResult> {
+  const { exceptions } = await openExceptions(deps, { ...options, eventIds, limit: null });
+  const keys = new Map(exceptions.map((row) => [`${row.event_id}\u0000${row.kind}`, row]));
+  const resolved = await insertResolutions(
+    deps.db,
+    [...keys.values()].map((row) => ({ eventId: row.event_id, kind: row.kind })),
+    audit,
+  );
+  const open = new Set(exceptions.map((row) => row.event_id));
+  return { resolved, nothing_open: [...new Set(eventIds)].filter((id) => !open.has(id)) };
+}
