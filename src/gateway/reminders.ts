@@ -105,7 +105,11 @@ export function registerReminderRoutes(app: FastifyInstance, deps: Deps) {
         });
         if (!inserted) return { kind: 'known' as const, stored: await findReminder(tx, deliveryId) };
         dependency = 'temporal';
-        const start = await startReminderWorkflow(deps.client, deps.taskQueue, { deliveryId, dueAt });
+        const start = await startReminderWorkflow(deps.client, deps.taskQueue, {
+          deliveryId,
+          dueAt,
+          contractId: reminder.contract_id,
+        });
         dependency = 'postgres';
         return { kind: 'started' as const, start };
       });

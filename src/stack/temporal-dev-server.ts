@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Connection } from '@temporalio/client';
+import { SETTLE_SEARCH_ATTRIBUTES } from '../domain/search-attributes';
 
 export type DevServer = {
   address: string;
@@ -25,7 +26,11 @@ export type DevServerOptions = {
   onOutput?: (line: string) => void;
 };
 
-/** Starts `temporal server start-dev` and resolves once its frontend answers. */
+/**
+ * Starts `temporal server start-dev` and resolves once its frontend answers. settle's search
+ * attributes are registered on every start (the flag is idempotent on a persisted database), so every
+ * dev server settle runs (`npm start`, the tests, bench and chaos) accepts the runs that set them.
+ */
 export async function startTemporalDevServer(options: DevServerOptions): Promise<DevServer> {
   const address = `127.0.0.1:${options.port}`;
   const args = [
@@ -42,6 +47,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     ...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']),
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
     ...(options.sqlitePragmas ?? []).flatMap((pragma) => ['--sqlite-pragma', pragma]),
+    ...SETTLE_SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
   ];
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';

@@ -6,8 +6,8 @@ import { logger } from '../../lib/logger';
 import { startMetricsServer } from '../../metrics/metrics-server';
 import { prepareRetention } from '../../retention';
 import { runDevStack } from '../../stack/dev-stack';
-import { runWorker } from '../../worker';
-import { commandConfig } from '../context';
+import { missingDownstreamVariables, runWorker } from '../../worker';
+import { CliError, commandConfig } from '../context';
 
 /** `settle start`, `settle worker`, `settle gateway`: the long-running processes. */
 export function registerRoles(program: Command) {
@@ -28,10 +28,17 @@ export function registerRoles(program: Command) {
       'Run one worker process (polls SETTLE_TASK_QUEUE); SIGTERM drains in-flight tasks, then exits. ' +
         'Serves /metrics on SETTLE_METRICS_PORT and ensures the daily claim purge Schedule. ' +
         'Runs the workflow bundle built once into .settle/cache; SETTLE_MAX_CACHED_WORKFLOWS bounds ' +
-        'the runs it keeps in memory.',
+        'the runs it keeps in memory. Refuses to start without SETTLE_CARRIER_URL and SETTLE_ERP_URL.',
     )
     .action(async () => {
       const { config } = commandConfig();
+      const missing = missingDownstreamVariables(config);
+      if (missing.length) {
+        throw new CliError(
+          `${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set: a worker without its ` +
+            'downstream targets cannot deliver payments. Set them (only `npm start` runs stand-ins).',
+        );
+      }
       const pool = createPool(config.databaseUrl);
       const metrics = await startMetricsServer({ port: config.metricsPort ?? 0, db: pool });
       logger.info({ url: `${metrics.url}/metrics` }, 'worker metrics listening');
