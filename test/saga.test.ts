@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../src/activities';
+import type { PaymentCompensationResult } from '../src/activities/compensate-payment';
 import { listOutboxForEvent } from '../src/db/outbox';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
@@ -105,7 +106,10 @@ describe('a permanent refusal after the carrier step succeeded', () => {
       assert.deepEqual(await mock.run(activities.reholdShipment, { outboxId: carrierRow!.outboxId }), {
         status: 'already_compensated',
       });
-      const again = await mock.run(activities.compensatePaymentEffects, { eventId: event.id, reason: 'again' });
+      const again: PaymentCompensationResult = await mock.run(activities.compensatePaymentEffects, {
+        eventId: event.id,
+        reason: 'again',
+      });
       assert.deepEqual(
         { reversals: again.reversals, abandoned: again.abandoned },
         { reversals: 0, abandoned: 0 },

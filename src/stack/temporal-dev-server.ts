@@ -22,6 +22,8 @@ export type DevServerOptions = {
   /** `PRAGMA=VALUE` for that file, e.g. `journal_mode=wal` (see docs/performance.md). */
   sqlitePragmas?: string[];
   namespace?: string;
+  /** False: a server without settle's search attributes, as a real cluster is before `settle migrate`. */
+  registerSearchAttributes?: boolean;
   /** Lines of the server's own output go here (it is not JSON and may name workflow IDs). */
   onOutput?: (line: string) => void;
 };
@@ -47,7 +49,9 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     ...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']),
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
     ...(options.sqlitePragmas ?? []).flatMap((pragma) => ['--sqlite-pragma', pragma]),
-    ...SETTLE_SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
+    ...(options.registerSearchAttributes === false
+      ? []
+      : SETTLE_SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`])),
   ];
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
