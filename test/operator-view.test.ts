@@ -178,6 +178,12 @@ describe('the Temporal UI finds runs by their business', () => {
       stuckSummaries.join(' | '),
     );
     const refusedSummaries = await summaries(refused.workflowId);
+    assert.ok(
+      refusedSummaries.includes(
+        'carrier release_hold · first attempt refused: downstream_rejected (HTTP 409); the durable attempt records the refusal',
+      ),
+      refusedSummaries.join(' | '),
+    );
     assert.ok(refusedSummaries.includes('carrier hold · compensate: re-hold the shipment'));
     assert.ok(refusedSummaries.includes('compensate: reverse ledger entries, outcome needs_review'));
 

@@ -107,7 +107,10 @@ async function locallyFirst<T>(
       step: step.name,
       errorType: failure?.type,
     });
-    const reason = `first attempt failed: ${failure?.type ?? 'error'}${failure?.message ? ` (${failure.message})` : ''}`;
+    const why = `${failure?.type ?? 'error'}${failure?.message ? ` (${failure.message})` : ''}`;
+    const reason = failure?.nonRetryable
+      ? `first attempt refused: ${why}; the durable attempt records the refusal`
+      : `retrying, first attempt failed: ${why}`;
     if (!failure?.nonRetryable) {
       onRetry(reason);
       const waitSummary = step.summary ? `wait, then retry ${step.summary}` : undefined;
@@ -116,7 +119,7 @@ async function locallyFirst<T>(
         waitSummary ? { summary: waitSummary } : undefined,
       );
     }
-    return runDurably(step.summary ? `${step.summary} · retrying, ${reason}` : undefined);
+    return runDurably(step.summary ? `${step.summary} · ${reason}` : undefined);
   }
 }
 
@@ -204,7 +207,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
               : local.deliverOutboxRow(input),
           deliver,
           1_000,
-          (reason) => view.deliveryState('retrying', `${step.summary ?? step.name}: ${reason}; retrying`),
+          (reason) => view.deliveryState('retrying', `${step.summary ?? step.name}: ${reason}`),
         )
       : deliver();
     const delivered = await delivery.catch((error: unknown) => {
