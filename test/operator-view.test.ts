@@ -14,6 +14,7 @@ import {
   ShipmentIdKey,
 } from '../src/domain/search-attributes';
 import { freePort } from '../src/lib/free-port';
+import { renderMetrics } from '../src/metrics/settle-metrics';
 import { startTemporalDevServer } from '../src/stack/temporal-dev-server';
 import {
   paymentEvent,
@@ -187,6 +188,15 @@ describe('the Temporal UI finds runs by their business', () => {
     assert.ok(refusedSummaries.includes('carrier hold · compensate: re-hold the shipment'));
     assert.ok(refusedSummaries.includes('compensate: reverse ledger entries, outcome needs_review'));
 
+    // Each attempt is counted by target, action, outcome and code, so a 500 is not a 409.
+    const metrics = await renderMetrics();
+    const count = (labels: string) =>
+      Number(metrics.match(new RegExp(`^settle_deliveries_total\\{${labels}\\} (\\d+)`, 'm'))?.[1] ?? 0);
+    assert.ok(count('target="carrier",action="release_hold",outcome="retry",code="500"') >= 2);
+    assert.ok(count('target="carrier",action="release_hold",outcome="permanent",code="409"') >= 1);
+    assert.ok(count('target="carrier",action="hold",outcome="delivered",code="200"') >= 1);
+    assert.ok(count('target="erp",action="post_ledger_entry",outcome="delivered",code="200"') >= 1);
+
     // The carrier recovers: the stuck run leaves `retrying` for `delivered` by itself.
     carrierRecovered = true;
     await stack.client.workflow.getHandle(stuck.workflowId).result();
@@ -214,6 +224,10 @@ describe('the Temporal UI finds runs by their business', () => {
         60_000,
       ).catch(() => undefined);
       assert.deepEqual(found, [workflowId]);
+      assert.match(
+        await renderMetrics(),
+        /^settle_deliveries_total\{target="erp",action="post_ledger_entry",outcome="not_configured",code="none"\} [1-9]/m,
+      );
     } finally {
       await onlyCarrier.close();
     }
