@@ -136,7 +136,7 @@ export async function runDevStack(): Promise<void> {
         `  temporal     ${config.temporalAddress}${temporal ? `   UI ${temporal.uiUrl}` : ''}   namespace ${config.temporalNamespace}, task queue ${config.taskQueue}`,
         `  postgres     ${postgres ? `embedded on 127.0.0.1:${postgres.port}, data in ${displayPath(join(dir, 'postgres'))}` : 'from DATABASE_URL'}`,
         `  migrations   ${migrations.applied.length ? `applied ${migrations.applied.join(', ')}` : 'up to date'}`,
-        `  downstream   carrier ${config.carrierUrl}, ERP ${config.erpUrl}${downstream ? `   (stand-ins at ${downstream.url} answer 200, once per Idempotency-Key; set SETTLE_CARRIER_URL and SETTLE_ERP_URL for real ones)` : ''}`,
+        `  downstream   ${describeDownstream(config, downstream)}`,
         `  secrets      development webhook secret and API token in ${displayPath(join(dir, 'dev-secrets.json'))}`,
         '',
         'Send a signed example event (in another terminal, in this folder):',
@@ -151,4 +151,20 @@ export async function runDevStack(): Promise<void> {
     throw error;
   }
   await stopped;
+}
+
+/** The start banner's downstream line: which targets are `npm start`'s stand-ins and which are real. */
+function describeDownstream(
+  config: { carrierUrl?: string; erpUrl?: string },
+  downstream: DevDownstream | undefined,
+): string {
+  const standIn = (url: string | undefined) => downstream !== undefined && url?.startsWith(downstream.url);
+  const note =
+    'answers 200, once per Idempotency-Key; set SETTLE_CARRIER_URL and SETTLE_ERP_URL for real ones';
+  if (standIn(config.carrierUrl) && standIn(config.erpUrl)) {
+    return `stand-in carrier and ERP at ${downstream!.url} (${note})`;
+  }
+  const name = (label: string, url: string | undefined) =>
+    standIn(url) ? `stand-in ${label} at ${url} (${note})` : `${label} ${url}`;
+  return `${name('carrier', config.carrierUrl)}, ${name('ERP', config.erpUrl)}`;
 }
