@@ -14,11 +14,12 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Client, Connection, WorkflowIdReusePolicy, type WorkflowHandle } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { startPaymentWorkflow } from '../src/client';
 import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { addShipments } from '../src/db/shipments';
-import { paymentWorkflowId, reminderWorkflowId } from '../src/domain/ids';
+import { reminderWorkflowId } from '../src/domain/ids';
 import type { PaymentEvent } from '../src/domain/payment-event';
 import { buildGateway } from '../src/gateway/server';
 import { freePort } from '../src/lib/free-port';
@@ -67,14 +68,18 @@ async function main() {
   const pool = createPool(database.urlFor('postgres'));
   const taskQueue = `record-${randomUUID()}`;
   const apiToken = randomBytes(16).toString('hex');
-  const carrier = await receiver(() => 200);
+  // The carrier answers 500 to one payment's first two release attempts: a retrying run.
+  let retryRefusals = 0;
+  const carrier = await receiver((body) =>
+    body.includes('pi_rec_retry') && body.includes('release_hold') && retryRefusals++ < 2 ? 500 : 200,
+  );
   // The ERP refuses one payment for good, which drives the saga's compensation.
   const erp = await receiver((body) => (body.includes('pi_rec_saga') ? 422 : 200));
   const customer = await receiver((body) => (body.includes('gone') ? 410 : 200));
   let failedOnce = false;
   try {
     await migrate(pool);
-    await addShipments(pool, ['SHP-REC-1', 'SHP-REC-2', 'SHP-REC-3']);
+    await addShipments(pool, ['SHP-REC-1', 'SHP-REC-2', 'SHP-REC-3', 'SHP-REC-4']);
     const { worker, connection } = await createWorker({
       config: {
         temporalAddress: temporal.address,
@@ -109,22 +114,23 @@ async function main() {
     await gateway.listen({ port: 0, host: '127.0.0.1' });
     const gatewayUrl = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
 
-    const payments: [string, PaymentEvent, WorkflowIdReusePolicy?][] = [
+    const payments: [string, PaymentEvent, 'ALLOW_DUPLICATE'?][] = [
       ['applied-delivered', event('pay_rec_applied', 'payment.settled', 'SHP-REC-1', 'pi_rec_1')],
       ['stale', event('pay_rec_stale', 'payment.authorized', 'SHP-REC-1', 'pi_rec_1')],
       ['unmatched', event('pay_rec_unmatched', 'payment.captured', 'SHP-REC-MISSING', 'pi_rec_x')],
       [
         'claim-existed',
         event('pay_rec_applied', 'payment.settled', 'SHP-REC-1', 'pi_rec_1'),
-        WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+        'ALLOW_DUPLICATE',
       ],
       [
         'conflict',
         event('pay_rec_applied', 'payment.settled', 'SHP-REC-1', 'pi_rec_1', 1),
-        WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+        'ALLOW_DUPLICATE',
       ],
       ['lost-ack-retried', event('pay_rec_lost_ack', 'payment.captured', 'SHP-REC-2', 'pi_rec_2')],
       ['saga-compensated', event('pay_rec_saga', 'payment.settled', 'SHP-REC-3', 'pi_rec_saga')],
+      ['delivery-retried', event('pay_rec_retry', 'payment.settled', 'SHP-REC-4', 'pi_rec_retry')],
     ];
     const reminders: [string, { body: Record<string, unknown>; cancel?: boolean }][] = [
       ['delivered', { body: { webhook_url: `${customer.url}/hooks/renewal`, payload: { ok: true } } }],
@@ -158,13 +164,10 @@ async function main() {
 
     await worker.runUntil(async () => {
       for (const [name, payment, reusePolicy] of payments) {
-        const handle = await client.workflow.start('paymentWorkflow', {
-          taskQueue,
-          workflowId: paymentWorkflowId(payment.id),
-          args: [{ event: payment }],
-          workflowIdReusePolicy: reusePolicy ?? WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        });
-        await save(`payment-${name}`, handle);
+        // As the gateway and replay start them: search attributes and summary included.
+        const started = await startPaymentWorkflow(client, taskQueue, payment, { reusePolicy });
+        if (!started.started) throw new Error(`payment ${name}: not started`);
+        await save(`payment-${name}`, client.workflow.getHandle(started.workflowId, started.runId));
       }
       for (const [name, { body, cancel }] of reminders) {
         const deliveryId = `renewal-rec-${name}`;

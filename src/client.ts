@@ -5,10 +5,12 @@ import {
   WorkflowIdConflictPolicy,
   WorkflowIdReusePolicy,
 } from '@temporalio/client';
+import type { SearchAttributePair } from '@temporalio/common';
 import type { Config } from './config';
 import { paymentWorkflowId, reminderWorkflowId } from './domain/ids';
 import type { PaymentEvent } from './domain/payment-event';
 import { temporalConnectionOptions, type TemporalConnectionConfig } from './temporal-connection';
+import { paymentStartSearchAttributes, paymentSummary, reminderSummary } from './domain/search-attributes';
 import type { paymentWorkflow, reminderWorkflow } from './workflows';
 
 /** How long a start may take before the caller treats Temporal as unavailable. */
@@ -36,7 +38,15 @@ type ReusePolicy = 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE';
 async function startOnce(
   client: Client,
   workflowType: string,
-  options: { taskQueue: string; workflowId: string; args: unknown[]; reusePolicy?: ReusePolicy },
+  options: {
+    taskQueue: string;
+    workflowId: string;
+    args: unknown[];
+    reusePolicy?: ReusePolicy;
+    /** The run's one line in the Temporal UI, naming its business. */
+    summary: string;
+    searchAttributes?: SearchAttributePair[];
+  },
 ): Promise<StartResult> {
   const { taskQueue, workflowId, args } = options;
   try {
@@ -47,6 +57,8 @@ async function startOnce(
         args,
         workflowIdReusePolicy: WorkflowIdReusePolicy[options.reusePolicy ?? 'REJECT_DUPLICATE'],
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
+        staticSummary: options.summary,
+        ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
       }),
     );
     return { started: true, workflowId, runId: handle.firstExecutionRunId };
@@ -56,7 +68,11 @@ async function startOnce(
   }
 }
 
-/** The event's workflow, `payment:<event id>`. `reusePolicy: 'ALLOW_DUPLICATE'` is for an operator's replay. */
+/**
+ * The event's workflow, `payment:<event id>`, with its search attributes (ShipmentId, PaymentId,
+ * PaymentEventType, SettleDeliveryState `pending`) and summary set from the start, so the run is found
+ * by its shipment before it has run. `reusePolicy: 'ALLOW_DUPLICATE'` is for an operator's replay.
+ */
 export function startPaymentWorkflow(
   client: Client,
   taskQueue: string,
@@ -69,6 +85,8 @@ export function startPaymentWorkflow(
     workflowId: paymentWorkflowId(event.id),
     args,
     reusePolicy: options.reusePolicy,
+    summary: paymentSummary(event),
+    searchAttributes: paymentStartSearchAttributes(event),
   });
 }
 
@@ -76,7 +94,7 @@ export function startPaymentWorkflow(
 export function startReminderWorkflow(
   client: Client,
   taskQueue: string,
-  reminder: { deliveryId: string; dueAt: Date },
+  reminder: { deliveryId: string; dueAt: Date; contractId?: string },
 ): Promise<StartResult> {
   const args: Parameters<typeof reminderWorkflow> = [
     { deliveryId: reminder.deliveryId, dueAt: reminder.dueAt.toISOString() },
@@ -85,5 +103,6 @@ export function startReminderWorkflow(
     taskQueue,
     workflowId: reminderWorkflowId(reminder.deliveryId),
     args,
+    summary: reminderSummary(reminder),
   });
 }

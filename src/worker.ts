@@ -116,6 +116,15 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * The downstream variables a production worker must have. Without them its payment runs could not
+ * deliver (each delivery would be parked as `not_configured`), so `settle worker` refuses to start;
+ * `npm start` fills them with its stand-ins.
+ */
+export function missingDownstreamVariables(config: Pick<Config, 'carrierUrl' | 'erpUrl'>): string[] {
+  return [...(config.carrierUrl ? [] : ['SETTLE_CARRIER_URL']), ...(config.erpUrl ? [] : ['SETTLE_ERP_URL'])];
+}
+
 /** A worker polling settle's task queue; the caller runs it and closes the connection. */
 export async function createWorker({ config, pool, hooks, tuning }: WorkerOptions) {
   installTemporalRuntime();

@@ -77,7 +77,9 @@ describe('the fast path', () => {
     const history = await setup.stack.client.workflow.getHandle(paymentWorkflowId(eventId)).fetchHistory();
     const events = history.events ?? [];
     const markers = events.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
+    // The fast path's patch and the operator view's (search attributes, summaries).
     assert.deepEqual(markers, [
+      'core_patch',
       'core_patch',
       'core_local_activity',
       'core_local_activity',
@@ -212,7 +214,7 @@ describe('a worker killed mid-delivery', () => {
 });
 
 describe('an unconfigured target', () => {
-  test('is not sent and stays pending with a note; the rest of the flow completes', async () => {
+  test('is not sent and is parked as not_configured with a note; the rest of the flow completes', async () => {
     const carrier = await startReceiver();
     cleanups.push(() => carrier.close());
     const stack = await startTestStack({ config: { carrierUrl: carrier.url } });
@@ -226,7 +228,7 @@ describe('an unconfigured target', () => {
     const erp = delivery(view, 'erp');
     assert.deepEqual(
       { status: erp.status, attempts: erp.attempts, last_error: erp.last_error },
-      { status: 'pending', attempts: 0, last_error: 'not sent: SETTLE_ERP_URL is not configured' },
+      { status: 'not_configured', attempts: 0, last_error: 'not sent: SETTLE_ERP_URL is not configured' },
     );
   });
 });

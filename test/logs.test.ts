@@ -9,15 +9,22 @@ import { signWebhook } from '../src/gateway/signature';
 import { freePort } from '../src/lib/free-port';
 import { shortHash } from '../src/lib/hash';
 import { paymentEvent, startTestStack, uniqueId, waitFor, type TestStack } from './support/harness';
+import { startReceiver, type Receiver } from './support/receiver';
 import { finished, runSettle, spawnSettle, stackEnv, type CliRun } from './support/settle-cli';
 
 let stack: TestStack;
+let downstream: Receiver;
 before(async () => {
+  downstream = await startReceiver();
   // The worker under test is the `settle worker` process below, not an in-process one.
-  stack = await startTestStack({ worker: false });
+  stack = await startTestStack({
+    worker: false,
+    config: { carrierUrl: downstream.url, erpUrl: downstream.url },
+  });
 });
 after(async () => {
   await stack.close();
+  await downstream.close();
 });
 
 describe('logs', () => {

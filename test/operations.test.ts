@@ -13,11 +13,14 @@ import {
   waitFor,
   type TestStack,
 } from './support/harness';
+import { startReceiver, type Receiver } from './support/receiver';
 import { finished, runSettle, spawnSettle, stackEnv } from './support/settle-cli';
 
 let stack: TestStack;
+let downstream: Receiver;
 before(async () => {
-  stack = await startTestStack();
+  downstream = await startReceiver();
+  stack = await startTestStack({ config: { carrierUrl: downstream.url, erpUrl: downstream.url } });
 });
 after(async () => {
   await stack.client.schedule
@@ -25,6 +28,7 @@ after(async () => {
     .delete()
     .catch(() => {});
   await stack.close();
+  await downstream.close();
 });
 
 async function settled(eventId: string) {

@@ -26,8 +26,11 @@ test('recorded histories are committed for every workflow and scenario', () => {
     'payment-applied-delivered',
     'payment-saga-compensated',
     'payment-lost-ack-retried',
+    'payment-delivery-retried',
     'reminder-delivered',
     'reminder-cancelled',
+    'before-operator-view/payment-applied-delivered',
+    'before-operator-view/payment-saga-compensated',
     'before-local-first/payment-applied-delivered',
     'before-local-first/payment-lost-ack-retried',
   ]) {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../src/activities';
+import type { PaymentCompensationResult } from '../src/activities/compensate-payment';
 import { listOutboxForEvent } from '../src/db/outbox';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
@@ -52,6 +53,19 @@ describe('a permanent refusal after the carrier step succeeded', () => {
 
     assert.equal(result.outcome, 'needs_review');
     assert.equal(result.compensated, true);
+    // The run's result shows each delivery as it ended, not as reconcile found it.
+    const finalStates = [
+      ['carrier', 'compensated'],
+      ['erp', 'failed'],
+    ];
+    assert.deepEqual(
+      result.deliveries.map(({ target, status }) => [target, status]),
+      finalStates,
+    );
+    assert.deepEqual(
+      result.outbox.map(({ target, status }) => [target, status]),
+      finalStates,
+    );
     // The release, then its compensation under its own key; the ERP refused once and was not retried.
     assert.deepEqual(
       carrier.requests.map((request) => [request.key, request.json.action]),
@@ -92,8 +106,12 @@ describe('a permanent refusal after the carrier step succeeded', () => {
       assert.deepEqual(await mock.run(activities.reholdShipment, { outboxId: carrierRow!.outboxId }), {
         status: 'already_compensated',
       });
+      const again: PaymentCompensationResult = await mock.run(activities.compensatePaymentEffects, {
+        eventId: event.id,
+        reason: 'again',
+      });
       assert.deepEqual(
-        await mock.run(activities.compensatePaymentEffects, { eventId: event.id, reason: 'again' }),
+        { reversals: again.reversals, abandoned: again.abandoned },
         { reversals: 0, abandoned: 0 },
       );
     }

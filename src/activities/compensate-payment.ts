@@ -2,13 +2,26 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type pg from 'pg';
 import { lockEventId, updateClaimOutcome } from '../db/claims';
 import { appendLedgerEntry, listReversibleEntriesForEvent } from '../db/ledger';
-import { abandonPendingOutbox, findOutboxRow, markOutboxCompensated, noteOutbox } from '../db/outbox';
+import {
+  abandonPendingOutbox,
+  findOutboxRow,
+  listOutboxForEvent,
+  markOutboxCompensated,
+  noteOutbox,
+  type OutboxEntry,
+} from '../db/outbox';
 import { setHoldStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
 import { downstreamIdempotencyKey } from '../domain/ids';
 import { ErrorCode } from '../errors';
 import { jsonHeaders, targetUrl } from './deliver-outbox';
-import { callDownstream, failureFor, INTERNAL_API_POLICY, type DeliveryDependencies } from './downstream';
+import {
+  callDownstream,
+  countDelivery,
+  failureFor,
+  INTERNAL_API_POLICY,
+  type DeliveryDependencies,
+} from './downstream';
 
 export type ReholdResult = {
   status: 'reheld' | 'already_compensated' | 'never_sent' | 'refused' | 'not_configured';
@@ -35,6 +48,7 @@ export async function reholdShipment(
   const url = targetUrl(deps.config, 'carrier');
   if (!url) {
     await noteOutbox(deps.pool, row.outboxId, 're-hold not sent: SETTLE_CARRIER_URL is not configured');
+    countDelivery('carrier', 'hold', 'not_configured');
     return { status: 'not_configured' };
   }
 
@@ -54,6 +68,7 @@ export async function reholdShipment(
     },
     INTERNAL_API_POLICY,
   );
+  countDelivery('carrier', 'hold', outcome);
   if (outcome.kind === 'delivered') {
     await withTransaction(deps.pool, async (tx) => {
       await markOutboxCompensated(tx, row.outboxId, 'compensated: the carrier re-held the shipment');
@@ -69,13 +84,19 @@ export async function reholdShipment(
   throw failureFor(outcome);
 }
 
-export type PaymentCompensationResult = { reversals: number; abandoned: number };
+export type PaymentCompensationResult = {
+  reversals: number;
+  abandoned: number;
+  /** The event's rows as the compensation leaves them (absent from results recorded before it was added). */
+  outbox?: OutboxEntry[];
+};
 
 /**
  * The last compensation of a refused settle flow, in one transaction: the event's effects not yet sent
  * become `failed` (with the reason), each capture or refund entry it appended gets one `reversal`
  * entry (the ledger is append-only and allows one reversal per entry, so a repeat appends nothing), and
- * the claim's outcome becomes `needs_review` for an operator.
+ * the claim's outcome becomes `needs_review` for an operator. It runs last, so the rows it returns are
+ * the event's final states, what the workflow's result shows.
  */
 export async function compensatePaymentEffects(
   pool: pg.Pool,
@@ -98,6 +119,15 @@ export async function compensatePaymentEffects(
       if (reversal) reversals += 1;
     }
     await updateClaimOutcome(tx, input.eventId, 'needs_review');
-    return { reversals, abandoned };
+    const outbox = (await listOutboxForEvent(tx, input.eventId)).map(
+      ({ outboxId, target, action, idempotencyKey, status }) => ({
+        outboxId,
+        target,
+        action,
+        idempotencyKey,
+        status,
+      }),
+    );
+    return { reversals, abandoned, outbox };
   });
 }

@@ -1,8 +1,10 @@
 import { ApplicationFailure } from '@temporalio/activity';
+import { logger } from '../lib/logger';
+import { shortHash } from '../lib/hash';
 import {
   findOutboxRow,
   markOutboxDelivered,
-  noteOutbox,
+  markOutboxNotConfigured,
   recordOutboxError,
   startOutboxAttempt,
   type OutboxRow,
@@ -14,6 +16,7 @@ import { withTransaction } from '../db/transaction';
 import { ErrorCode } from '../errors';
 import {
   callDownstream,
+  countDelivery,
   failureFor,
   INTERNAL_API_POLICY,
   type DeliveryDependencies,
@@ -24,9 +27,8 @@ export type OutboxDeliveryResult = {
   outboxId: number;
   target: OutboxTarget;
   action: string;
+  /** `not_configured` when the target has no URL on this worker: nothing was sent. */
   status: OutboxStatus;
-  /** Set when the target's URL is not configured: the row stays pending, nothing was sent. */
-  notConfigured?: true;
 };
 
 const TARGET_VARIABLE: Record<OutboxTarget, string> = {
@@ -44,7 +46,8 @@ export function targetUrl(config: DownstreamConfig, target: OutboxTarget): strin
  * before it is made and its failure recorded after. A 2xx marks it `delivered` (a carrier release also
  * marks the shipment `released`); a 4xx marks it `failed` and throws non-retryable
  * `downstream_rejected`; 5xx, timeouts and 429/503 (with their Retry-After) throw retryable failures.
- * An unconfigured target leaves the row `pending` with a note: a replay delivers it once configured.
+ * A target with no URL on this worker parks the row as `not_configured` (an exception, logged at warn):
+ * a replay delivers it once the target is configured.
  */
 export async function deliverOutboxRow(
   deps: DeliveryDependencies,
@@ -52,12 +55,18 @@ export async function deliverOutboxRow(
 ): Promise<OutboxDeliveryResult> {
   const row = await findOutboxRow(deps.pool, input.outboxId);
   if (!row) throw ApplicationFailure.nonRetryable('no such outbox row', ErrorCode.InvalidWorkflowInput);
-  if (row.status !== 'pending') return resultFor(row, row.status);
+  if (row.status !== 'pending' && row.status !== 'not_configured') return resultFor(row, row.status);
 
   const url = targetUrl(deps.config, row.target);
   if (!url) {
-    await noteOutbox(deps.pool, row.outboxId, `not sent: ${TARGET_VARIABLE[row.target]} is not configured`);
-    return { ...resultFor(row, 'pending'), notConfigured: true };
+    const variable = TARGET_VARIABLE[row.target];
+    await markOutboxNotConfigured(deps.pool, row.outboxId, `not sent: ${variable} is not configured`);
+    countDelivery(row.target, row.action, 'not_configured');
+    logger.warn(
+      { event: shortHash(row.eventId), target: row.target, action: row.action, variable },
+      'delivery not sent: its target has no URL on this worker; parked as not_configured',
+    );
+    return resultFor(row, 'not_configured');
   }
   if (!(await startOutboxAttempt(deps.pool, row.outboxId))) {
     return resultFor(row, (await findOutboxRow(deps.pool, row.outboxId))!.status);
@@ -75,6 +84,7 @@ export async function deliverOutboxRow(
     },
     INTERNAL_API_POLICY,
   );
+  countDelivery(row.target, row.action, outcome);
   if (outcome.kind === 'delivered') {
     await withTransaction(deps.pool, async (tx) => {
       await markOutboxDelivered(tx, row.outboxId);

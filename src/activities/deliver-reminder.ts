@@ -13,6 +13,7 @@ import { ErrorCode } from '../errors';
 import { signWebhook } from '../gateway/signature';
 import {
   callDownstream,
+  countDelivery,
   CUSTOMER_ENDPOINT_POLICY,
   failureFor,
   type DeliveryDependencies,
@@ -67,6 +68,7 @@ export async function deliverReminder(
   const secret = deps.config.outboundSecret;
   if (!secret) {
     const error = 'not sent: SETTLE_OUTBOUND_SECRET is not configured';
+    countDelivery('customer', 'renewal_reminder', 'not_configured');
     await finishReminderAttempt(deps.pool, reminder.deliveryId, attempt, {
       state: 'processing',
       statusCode: null,
@@ -98,6 +100,7 @@ export async function deliverReminder(
     },
     CUSTOMER_ENDPOINT_POLICY,
   );
+  countDelivery('customer', 'renewal_reminder', outcome);
   const state =
     outcome.kind === 'delivered' ? 'succeeded' : outcome.kind === 'permanent' ? 'failed' : 'processing';
   await finishReminderAttempt(deps.pool, reminder.deliveryId, attempt, {

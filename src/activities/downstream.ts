@@ -2,8 +2,9 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import type { Config } from '../config';
 import { ErrorCode } from '../errors';
-import { HttpRequestError, type HttpClient, type HttpResponse } from '../lib/http';
+import { HttpRequestError, type HttpClient, type HttpFailureKind, type HttpResponse } from '../lib/http';
 import { retryAfterMs } from '../lib/retry-after';
+import { deliveriesTotal } from '../metrics/settle-metrics';
 
 /** What the delivery activities need from the configuration; unset targets are reported, not fatal. */
 export type DownstreamConfig = Partial<
@@ -33,6 +34,8 @@ export type CallOutcome =
       kind: 'retry';
       code: typeof ErrorCode.DownstreamUnavailable | typeof ErrorCode.DownstreamThrottled;
       statusCode: number | null;
+      /** Why there was no HTTP answer, when `statusCode` is null. */
+      noAnswer?: HttpFailureKind;
       detail: string;
       /** From Retry-After: the exact wait before the next attempt. */
       delayMs?: number;
@@ -41,6 +44,7 @@ export type CallOutcome =
       kind: 'permanent';
       code: typeof ErrorCode.DownstreamRejected | typeof ErrorCode.TargetRefused;
       statusCode: number | null;
+      noAnswer?: HttpFailureKind;
       detail: string;
     };
 
@@ -95,10 +99,17 @@ export async function callDownstream(
     });
   } catch (error) {
     if (error instanceof HttpRequestError && error.kind === 'target_refused') {
-      return { kind: 'permanent', code: ErrorCode.TargetRefused, statusCode: null, detail: error.message };
+      return {
+        kind: 'permanent',
+        code: ErrorCode.TargetRefused,
+        statusCode: null,
+        noAnswer: 'target_refused',
+        detail: error.message,
+      };
     }
     const detail = error instanceof HttpRequestError ? error.message : 'request failed';
-    return { kind: 'retry', code: ErrorCode.DownstreamUnavailable, statusCode: null, detail };
+    const noAnswer = error instanceof HttpRequestError ? error.kind : 'network';
+    return { kind: 'retry', code: ErrorCode.DownstreamUnavailable, statusCode: null, noAnswer, detail };
   } finally {
     clearInterval(heartbeat);
   }
@@ -125,6 +136,25 @@ export function classifyResponse(response: HttpResponse, policy: ResponsePolicy)
     return { kind: 'permanent', code: ErrorCode.DownstreamRejected, statusCode: status, detail };
   }
   return { kind: 'retry', code: ErrorCode.DownstreamUnavailable, statusCode: status, detail };
+}
+
+/**
+ * Counts one delivery attempt in `settle_deliveries_total{target,action,outcome,code}`: outcome
+ * `delivered`, `retry`, `permanent` or `not_configured`; code the HTTP status, or why there was none
+ * (`timeout`, `network`, `target_refused`, `aborted`), or `none` for a target with no URL.
+ */
+export function countDelivery(target: string, action: string, outcome: CallOutcome | 'not_configured'): void {
+  if (outcome === 'not_configured') {
+    deliveriesTotal.inc({ target, action, outcome, code: 'none' });
+    return;
+  }
+  const code =
+    outcome.statusCode === null
+      ? outcome.kind === 'delivered'
+        ? 'none'
+        : (outcome.noAnswer ?? 'network')
+      : String(outcome.statusCode);
+  deliveriesTotal.inc({ target, action, outcome: outcome.kind, code });
 }
 
 /** What a throttled delivery's failure carries in `details[0]`. */

@@ -83,12 +83,13 @@ export async function findOutboxRow(db: Queryable, outboxId: number): Promise<Ou
 
 /**
  * Counts an attempt before the call is made, so an attempt whose worker died mid-call is still on
- * record. Only a pending row can be attempted; undefined when the row has left `pending`.
+ * record. Only a pending row, or one parked as `not_configured` (it is pending again), can be
+ * attempted; undefined when the row has left both.
  */
 export async function startOutboxAttempt(db: Queryable, outboxId: number): Promise<OutboxRow | undefined> {
   const { rows } = await db.query<OutboxRow>(
-    `UPDATE outbox SET attempts = attempts + 1, updated_at = now()
-      WHERE outbox_id = $1::bigint AND status = 'pending'
+    `UPDATE outbox SET attempts = attempts + 1, status = 'pending', updated_at = now()
+      WHERE outbox_id = $1::bigint AND status IN ('pending', 'not_configured')
       RETURNING ${COLUMNS}`,
     [outboxId],
   );
@@ -126,7 +127,19 @@ export async function markOutboxCompensated(db: Queryable, outboxId: number, not
   );
 }
 
-/** Notes something about a row without changing its status (a compensation refused, a target unset). */
+/**
+ * Parks a pending row whose target has no URL on this worker: an exception an operator sees, sent by a
+ * replay once the target is configured.
+ */
+export async function markOutboxNotConfigured(db: Queryable, outboxId: number, note: string): Promise<void> {
+  await db.query(
+    `UPDATE outbox SET status = 'not_configured', last_error = $2::text, updated_at = now()
+      WHERE outbox_id = $1::bigint AND status IN ('pending', 'not_configured')`,
+    [outboxId, note],
+  );
+}
+
+/** Notes something about a row without changing its status (a compensation refused). */
 export async function noteOutbox(db: Queryable, outboxId: number, note: string): Promise<void> {
   await db.query(`UPDATE outbox SET last_error = $2::text, updated_at = now() WHERE outbox_id = $1::bigint`, [
     outboxId,
@@ -134,11 +147,14 @@ export async function noteOutbox(db: Queryable, outboxId: number, note: string):
   ]);
 }
 
-/** The event's effects that will never be sent, because an earlier step was refused: `failed`, with why. */
+/**
+ * The event's effects that will never be sent, because an earlier step was refused: `failed`, with why.
+ * A row parked as `not_configured` is abandoned too: configuring its target later must not send it.
+ */
 export async function abandonPendingOutbox(db: Queryable, eventId: string, reason: string): Promise<number> {
   const { rowCount } = await db.query(
     `UPDATE outbox SET status = 'failed', last_error = $2::text, updated_at = now()
-      WHERE event_id = $1::text AND status = 'pending'`,
+      WHERE event_id = $1::text AND status IN ('pending', 'not_configured')`,
     [eventId, reason],
   );
   return rowCount ?? 0;

@@ -42,15 +42,18 @@ export async function reminderBacklog(
   return { overdue: rows[0]!.overdue, oldestOverdueAgeSeconds: rows[0]!.oldest };
 }
 
-/** Oldest pending outbox row, in seconds; also what the oldest-pending-age gauge shows. */
+/**
+ * Undelivered outbox rows (pending, and parked as `not_configured`: not delivered either) and the
+ * oldest one's age in seconds, what the oldest-pending-age gauge shows; and the failed ones.
+ */
 export async function outboxBacklog(
   db: Queryable,
 ): Promise<{ pending: number; oldestPendingAgeSeconds: number | null; failed: number }> {
   const { rows } = await db.query<{ pending: number; oldest: number | null; failed: number }>(
-    `SELECT count(*) FILTER (WHERE status = 'pending')::int AS pending,
-            EXTRACT(EPOCH FROM now() - min(created_at) FILTER (WHERE status = 'pending'))::float8 AS oldest,
+    `SELECT count(*) FILTER (WHERE status <> 'failed')::int AS pending,
+            EXTRACT(EPOCH FROM now() - min(created_at) FILTER (WHERE status <> 'failed'))::float8 AS oldest,
             count(*) FILTER (WHERE status = 'failed')::int AS failed
-       FROM outbox WHERE status IN ('pending', 'failed')`,
+       FROM outbox WHERE status IN ('pending', 'not_configured', 'failed')`,
   );
   const row = rows[0]!;
   return { pending: row.pending, oldestPendingAgeSeconds: row.oldest, failed: row.failed };

@@ -102,7 +102,11 @@ export function registerReminderRoutes(app: FastifyInstance, deps: Deps) {
         });
         if (!inserted) return { kind: 'known' as const, stored: await findReminder(tx, deliveryId) };
         waitingOn.dependency = 'temporal';
-        const start = await startReminderWorkflow(deps.client, deps.taskQueue, { deliveryId, dueAt });
+        const start = await startReminderWorkflow(deps.client, deps.taskQueue, {
+          deliveryId,
+          dueAt,
+          contractId: reminder.contract_id,
+        });
         waitingOn.dependency = 'postgres';
         return { kind: 'started' as const, start };
       });

@@ -69,6 +69,16 @@ export const activityOutcomesTotal = new Counter({
   registers: [registry],
 });
 
+export const deliveriesTotal = new Counter({
+  name: 'settle_deliveries_total',
+  help:
+    'Downstream delivery attempts by target (carrier, erp, customer), action, outcome (delivered, retry, ' +
+    'permanent, not_configured) and code (the HTTP status, or timeout, network, target_refused, aborted; none ' +
+    'for a target with no URL).',
+  labelNames: ['target', 'action', 'outcome', 'code'] as const,
+  registers: [registry],
+});
+
 export const purgedClaimsTotal = new Counter({
   name: 'settle_purged_claims_total',
   help: 'Claims dropped past SETTLE_CLAIM_RETENTION.',

@@ -34,8 +34,8 @@ function devPort(which: keyof typeof DEV_PORTS): number {
 
 /**
  * `settle start` / `npm start`: everything on one machine. An embedded PostgreSQL and a Temporal dev
- * server (both persisted under .settle/) unless DATABASE_URL / TEMPORAL_ADDRESS point elsewhere, a
- * stand-in carrier and ERP unless SETTLE_CARRIER_URL / SETTLE_ERP_URL are set, then migrations, a
+ * server (both persisted under .settle/, settle's search attributes registered) unless DATABASE_URL /
+ * TEMPORAL_ADDRESS point elsewhere, a stand-in for the carrier or ERP whose URL is unset, then migrations, a
  * worker and the gateway in this process. Resolves when Ctrl-C (or SIGTERM) has
  * stopped it all.
  */
@@ -87,12 +87,13 @@ export async function runDevStack(): Promise<void> {
       env.TEMPORAL_ADDRESS = temporal.address;
     }
 
+    // The stand-ins take the place of whichever target is unset: the worker needs both.
     let downstream: DevDownstream | undefined;
-    if (!env.SETTLE_CARRIER_URL && !env.SETTLE_ERP_URL) {
+    if (!env.SETTLE_CARRIER_URL || !env.SETTLE_ERP_URL) {
       downstream = await startDevDownstream(devPort('downstream'));
       cleanups.push(() => downstream!.close());
-      env.SETTLE_CARRIER_URL = `${downstream.url}/carrier`;
-      env.SETTLE_ERP_URL = `${downstream.url}/erp`;
+      env.SETTLE_CARRIER_URL ||= `${downstream.url}/carrier`;
+      env.SETTLE_ERP_URL ||= `${downstream.url}/erp`;
     }
 
     // settle's own dev server takes a plain connection; any other Temporal, its whole configuration.
@@ -136,7 +137,7 @@ export async function runDevStack(): Promise<void> {
         `  temporal     ${config.temporalAddress}${temporal ? `   UI ${temporal.uiUrl}` : ''}   namespace ${config.temporalNamespace}, task queue ${config.taskQueue}`,
         `  postgres     ${postgres ? `embedded on 127.0.0.1:${postgres.port}, data in ${displayPath(join(dir, 'postgres'))}` : 'from DATABASE_URL'}`,
         `  migrations   ${migrations.applied.length ? `applied ${migrations.applied.join(', ')}` : 'up to date'}`,
-        `  downstream   ${downstream ? `stand-in carrier and ERP at ${downstream.url} (answers 200, once per Idempotency-Key; set SETTLE_CARRIER_URL and SETTLE_ERP_URL for real ones)` : `carrier ${config.carrierUrl ?? 'not configured'}, ERP ${config.erpUrl ?? 'not configured'}`}`,
+        `  downstream   ${describeDownstream(config, downstream)}`,
         `  secrets      development webhook secret and API token in ${displayPath(join(dir, 'dev-secrets.json'))}`,
         '',
         'Send a signed example event (in another terminal, in this folder):',
@@ -151,4 +152,20 @@ export async function runDevStack(): Promise<void> {
     throw error;
   }
   await stopped;
+}
+
+/** The start banner's downstream line: which targets are `npm start`'s stand-ins and which are real. */
+function describeDownstream(
+  config: { carrierUrl?: string; erpUrl?: string },
+  downstream: DevDownstream | undefined,
+): string {
+  const standIn = (url: string | undefined) => downstream !== undefined && url?.startsWith(downstream.url);
+  const note =
+    'answers 200, once per Idempotency-Key; set SETTLE_CARRIER_URL and SETTLE_ERP_URL for real ones';
+  if (standIn(config.carrierUrl) && standIn(config.erpUrl)) {
+    return `stand-in carrier and ERP at ${downstream!.url} (${note})`;
+  }
+  const name = (label: string, url: string | undefined) =>
+    standIn(url) ? `stand-in ${label} at ${url} (${note})` : `${label} ${url}`;
+  return `${name('carrier', config.carrierUrl)}, ${name('ERP', config.erpUrl)}`;
 }

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Connection } from '@temporalio/client';
+import { SETTLE_SEARCH_ATTRIBUTES } from '../domain/search-attributes';
 
 export type DevServer = {
   address: string;
@@ -21,11 +22,17 @@ export type DevServerOptions = {
   /** `PRAGMA=VALUE` for that file, e.g. `journal_mode=wal` (see docs/performance.md). */
   sqlitePragmas?: string[];
   namespace?: string;
+  /** False: a server without settle's search attributes, as a real cluster is before `settle migrate`. */
+  registerSearchAttributes?: boolean;
   /** Lines of the server's own output go here (it is not JSON and may name workflow IDs). */
   onOutput?: (line: string) => void;
 };
 
-/** Starts `temporal server start-dev` and resolves once its frontend answers. */
+/**
+ * Starts `temporal server start-dev` and resolves once its frontend answers. settle's search
+ * attributes are registered on every start (the flag is idempotent on a persisted database), so every
+ * dev server settle runs (`npm start`, the tests, bench and chaos) accepts the runs that set them.
+ */
 export async function startTemporalDevServer(options: DevServerOptions): Promise<DevServer> {
   const address = `127.0.0.1:${options.port}`;
   const args = [
@@ -42,6 +49,9 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     ...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']),
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
     ...(options.sqlitePragmas ?? []).flatMap((pragma) => ['--sqlite-pragma', pragma]),
+    ...(options.registerSearchAttributes === false
+      ? []
+      : SETTLE_SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`])),
   ];
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';

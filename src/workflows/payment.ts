@@ -7,17 +7,26 @@ import {
   proxyActivities,
   proxyLocalActivities,
   setHandler,
+  setCurrentDetails,
   sleep,
+  upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities, OutboxDeliveryResult, ReconcileResult } from '../activities';
+import type { PaymentCompensationResult } from '../activities/compensate-payment';
 import type { RetryAfterDetails } from '../activities/downstream';
+import type { OutboxEntry } from '../db/outbox';
 import { paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
+import { SettleDeliveryStateKey, SettleOutcomeKey, type DeliveryState } from '../domain/search-attributes';
 import { ErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../errors';
 import { Saga } from './saga';
 
 export type PaymentWorkflowInput = { event: PaymentEvent };
 export type PaymentWorkflowResult = ReconcileResult & {
-  /** Each delivery this run made, as it ended (an unset target stays `pending`, `notConfigured`). */
+  /**
+   * Each delivery this run made, in its final state: a release the compensation undid is `compensated`,
+   * an unset target `not_configured`. (`outbox` too shows each row as the run left it, not as reconcile
+   * found it.)
+   */
   deliveries: OutboxDeliveryResult[];
   /** True when a downstream refused a step and the earlier steps were undone: outcome `needs_review`. */
   compensated: boolean;
@@ -79,25 +88,47 @@ const local = proxyLocalActivities<Activities>({
 /** Marks runs that take the fast path; runs started before it replay the durable-only path. */
 const LOCAL_FIRST_PATCH = 'payment-steps-local-first';
 
+/** Marks runs that carry search attributes, summaries and final states; older runs replay without them. */
+const OPERATOR_VIEW_PATCH = 'payment-operator-view';
+
+/** What a step is, for the UI (activity summaries, the run's current details). */
+type Step = { name: string; summary?: string };
+
 /**
  * Runs `step` as a local activity once, and after a failure hands it to the durable activity: at once
  * for a failure no retry can fix (the durable attempt meets the same stored state and fails the same
  * way, so the workflow's failure names the activity as before), after `firstRetryDelayMs` (or the
- * downstream's Retry-After) otherwise.
+ * downstream's Retry-After) otherwise. `onRetry` runs before a retryable failure's wait: the durable
+ * activity's summary says why it runs, so a failed local attempt is never mistaken for a good one.
  */
 async function locallyFirst<T>(
-  step: string,
+  step: Step,
   runLocally: () => Promise<T>,
-  runDurably: () => Promise<T>,
+  runDurably: (summary: string | undefined) => Promise<T>,
   firstRetryDelayMs: number,
+  onRetry: (reason: string) => void = () => {},
 ): Promise<T> {
   try {
     return await runLocally();
   } catch (error) {
     const failure = applicationFailureOf(error);
-    log.info('a local attempt failed; the durable activity takes over', { step, errorType: failure?.type });
-    if (!failure?.nonRetryable) await sleep(retryAfterMs(failure) ?? firstRetryDelayMs);
-    return runDurably();
+    log.info('a local attempt failed; the durable activity takes over', {
+      step: step.name,
+      errorType: failure?.type,
+    });
+    const why = `${failure?.type ?? 'error'}${failure?.message ? ` (${failure.message})` : ''}`;
+    const reason = failure?.nonRetryable
+      ? `first attempt refused: ${why}; the durable attempt records the refusal`
+      : `retrying, first attempt failed: ${why}`;
+    if (!failure?.nonRetryable) {
+      onRetry(reason);
+      const waitSummary = step.summary ? `wait, then retry ${step.summary}` : undefined;
+      await sleep(
+        retryAfterMs(failure) ?? firstRetryDelayMs,
+        waitSummary ? { summary: waitSummary } : undefined,
+      );
+    }
+    return runDurably(step.summary ? `${step.summary} · ${reason}` : undefined);
   }
 }
 
@@ -114,16 +145,37 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
   const { event } = input;
   let decided: ReconcileResult | null = null;
   setHandler(reconciledQuery, () => decided);
-  const saga = new Saga();
-  // Registered before reconcile runs; like every compensation it runs only after a downstream refusal.
-  saga.add('reverse ledger entries and flag for review', (reason) =>
-    compensatePaymentEffects({ eventId: event.id, reason }),
-  );
-
   const localFirst = patched(LOCAL_FIRST_PATCH);
-  const reconcile = () => reconcilePayment(event);
+  const view = new OperatorView(localFirst && patched(OPERATOR_VIEW_PATCH));
+  const saga = new Saga();
+  let compensation: PaymentCompensationResult | undefined;
+  // Registered before reconcile runs; like every compensation it runs only after a downstream refusal.
+  saga.add('reverse ledger entries and flag for review', async (reason) => {
+    const args = [{ eventId: event.id, reason }] as const;
+    compensation = await (view.on
+      ? compensatePaymentEffects.executeWithOptions(
+          { summary: 'compensate: reverse ledger entries, outcome needs_review' },
+          [...args],
+        )
+      : compensatePaymentEffects(...args));
+  });
+
+  const reconcileStep = {
+    name: 'reconcile',
+    summary: view.summary(`reconcile ${event.type} · ${event.data.shipment_id}`),
+  };
+  const reconcile = (summary?: string) =>
+    summary ? reconcilePayment.executeWithOptions({ summary }, [event]) : reconcilePayment(event);
   const reconciled = localFirst
-    ? await locallyFirst('reconcile', () => local.reconcilePayment(event), reconcile, 500)
+    ? await locallyFirst(
+        reconcileStep,
+        () =>
+          reconcileStep.summary
+            ? local.reconcilePayment.executeWithOptions({ summary: reconcileStep.summary }, [event])
+            : local.reconcilePayment(event),
+        reconcile,
+        500,
+      )
     : await reconcile();
   decided = reconciled;
   log.info('payment event reconciled', {
@@ -132,22 +184,43 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
     outcome: reconciled.outcome,
     claimExisted: reconciled.claimExisted,
   });
+  view.outcome(reconciled.outcome);
   const deliveries: OutboxDeliveryResult[] = [];
-  if (reconciled.outcome !== 'applied') return { ...reconciled, deliveries, compensated: false };
+  if (reconciled.outcome !== 'applied') {
+    view.deliveryState(storedDeliveryState(reconciled.outbox));
+    return { ...reconciled, deliveries, compensated: false };
+  }
 
   for (const row of reconciled.outbox) {
     // A release delivered by an earlier run is undone too if this run's later step is refused.
-    if (row.target === 'carrier' && (row.status === 'pending' || row.status === 'delivered')) {
+    if (row.target === 'carrier' && (isDeliverable(row.status) || row.status === 'delivered')) {
       saga.add('re-hold the shipment at the carrier', () =>
-        reholdShipment({ outboxId: row.outboxId, eventId: event.id }),
+        view.on
+          ? reholdShipment.executeWithOptions(
+              { summary: 'carrier hold · compensate: re-hold the shipment' },
+              [{ outboxId: row.outboxId, eventId: event.id }],
+            )
+          : reholdShipment({ outboxId: row.outboxId, eventId: event.id }),
       );
     }
-    if (row.status !== 'pending') continue;
+    if (!isDeliverable(row.status)) continue;
 
     const input = { outboxId: row.outboxId, eventId: event.id };
-    const deliver = () => deliverOutboxRow(input);
+    const step = { name: `deliver to ${row.target}`, summary: view.summary(`${row.target} ${row.action}`) };
+    view.deliveryState('delivering', `${step.summary ?? step.name}: sending`);
+    const deliver = (summary?: string) =>
+      summary ? deliverOutboxRow.executeWithOptions({ summary }, [input]) : deliverOutboxRow(input);
     const delivery = localFirst
-      ? locallyFirst(`deliver to ${row.target}`, () => local.deliverOutboxRow(input), deliver, 1_000)
+      ? locallyFirst(
+          step,
+          () =>
+            step.summary
+              ? local.deliverOutboxRow.executeWithOptions({ summary: step.summary }, [input])
+              : local.deliverOutboxRow(input),
+          deliver,
+          1_000,
+          (reason) => view.deliveryState('retrying', `${step.summary ?? step.name}: ${reason}`),
+        )
       : deliver();
     const delivered = await delivery.catch((error: unknown) => {
       if (isRefusal(error)) return undefined;
@@ -155,6 +228,13 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
     });
     if (delivered && delivered.status !== 'failed') {
       deliveries.push(delivered);
+      if (delivered.status === 'not_configured') {
+        log.warn('a delivery has no target URL on this worker; it is parked as not_configured', {
+          shipmentId: event.data.shipment_id,
+          target: row.target,
+          action: row.action,
+        });
+      }
       continue;
     }
     deliveries.push({ outboxId: row.outboxId, target: row.target, action: row.action, status: 'failed' });
@@ -165,9 +245,87 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
       action: row.action,
     });
     await saga.compensate(reason);
-    return { ...reconciled, outcome: 'needs_review', deliveries, compensated: true };
+    view.outcome('needs_review');
+    view.deliveryState('compensated', `needs review: ${reason}`);
+    const outbox = view.on ? finalOutbox(reconciled.outbox, deliveries, compensation) : reconciled.outbox;
+    return {
+      ...reconciled,
+      outcome: 'needs_review',
+      outbox,
+      deliveries: view.on ? withFinalStatus(deliveries, outbox) : deliveries,
+      compensated: true,
+    };
   }
-  return { ...reconciled, deliveries, compensated: false };
+  const outbox = view.on ? finalOutbox(reconciled.outbox, deliveries) : reconciled.outbox;
+  view.deliveryState(storedDeliveryState(outbox));
+  return { ...reconciled, outbox, deliveries, compensated: false };
+}
+
+/**
+ * What an operator sees of a run in the Temporal UI: the search attributes SettleOutcome and
+ * SettleDeliveryState (upserted only when they change: each upsert is a command in the history), the
+ * run's current details, and activity summaries. Off for runs started before it (they replay as they
+ * were recorded).
+ */
+class OperatorView {
+  private state: DeliveryState | null | undefined;
+
+  constructor(readonly on: boolean) {}
+
+  summary(text: string): string | undefined {
+    return this.on ? text : undefined;
+  }
+
+  outcome(outcome: PaymentWorkflowResult['outcome']): void {
+    if (!this.on) return;
+    upsertSearchAttributes([{ key: SettleOutcomeKey, value: outcome }]);
+    setCurrentDetails(`outcome ${outcome}`);
+  }
+
+  deliveryState(state: DeliveryState | null, details?: string): void {
+    if (!this.on) return;
+    if (state !== this.state) upsertSearchAttributes([{ key: SettleDeliveryStateKey, value: state }]);
+    this.state = state;
+    setCurrentDetails(details ?? (state ? `deliveries ${state}` : 'nothing to deliver'));
+  }
+}
+
+/** A row this run still has to send: pending, or parked for want of a target URL (sent once there is one). */
+function isDeliverable(status: OutboxEntry['status']): boolean {
+  return status === 'pending' || status === 'not_configured';
+}
+
+/** The delivery state rows stand for; null when the event has nothing to deliver. */
+function storedDeliveryState(outbox: Pick<OutboxEntry, 'status'>[]): DeliveryState | null {
+  if (outbox.length === 0) return null;
+  const statuses = new Set(outbox.map((row) => row.status));
+  if (statuses.has('compensated') || statuses.has('failed')) return 'compensated';
+  if (statuses.has('not_configured')) return 'not_configured';
+  if (statuses.has('pending')) return 'pending';
+  return 'delivered';
+}
+
+/**
+ * Each of the event's rows as this run left it: the compensation's own reading of the rows when it ran
+ * (it ran last), else the stored status with this run's deliveries applied.
+ */
+function finalOutbox(
+  stored: OutboxEntry[],
+  deliveries: OutboxDeliveryResult[],
+  compensation?: PaymentCompensationResult,
+): OutboxEntry[] {
+  if (compensation?.outbox) return compensation.outbox;
+  return stored.map((row) => {
+    const delivered = deliveries.find((delivery) => delivery.outboxId === row.outboxId);
+    return delivered ? { ...row, status: delivered.status } : row;
+  });
+}
+
+function withFinalStatus(deliveries: OutboxDeliveryResult[], outbox: OutboxEntry[]): OutboxDeliveryResult[] {
+  return deliveries.map((delivery) => ({
+    ...delivery,
+    status: outbox.find((row) => row.outboxId === delivery.outboxId)?.status ?? delivery.status,
+  }));
 }
 
 /** A permanent refusal by the downstream (4xx) or of the target itself: what triggers compensation. */

@@ -16,6 +16,9 @@ export function stackEnv(stack: TestStack, extra: NodeJS.ProcessEnv = {}): NodeJ
     SETTLE_TASK_QUEUE: stack.taskQueue,
     SETTLE_WEBHOOK_SECRETS: stack.secret,
     SETTLE_API_TOKEN: stack.apiToken,
+    // `settle worker` refuses to start without its downstream targets.
+    ...(stack.config.carrierUrl ? { SETTLE_CARRIER_URL: stack.config.carrierUrl } : {}),
+    ...(stack.config.erpUrl ? { SETTLE_ERP_URL: stack.config.erpUrl } : {}),
     SETTLE_HOME: mkdtempSync(join(tmpdir(), 'settle-home-')),
     // What production runs at (the suite itself runs quieter).
     SETTLE_LOG_LEVEL: 'info',

@@ -1,20 +1,64 @@
 import type { Command } from 'commander';
-import { migrate } from '../../db/migrate';
-import { output, withDatabase } from '../context';
+import { registerSearchAttributes, type SearchAttributeRegistration } from '../../app/search-attributes';
+import { connectClient } from '../../client';
+import { migrate, type MigrationResult } from '../../db/migrate';
+import { resolveEnvironment } from '../../stack/dev-state';
+import { commandConfig, output, withDatabase } from '../context';
+
+/** How long registering the search attributes may take before Temporal counts as unreachable. */
+const TEMPORAL_DEADLINE_MS = 30_000;
+
+type MigrateResult = {
+  applied: MigrationResult['applied'];
+  already_applied: MigrationResult['alreadyApplied'];
+  /** null when no Temporal is configured (no TEMPORAL_ADDRESS, no Temporal profile, no running stack). */
+  search_attributes: SearchAttributeRegistration | null;
+};
 
 export function registerMigrate(program: Command) {
   program
     .command('migrate')
     .description(
-      'Apply database migrations to DATABASE_URL (idempotent; safe from several processes at once).',
+      'Apply database migrations to DATABASE_URL (idempotent; safe from several processes at once), ' +
+        "and register settle's search attributes (ShipmentId, PaymentId, PaymentEventType, SettleOutcome, " +
+        'SettleDeliveryState) in the Temporal namespace when TEMPORAL_ADDRESS is set (idempotent; needs the ' +
+        'operator permission to add search attributes).',
     )
     .option('--json', 'print the result as JSON')
     .action(async (options: { json?: boolean }) => {
-      const result = await withDatabase(migrate);
-      output(options.json, { applied: result.applied, already_applied: result.alreadyApplied }, (r) =>
-        r.applied.length
-          ? `applied: ${r.applied.join(', ')}`
-          : `up to date (${r.already_applied.length} migrations)`,
+      const migrations = await withDatabase(migrate);
+      const result: MigrateResult = {
+        applied: migrations.applied,
+        already_applied: migrations.alreadyApplied,
+        search_attributes: await registerIfConfigured(),
+      };
+      output(options.json, result, (r) =>
+        [
+          r.applied.length
+            ? `applied: ${r.applied.join(', ')}`
+            : `up to date (${r.already_applied.length} migrations)`,
+          r.search_attributes
+            ? `search attributes in namespace ${r.search_attributes.namespace}: ${
+                r.search_attributes.added.length
+                  ? `added ${r.search_attributes.added.join(', ')}`
+                  : 'all present'
+              }`
+            : 'search attributes: not registered (no Temporal configured: TEMPORAL_ADDRESS or a profile)',
+        ].join('\n'),
       );
     });
+}
+
+async function registerIfConfigured(): Promise<SearchAttributeRegistration | null> {
+  const env = resolveEnvironment();
+  if (!env.TEMPORAL_ADDRESS && !env.TEMPORAL_PROFILE && !env.TEMPORAL_CONFIG_FILE) return null;
+  const { config } = commandConfig();
+  const client = await connectClient(config);
+  try {
+    return await client.connection.withDeadline(Date.now() + TEMPORAL_DEADLINE_MS, () =>
+      registerSearchAttributes(client, config.temporalNamespace),
+    );
+  } finally {
+    await client.connection.close().catch(() => {});
+  }
 }

@@ -6,7 +6,7 @@ import { logger } from '../../lib/logger';
 import { startMetricsServer } from '../../metrics/metrics-server';
 import { prepareRetention } from '../../retention';
 import { runDevStack } from '../../stack/dev-stack';
-import { runWorker } from '../../worker';
+import { missingDownstreamVariables, runWorker } from '../../worker';
 import { onShutdown } from '../../lib/shutdown';
 import { checkNamespace } from '../../temporal-connection';
 import { CliError, commandConfig } from '../context';
@@ -35,10 +35,17 @@ export function registerRoles(program: Command) {
         'namespace is missing, the credentials are refused or TLS fails. ' +
         'Serves /metrics on HOST:SETTLE_METRICS_PORT and ensures the daily claim purge Schedule. ' +
         'Runs the workflow bundle built once into .settle/cache; SETTLE_MAX_CACHED_WORKFLOWS bounds ' +
-        'the runs it keeps in memory.',
+        'the runs it keeps in memory. Refuses to start without SETTLE_CARRIER_URL and SETTLE_ERP_URL.',
     )
     .action(async () => {
       const { config } = commandConfig();
+      const missing = missingDownstreamVariables(config);
+      if (missing.length) {
+        throw new CliError(
+          `${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set: a worker without its ` +
+            'downstream targets cannot deliver payments. Set them (only `npm start` runs stand-ins).',
+        );
+      }
       const pool = createPool(config.databaseUrl);
       const metrics = await startMetricsServer({ port: config.metricsPort ?? 0, host: config.host });
       logger.info({ url: `${metrics.url}/metrics` }, 'worker metrics listening');

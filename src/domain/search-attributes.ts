@@ -1,0 +1,73 @@
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
+import type { PaymentEvent } from './payment-event';
+
+/**
+ * The search attributes every payment run carries, all Keyword: what an operator filters the Temporal
+ * UI's list by (`ShipmentId="SHP-4821"`, `SettleOutcome="needs_review"`, `SettleDeliveryState="retrying"`).
+ * settle registers them itself (the dev server's start flags, `settle migrate` on a real server); a
+ * namespace without them refuses every start that sets them.
+ */
+export const ShipmentIdKey = defineSearchAttributeKey('ShipmentId', SearchAttributeType.KEYWORD);
+export const PaymentIdKey = defineSearchAttributeKey('PaymentId', SearchAttributeType.KEYWORD);
+export const PaymentEventTypeKey = defineSearchAttributeKey('PaymentEventType', SearchAttributeType.KEYWORD);
+/** The claim's outcome: applied, stale, unmatched or needs_review. Set once reconcile has decided. */
+export const SettleOutcomeKey = defineSearchAttributeKey('SettleOutcome', SearchAttributeType.KEYWORD);
+/** Where the run's deliveries stand; see DeliveryState. */
+export const SettleDeliveryStateKey = defineSearchAttributeKey(
+  'SettleDeliveryState',
+  SearchAttributeType.KEYWORD,
+);
+
+/** All of them: what settle registers. */
+export const SETTLE_SEARCH_ATTRIBUTES = [
+  ShipmentIdKey,
+  PaymentIdKey,
+  PaymentEventTypeKey,
+  SettleOutcomeKey,
+  SettleDeliveryStateKey,
+];
+
+/**
+ * `pending`: nothing delivered yet; `delivering`: a step is being sent; `retrying`: a step's first
+ * attempt failed and the durable activity is retrying it (backoff, Retry-After); `delivered`: every step
+ * delivered; `compensated`: a downstream refused a step and the earlier ones were undone (the outcome is
+ * `needs_review`); `not_configured`: a step's target has no URL on the worker that ran it. A run with
+ * nothing to deliver (stale, unmatched) has no delivery state.
+ */
+export type DeliveryState =
+  'pending' | 'delivering' | 'retrying' | 'delivered' | 'compensated' | 'not_configured';
+
+/** What a payment run carries from its start, before anything has run. */
+export function paymentStartSearchAttributes(event: PaymentEvent): SearchAttributePair[] {
+  return [
+    { key: ShipmentIdKey, value: event.data.shipment_id },
+    { key: PaymentIdKey, value: event.data.payment_id },
+    { key: PaymentEventTypeKey, value: event.type },
+    { key: SettleDeliveryStateKey, value: 'pending' satisfies DeliveryState },
+  ];
+}
+
+/** The run's one-line summary in the UI: "payment.settled · SHP-4821 · 125.00 EUR". */
+export function paymentSummary(event: PaymentEvent): string {
+  const { shipment_id: shipmentId, amount, currency } = event.data;
+  return `${event.type} · ${shipmentId} · ${formatMinorUnits(amount, currency)} ${currency}`;
+}
+
+/** A reminder run's summary: "renewal reminder · CT-88 · due 2026-08-10T09:00:00.000Z". */
+export function reminderSummary(reminder: { contractId?: string; dueAt: Date }): string {
+  const contract = reminder.contractId ? ` · ${reminder.contractId}` : '';
+  return `renewal reminder${contract} · due ${reminder.dueAt.toISOString()}`;
+}
+
+/** 12500 EUR is "125.00", 500 JPY is "500": the currency's own number of minor digits. */
+export function formatMinorUnits(amount: number, currency: string): string {
+  let digits = 2;
+  try {
+    digits =
+      new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ??
+      2;
+  } catch {
+    // An ISO-shaped code Intl does not know: two digits, as most currencies have.
+  }
+  return (amount / 10 ** digits).toFixed(digits);
+}
