@@ -29,6 +29,9 @@ export async function listExceptions(
                            ELSE 'a later step failed and was compensated' END AS detail
          FROM claims WHERE outcome IN ('unmatched', 'needs_review')
        UNION ALL
+       SELECT 'unmatched', event_id, NULL, first_seen_at, reason
+         FROM provider_exceptions
+       UNION ALL
        SELECT 'conflict', event_id, NULL, first_seen_at,
               deliveries || ' delivery(ies) with another payload (sha256 ' || left(payload_sha256, 12)
                 || '…) refused with 409; the original stands'

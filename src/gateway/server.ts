@@ -8,6 +8,7 @@ import { shortHash } from '../lib/hash';
 import type { Logger } from '../lib/logger';
 import { registerOperatorRoutes } from './operations';
 import { registerPaymentRoutes } from './payments';
+import { registerProviderRoutes, type ProviderRouteDeps } from './providers';
 import { registerReminderRoutes } from './reminders';
 import { reject } from './replies';
 
@@ -31,7 +32,7 @@ export type GatewayDependencies = {
   logger: Logger;
   /** Accept reminder targets on private and loopback addresses (SETTLE_ALLOW_PRIVATE_TARGETS). */
   allowPrivateTargets?: boolean;
-};
+} & Pick<ProviderRouteDeps, 'stripeWebhookSecrets' | 'adyenHmacKeys' | 'adyenBasicAuth'>;
 
 export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   // Fastify's own request logging would write URLs, which carry event IDs; settle logs its own line.
@@ -75,6 +76,7 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   registerOperatorRoutes(app, deps);
   registerPaymentRoutes(app, deps);
   refuseOtherMethods(app, '/webhooks/payments', ['POST']);
+  registerProviderRoutes(app, deps);
   registerReminderRoutes(app, deps);
   refuseOtherMethods(app, '/reminders', ['POST']);
   refuseOtherMethods(app, '/reminders/:deliveryId', ['GET', 'DELETE']);
