@@ -164,3 +164,34 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxCachedWorkflows: c.SETTLE_MAX_CACHED_WORKFLOWS,
   };
 }
+
+/**
+ * The provider secrets alone (for `settle simulate --provider`, which needs no database); same rules
+ * and messages as loadConfig.
+ */
+export function loadProviderSecrets(
+  env: NodeJS.ProcessEnv = process.env,
+): Pick<Config, 'stripeWebhookSecrets' | 'adyenHmacKeys' | 'adyenBasicAuth'> {
+  const schema = configSchema.pick({
+    SETTLE_STRIPE_WEBHOOK_SECRETS: true,
+    SETTLE_ADYEN_HMAC_KEYS: true,
+    SETTLE_ADYEN_BASIC_AUTH: true,
+  });
+  const raw = Object.fromEntries(
+    Object.keys(schema.shape).map((key) => [key, env[key] === '' ? undefined : env[key]]),
+  );
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => ({
+        variable: String(issue.path[0] ?? 'environment'),
+        message: issue.message,
+      })),
+    );
+  }
+  return {
+    stripeWebhookSecrets: parsed.data.SETTLE_STRIPE_WEBHOOK_SECRETS,
+    adyenHmacKeys: parsed.data.SETTLE_ADYEN_HMAC_KEYS,
+    adyenBasicAuth: parsed.data.SETTLE_ADYEN_BASIC_AUTH,
+  };
+}

@@ -9,8 +9,11 @@ import {
   paymentEventSchema,
   type PaymentEvent,
 } from './domain/payment-event';
+import { ingestPaymentEvent, type IngestOutcome } from './app/ingest';
+import { admitProviderEvent } from './app/provider-ingest';
 import { ErrorCode } from './errors';
-import { ingestPaymentEvent, type IngestOutcome } from './gateway/payments';
+import { exportAdapter } from './providers';
+import type { ProviderName } from './providers/types';
 
 export type ImportCounts = {
   accepted: number;
@@ -44,6 +47,11 @@ export type ImportOptions = {
   onProgress?: (processed: number, total: number, counts: ImportCounts) => void;
   /** Attempts for a line while a dependency is unavailable, with doubling pauses from 500 ms. */
   attempts?: number;
+  /**
+   * The file is a provider's own export (Stripe events, Adyen NotificationRequestItems, one a line),
+   * read through that provider's adapter; no signature is checked, as for any import.
+   */
+  provider?: ProviderName;
 };
 
 /** Non-empty lines of a file, counted without holding it in memory. */
@@ -97,7 +105,9 @@ export async function importReport(
       break;
     }
     const line = lineNumber;
-    const task = importLine(deps, text, options.attempts ?? 5).then((outcome) => record(outcome, line));
+    const task = importLine(deps, text, options.attempts ?? 5, options.provider).then((outcome) =>
+      record(outcome, line),
+    );
     inFlight.add(task);
     void task.finally(() => inFlight.delete(task));
     if (inFlight.size >= options.concurrency) await Promise.race(inFlight);
@@ -119,6 +129,7 @@ async function importLine(
   deps: { pool: pg.Pool; client: Client; taskQueue: string },
   text: string,
   attempts: number,
+  provider: ProviderName | undefined,
 ): Promise<LineOutcome> {
   const refuse = (eventId: string | null, message: string): LineOutcome => ({
     status: 'rejected',
@@ -130,17 +141,50 @@ async function importLine(
   } catch {
     return refuse(null, 'not valid JSON');
   }
-  const envelope = eventEnvelopeSchema.safeParse(body);
-  if (!envelope.success) return refuse(null, describe(fieldIssues(envelope.error)));
-  const eventId = envelope.data.id;
-  if (!isHandledPaymentType(envelope.data.type)) return { status: 'ignored' };
-  const parsed = paymentEventSchema.safeParse(body);
-  if (!parsed.success) return refuse(eventId, describe(fieldIssues(parsed.error)));
+  let eventId: string;
+  let admit: () => Promise<IngestOutcome>;
+  if (provider) {
+    const adapted = exportAdapter(provider).adapt(exportAdapter(provider).exportItems(body)[0]);
+    if (adapted.kind === 'invalid') return refuse(adapted.eventId, `${adapted.path}: ${adapted.message}`);
+    if (adapted.kind === 'ignored') return { status: 'ignored' };
+    eventId = adapted.eventId;
+    if (adapted.kind === 'unmatched') {
+      const recorded = await admitProviderEvent(deps, provider, adapted, 'import');
+      if (recorded.status === 'unavailable') {
+        return {
+          status: 'unavailable',
+          problem: {
+            event_id: eventId,
+            error: ErrorCode.DatabaseUnavailable,
+            message: 'postgres unreachable; nothing was written for this line',
+          },
+        };
+      }
+      return {
+        status: 'rejected',
+        problem: {
+          event_id: eventId,
+          error: 'unmatched',
+          message: `${adapted.reason}; recorded as an exception (settle exceptions)`,
+        },
+      };
+    }
+    const event = adapted.event;
+    admit = () => ingestPaymentEvent(deps, event, 'import');
+  } else {
+    const envelope = eventEnvelopeSchema.safeParse(body);
+    if (!envelope.success) return refuse(null, describe(fieldIssues(envelope.error)));
+    eventId = envelope.data.id;
+    if (!isHandledPaymentType(envelope.data.type)) return { status: 'ignored' };
+    const parsed = paymentEventSchema.safeParse(body);
+    if (!parsed.success) return refuse(eventId, describe(fieldIssues(parsed.error)));
+    // The stored and hashed payload is the line as written, unknown fields included.
+    admit = () => ingestPaymentEvent(deps, body as PaymentEvent, 'import');
+  }
 
   let outcome: IngestOutcome | undefined;
   for (let attempt = 1; attempt <= attempts; attempt += 1) {
-    // The stored and hashed payload is the line as written, unknown fields included.
-    outcome = await ingestPaymentEvent(deps, body as PaymentEvent, 'import');
+    outcome = await admit();
     if (outcome.status !== 'unavailable') break;
     if (attempt < attempts) await new Promise((resolve) => setTimeout(resolve, 500 * 2 ** (attempt - 1)));
   }

@@ -13,9 +13,17 @@ export function registerImport(program: Command) {
         'applies only what is missing. Ctrl-C stops reading, lets lines in flight finish and prints the summary.',
     )
     .argument('<file.jsonl>', 'the report: one event per line, as the provider sends them')
+    .option(
+      '--provider <name>',
+      "stripe or adyen: the file is that provider's own export (Stripe event objects, Adyen " +
+        'NotificationRequestItems, one a line), read through the same adapter as /webhooks/stripe or /webhooks/adyen',
+    )
     .option('--concurrency <n>', 'lines in flight at once', parseCount, 4)
     .option('--json', 'print the summary as JSON (the progress bar stays on stderr)')
-    .action(async (file: string, options: { concurrency: number; json?: boolean }) => {
+    .action(async (file: string, options: { concurrency: number; json?: boolean; provider?: string }) => {
+      if (options.provider !== undefined && options.provider !== 'stripe' && options.provider !== 'adyen')
+        throw new CliError('--provider must be stripe or adyen');
+      const provider = options.provider as 'stripe' | 'adyen' | undefined;
       if (!existsSync(file)) throw new CliError(`cannot read ${file}`);
       const abort = new AbortController();
       const onSigint = () => {
@@ -42,6 +50,7 @@ export function registerImport(program: Command) {
           importReport({ pool, client, taskQueue: config.taskQueue }, file, {
             concurrency: options.concurrency,
             signal: abort.signal,
+            provider,
             onProgress: (processed, total, counts) => {
               const seconds = Math.max((Date.now() - started) / 1000, 0.001);
               const payload = { ...counts, rate: Math.round(processed / seconds) };
