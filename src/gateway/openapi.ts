@@ -1,5 +1,6 @@
 import { PAYMENT_EVENT_TYPES } from '../domain/payment-event';
 import { ErrorCode } from '../errors';
+import { providerPaths } from './openapi-providers';
 
 const json = (schema: object, description: string, headers?: object) => ({
   description,
@@ -69,6 +70,7 @@ export const openApiDocument = {
         },
       },
     },
+    ...providerPaths,
     '/reminders': {
       post: {
         operationId: 'scheduleReminder',
