@@ -29,7 +29,9 @@ export async function listExceptions(
                            ELSE 'a later step failed and was compensated' END AS detail
          FROM claims WHERE outcome IN ('unmatched', 'needs_review')
        UNION ALL
-       SELECT 'unmatched', event_id, NULL, first_seen_at, reason
+       SELECT 'unmatched', event_id, NULL, first_seen_at,
+              reason || ' (a ' || provider || ' event settle cannot apply or replay: name the shipment at '
+                || 'the provider for later events, and record this payment by hand)'
          FROM provider_exceptions
        UNION ALL
        SELECT 'conflict', event_id, NULL, first_seen_at,
