@@ -170,6 +170,23 @@ describe('POST /webhooks/stripe', () => {
     await nothingWritten(String(event.id));
   });
 
+  test('text PostgreSQL cannot store (NUL, a lone surrogate) is a 400 in the shipment, and kept replaced elsewhere', async () => {
+    for (const shipmentId of ['SHP-\u0000-1', 'SHP-\ud800-1']) {
+      const event = stripeEvent('payment_intent.succeeded', paymentIntent(shipmentId));
+      const refused = await postStripe(stack, event, { secret });
+      assert.equal(refused.status, 400, refused.text);
+      assert.equal(refused.body.error, 'invalid_event');
+      await nothingWritten(String(event.id));
+    }
+    const unmatched = stripeEvent('payment_intent.succeeded', {
+      ...paymentIntent(undefined),
+      description: 'order \u0000 \udc00',
+    });
+    const reply = await postStripe(stack, unmatched, { secret });
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.body.status, 'unmatched');
+  });
+
   test('a refund after a capture adds one refund entry; charge.refunded and refund.created of the same refund, and a resend, add none', async () => {
     const shipmentId = await newShipment();
     const intent = paymentIntent(shipmentId);

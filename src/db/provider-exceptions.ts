@@ -1,3 +1,4 @@
+import { storableJson } from '../providers/types';
 import type { Queryable } from './pool';
 
 /**
@@ -14,7 +15,7 @@ export async function recordProviderException(
      ON CONFLICT (event_id) DO UPDATE
        SET deliveries = provider_exceptions.deliveries + 1, last_seen_at = now()
      RETURNING (xmax = 0) AS first`,
-    [row.eventId, row.provider, row.providerType, row.reason, JSON.stringify(row.payload)],
+    [row.eventId, row.provider, row.providerType, row.reason, storableJson(row.payload)],
   );
   return rows[0]!;
 }

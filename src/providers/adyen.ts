@@ -14,6 +14,7 @@ import {
   type AdaptedEvent,
   type ProviderAdapter,
   type ProviderRequest,
+  unstorableTextPath,
   type Verification,
 } from './types';
 
@@ -166,6 +167,15 @@ export function adaptAdyenItem(item: unknown): AdaptedEvent {
       provider_type: providerType,
     },
   };
+  const unstorable = unstorableTextPath(event);
+  if (unstorable) {
+    return {
+      kind: 'invalid',
+      eventId: eventId,
+      path: unstorable,
+      message: 'must not contain NUL or lone surrogates',
+    };
+  }
   const parsed = paymentEventSchema.safeParse(event);
   if (!parsed.success) {
     const issue = fieldIssues(parsed.error)[0]!;

@@ -9,6 +9,7 @@ import {
 import {
   field,
   nonEmptyString,
+  unstorableTextPath,
   type AdaptedEvent,
   type ProviderAdapter,
   type ProviderRequest,
@@ -176,6 +177,15 @@ export function adaptStripeEvent(item: unknown): AdaptedEvent {
       provider_type: type,
     },
   };
+  const unstorable = unstorableTextPath(event);
+  if (unstorable) {
+    return {
+      kind: 'invalid',
+      eventId: id,
+      path: unstorable,
+      message: 'must not contain NUL or lone surrogates',
+    };
+  }
   const parsed = paymentEventSchema.safeParse(event);
   if (!parsed.success) {
     const issue = fieldIssues(parsed.error)[0]!;

@@ -66,3 +66,31 @@ export function splitList(value: string | undefined): string[] {
     .map((item) => item.trim())
     .filter(Boolean);
 }
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * The first string field PostgreSQL's jsonb cannot store (a NUL, or a lone UTF-16 surrogate), as a
+ * field path; a canonical event carrying one is refused as invalid rather than failing at INSERT.
+ */
+export function unstorableTextPath(value: unknown, path: string[] = []): string | undefined {
+  if (typeof value === 'string') {
+    return value.includes('\u0000') || LONE_SURROGATE.test(value) ? path.join('.') || '(body)' : undefined;
+  }
+  if (value !== null && typeof value === 'object') {
+    for (const [key, child] of Object.entries(value)) {
+      const found = unstorableTextPath(child, [...path, key]);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/** A JSON text jsonb can store: NULs and lone surrogates in strings become U+FFFD. */
+export function storableJson(value: unknown): string {
+  return JSON.stringify(value, (_key, child: unknown) =>
+    typeof child === 'string'
+      ? child.replaceAll('\u0000', '\uFFFD').replace(new RegExp(LONE_SURROGATE.source, 'g'), '\uFFFD')
+      : child,
+  );
+}
