@@ -14,6 +14,13 @@ import { parseDuration } from './domain/duration';
 /** Where settle listens when HOST is unset: this machine only. */
 export const DEFAULT_HOST = '127.0.0.1';
 
+function splitList(value: string): string[] {
+  return value
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+}
+
 const booleanFlag = z
   .enum(['true', 'false', '1', '0', ''])
   .default('false')
@@ -77,6 +84,27 @@ const configSchema = z.object({
     .refine((secrets) => secrets.every((secret) => /^whsec_[A-Za-z0-9+/=]{8,}$/.test(secret)), {
       message: 'each secret must look like whsec_<base64>',
     }),
+  /** Stripe webhook endpoint signing secrets (whsec_…), comma-separated; more than one while rolling. */
+  SETTLE_STRIPE_WEBHOOK_SECRETS: z
+    .string()
+    .default('')
+    .transform(splitList)
+    .refine((secrets) => secrets.every((secret) => /^whsec_[A-Za-z0-9+/=]{8,}$/.test(secret)), {
+      message: 'each secret must look like whsec_… (the endpoint secret from the Stripe dashboard)',
+    }),
+  /** Adyen HMAC keys (hex), comma-separated; more than one while rotating. */
+  SETTLE_ADYEN_HMAC_KEYS: z
+    .string()
+    .default('')
+    .transform(splitList)
+    .refine((keys) => keys.every((key) => /^(?:[0-9A-Fa-f]{2}){16,}$/.test(key)), {
+      message: 'each key must be the hexadecimal HMAC key from the Adyen Customer Area',
+    }),
+  /** Basic auth Adyen must present on /webhooks/adyen, as user:password; unset: none asked. */
+  SETTLE_ADYEN_BASIC_AUTH: z
+    .string()
+    .regex(/^[^:]+:.+$/, 'must be user:password')
+    .optional(),
   /** Secret that signs outbound reminder deliveries (whsec_<base64>). */
   SETTLE_OUTBOUND_SECRET: z
     .string()
@@ -115,6 +143,10 @@ export type Config = {
   host?: string;
   port: number;
   webhookSecrets: string[];
+  /** Provider webhooks (docs/providers.md); optional where tests build a Config by hand. */
+  stripeWebhookSecrets?: string[];
+  adyenHmacKeys?: string[];
+  adyenBasicAuth?: string;
   outboundSecret: string | undefined;
   apiToken: string | undefined;
   carrierUrl: string | undefined;
@@ -186,6 +218,9 @@ export function loadConfig(
     host: c.HOST,
     port: c.PORT,
     webhookSecrets: c.SETTLE_WEBHOOK_SECRETS,
+    stripeWebhookSecrets: c.SETTLE_STRIPE_WEBHOOK_SECRETS,
+    adyenHmacKeys: c.SETTLE_ADYEN_HMAC_KEYS,
+    adyenBasicAuth: c.SETTLE_ADYEN_BASIC_AUTH,
     outboundSecret: c.SETTLE_OUTBOUND_SECRET,
     apiToken: c.SETTLE_API_TOKEN,
     carrierUrl: c.SETTLE_CARRIER_URL,
@@ -358,5 +393,36 @@ function loadTemporalProfile(env: Record<string, string>): TemporalSettings {
     tls: connectionOptions.tls ?? undefined,
     grpcMeta: profile.grpcMeta,
     profileSource: file,
+  };
+}
+
+/**
+ * The provider secrets alone (for `settle simulate --provider`, which needs no database); same rules
+ * and messages as loadConfig.
+ */
+export function loadProviderSecrets(
+  env: NodeJS.ProcessEnv = process.env,
+): Pick<Config, 'stripeWebhookSecrets' | 'adyenHmacKeys' | 'adyenBasicAuth'> {
+  const schema = configSchema.pick({
+    SETTLE_STRIPE_WEBHOOK_SECRETS: true,
+    SETTLE_ADYEN_HMAC_KEYS: true,
+    SETTLE_ADYEN_BASIC_AUTH: true,
+  });
+  const raw = Object.fromEntries(
+    Object.keys(schema.shape).map((key) => [key, env[key] === '' ? undefined : env[key]]),
+  );
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => ({
+        variable: String(issue.path[0] ?? 'environment'),
+        message: issue.message,
+      })),
+    );
+  }
+  return {
+    stripeWebhookSecrets: parsed.data.SETTLE_STRIPE_WEBHOOK_SECRETS,
+    adyenHmacKeys: parsed.data.SETTLE_ADYEN_HMAC_KEYS,
+    adyenBasicAuth: parsed.data.SETTLE_ADYEN_BASIC_AUTH,
   };
 }

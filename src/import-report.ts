@@ -2,9 +2,13 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
+import { ingestPaymentEvent, type IngestOutcome } from './app/ingest';
+import { admitProviderEvent } from './app/provider-ingest';
 import { describeIssues, readPaymentEvent } from './domain/payment-event';
+import { parseUntrustedJson } from './domain/untrusted-json';
 import { ErrorCode } from './errors';
-import { ingestPaymentEvent, type IngestOutcome } from './gateway/payments';
+import { exportAdapter } from './providers';
+import type { ProviderName } from './providers/types';
 
 export type ImportCounts = {
   accepted: number;
@@ -38,6 +42,11 @@ export type ImportOptions = {
   onProgress?: (processed: number, total: number, counts: ImportCounts) => void;
   /** Attempts for a line while a dependency is unavailable, with doubling pauses from 500 ms. */
   attempts?: number;
+  /**
+   * The file is a provider's own export (Stripe events, Adyen NotificationRequestItems, one a line),
+   * read through that provider's adapter; no signature is checked, as for any import.
+   */
+  provider?: ProviderName;
 };
 
 /** Non-empty lines of a file, counted without holding it in memory. */
@@ -91,7 +100,9 @@ export async function importReport(
       break;
     }
     const line = lineNumber;
-    const task = importLine(deps, text, options.attempts ?? 5).then((outcome) => record(outcome, line));
+    const task = importLine(deps, text, options.attempts ?? 5, options.provider).then((outcome) =>
+      record(outcome, line),
+    );
     inFlight.add(task);
     void task.finally(() => inFlight.delete(task));
     if (inFlight.size >= options.concurrency) await Promise.race(inFlight);
@@ -113,20 +124,58 @@ async function importLine(
   deps: { pool: pg.Pool; client: Client; taskQueue: string },
   text: string,
   attempts: number,
+  provider: ProviderName | undefined,
 ): Promise<LineOutcome> {
   const refuse = (eventId: string | null, message: string): LineOutcome => ({
     status: 'rejected',
     problem: { event_id: eventId, error: ErrorCode.InvalidEvent, message },
   });
-  // The same reading as the webhook: the edge rule, the envelope, then the schema of a handled type.
-  const read = readPaymentEvent(text);
-  if (!read.ok) return refuse(read.eventId, describeIssues(read.issues));
-  const eventId = read.event.id;
+  let eventId: string;
+  let admit: () => Promise<IngestOutcome>;
+  if (provider) {
+    // The same edge rule as every route (unstorable text, nesting depth) before the provider's adapter.
+    const parsed = parseUntrustedJson(text);
+    if (!parsed.ok) return refuse(null, describeIssues([parsed.issue]));
+    const adapter = exportAdapter(provider);
+    const adapted = adapter.adapt(adapter.exportItems(parsed.value)[0]);
+    if (adapted.kind === 'invalid') return refuse(adapted.eventId, `${adapted.path}: ${adapted.message}`);
+    if (adapted.kind === 'ignored') return { status: 'ignored' };
+    eventId = adapted.eventId;
+    if (adapted.kind === 'unmatched') {
+      const recorded = await admitProviderEvent(deps, provider, adapted, 'import');
+      if (recorded.status === 'unavailable') {
+        return {
+          status: 'unavailable',
+          problem: {
+            event_id: eventId,
+            error: ErrorCode.DatabaseUnavailable,
+            message: 'postgres unreachable; nothing was written for this line',
+          },
+        };
+      }
+      return {
+        status: 'rejected',
+        problem: {
+          event_id: eventId,
+          error: 'unmatched',
+          message: `${adapted.reason}; recorded as an exception (settle exceptions)`,
+        },
+      };
+    }
+    const event = adapted.event;
+    admit = () => ingestPaymentEvent(deps, event, 'import');
+  } else {
+    // The same reading as the webhook: the edge rule, the envelope, then the schema of a handled type.
+    const read = readPaymentEvent(text);
+    if (!read.ok) return refuse(read.eventId, describeIssues(read.issues));
+    eventId = read.event.id;
+    // The stored and hashed payload is the line as written, unknown fields included.
+    admit = () => ingestPaymentEvent(deps, read.event, 'import');
+  }
 
   let outcome: IngestOutcome | undefined;
   for (let attempt = 1; attempt <= attempts; attempt += 1) {
-    // The stored and hashed payload is the line as written, unknown fields included.
-    outcome = await ingestPaymentEvent(deps, read.event, 'import');
+    outcome = await admit();
     if (outcome.status !== 'unavailable') break;
     if (attempt < attempts) await new Promise((resolve) => setTimeout(resolve, 500 * 2 ** (attempt - 1)));
   }

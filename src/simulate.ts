@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { PaymentEvent, PaymentEventType } from './domain/payment-event';
 import { signWebhook } from './gateway/signature';
+import { providerRequestFor, type ProviderSigning } from './providers/simulated';
 
 export type SimulateOptions = {
   gatewayUrl: string;
@@ -21,6 +22,11 @@ export type SimulateOptions = {
   seed?: number;
   concurrency?: number;
   signal?: AbortSignal;
+  /**
+   * Send as a payment provider instead (its own event shape, signed with its own library), to
+   * /webhooks/stripe or /webhooks/adyen; each payment is authorized, captured, then refunded.
+   */
+  provider?: ProviderSigning;
 };
 
 export type SimulateSummary = {
@@ -44,6 +50,8 @@ export type SimulateSummary = {
 export type Send = { event: PaymentEvent; kind: 'first' | 'duplicate' | 'late' };
 
 const SEQUENCE: PaymentEventType[] = ['payment.authorized', 'payment.captured', 'payment.settled'];
+/** Providers report no `settled`: their third event is a refund. */
+const PROVIDER_SEQUENCE: PaymentEventType[] = ['payment.authorized', 'payment.captured', 'payment.refunded'];
 
 /** The shipments a simulation's events are for, so a caller can add them before sending. */
 export function simulatedShipmentIds(runId: string, count: number): string[] {
@@ -61,7 +69,7 @@ export type TrafficPlan = {
 
 type PlanOptions = Pick<
   SimulateOptions,
-  'count' | 'duplicateShare' | 'lateReplayShare' | 'outOfOrderShare' | 'runId' | 'seed'
+  'count' | 'duplicateShare' | 'lateReplayShare' | 'outOfOrderShare' | 'runId' | 'seed' | 'provider'
 >;
 
 /** The traffic a simulation sends (or `settle simulate --out` writes), from its options and seed. */
@@ -73,7 +81,8 @@ export function planTraffic(options: PlanOptions): TrafficPlan {
   let outOfOrder = 0;
   const events: PaymentEvent[] = [];
   shipmentIds.forEach((shipmentId, p) => {
-    const payment = SEQUENCE.map<PaymentEvent>((type, step) => ({
+    const sequence = options.provider ? PROVIDER_SEQUENCE : SEQUENCE;
+    const payment = sequence.map<PaymentEvent>((type, step) => ({
       id: `evt_${runId}_${p + 1}_${step + 1}`,
       type,
       created_at: new Date(Date.UTC(2026, 7, 10, 2, 0, step)).toISOString(),
@@ -167,24 +176,43 @@ export async function simulateTraffic(options: SimulateOptions): Promise<Simulat
 }
 
 async function deliver(options: SimulateOptions, event: PaymentEvent): Promise<string> {
-  const body = JSON.stringify(event);
+  const request = options.provider
+    ? providerRequestFor(options.provider, event)
+    : standardWebhooksRequest(options.secret, event);
   try {
-    const response = await fetch(`${options.gatewayUrl}/webhooks/payments`, {
+    const response = await fetch(`${options.gatewayUrl}${request.path}`, {
       method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        ...signWebhook(options.secret, `msg_${randomBytes(8).toString('hex')}`, body),
-      },
-      body,
+      headers: request.headers,
+      body: request.body,
       signal: AbortSignal.timeout(30_000),
     });
-    const reply = (await response.json().catch(() => ({}))) as { status?: string; error?: string };
+    const text = await response.text();
+    if (text === '[accepted]') return '[accepted]';
+    const reply = (() => {
+      try {
+        return JSON.parse(text) as { status?: string; error?: string };
+      } catch {
+        return {};
+      }
+    })();
     return reply.error
       ? `${reply.status ?? response.status}:${reply.error}`
       : (reply.status ?? String(response.status));
   } catch {
     return 'network_error';
   }
+}
+
+function standardWebhooksRequest(secret: string, event: PaymentEvent) {
+  const body = JSON.stringify(event);
+  return {
+    path: '/webhooks/payments',
+    body,
+    headers: {
+      'content-type': 'application/json',
+      ...signWebhook(secret, `msg_${randomBytes(8).toString('hex')}`, body),
+    },
+  };
 }
 
 function sleep(ms: number): Promise<void> {

@@ -109,7 +109,7 @@ async function applyPaymentTransition(
   const entry = capturesMoney(transition.to)
     ? await appendLedgerEntry(tx, { ...base, kind: 'capture' })
     : transition.to === 'refunded'
-      ? await appendLedgerEntry(tx, { ...base, kind: 'refund' })
+      ? await appendLedgerEntry(tx, { ...base, kind: 'refund', refundKey: refundKeyOf(event) })
       : undefined;
 
   const effects: NewOutboxRow[] = [];
@@ -137,4 +137,13 @@ async function applyPaymentTransition(
     });
   }
   return { outcome: 'applied', paymentStatus: transition.to, outbox: await outboxOf(effects) };
+}
+
+/**
+ * The provider's refund object an event reports (`data.refund_id`, set by the provider adapters), so
+ * two events about one refund append one refund entry; absent, each refund event is its own refund.
+ */
+function refundKeyOf(event: PaymentEvent): string | undefined {
+  const refundId = event.data.refund_id;
+  return typeof refundId === 'string' && refundId.length > 0 ? refundId : undefined;
 }

@@ -69,6 +69,12 @@ export async function listExceptions(db: Queryable, filter: ExceptionFilter): Pr
               NULL::text AS target, NULL::int AS attempts, NULL::text AS last_error
          FROM claims WHERE outcome IN ('unmatched', 'needs_review')
        UNION ALL
+       SELECT 'unmatched', event_id, NULL, first_seen_at,
+              reason || ' (a ' || provider || ' event settle cannot apply or replay: name the shipment at '
+                || 'the provider for later events, and record this payment by hand)',
+              NULL, NULL, NULL
+         FROM provider_exceptions
+       UNION ALL
        SELECT 'conflict', event_id, NULL, first_seen_at,
               deliveries || ' delivery(ies) with another payload (sha256 ' || left(payload_sha256, 12)
                 || '…) refused with 409; the original stands',

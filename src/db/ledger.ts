@@ -19,16 +19,22 @@ const COLUMNS = `entry_id AS "entryId", kind, shipment_id AS "shipmentId", payme
 
 /**
  * Appends an entry unless its uniqueness rule already holds one (one capture per payment, one refund
- * per event, one reversal per entry); returns the new entry, or undefined when it already existed.
+ * per event and one per refund key, one reversal per entry); returns the new entry, or undefined when
+ * it already existed. `refundKey` names the provider's refund object (Stripe `re_…`), so two events
+ * reporting the same refund append one refund entry.
  */
 export async function appendLedgerEntry(
   db: Queryable,
-  entry: Omit<LedgerEntry, 'entryId' | 'createdAt' | 'reversesEntryId'> & { reversesEntryId?: number },
+  entry: Omit<LedgerEntry, 'entryId' | 'createdAt' | 'reversesEntryId'> & {
+    reversesEntryId?: number;
+    refundKey?: string;
+  },
 ): Promise<LedgerEntry | undefined> {
   const { rows } = await db.query<LedgerEntry>({
     name: 'ledger.append',
-    text: `INSERT INTO ledger_entries (kind, shipment_id, payment_id, event_id, amount, currency, reverses_entry_id)
-           VALUES ($1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text, $7::bigint)
+    text: `INSERT INTO ledger_entries (kind, shipment_id, payment_id, event_id, amount, currency, reverses_entry_id,
+             refund_key)
+           VALUES ($1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text, $7::bigint, $8::text)
            ON CONFLICT DO NOTHING
            RETURNING ${COLUMNS}`,
     values: [
@@ -39,6 +45,7 @@ export async function appendLedgerEntry(
       entry.amount,
       entry.currency,
       entry.reversesEntryId ?? null,
+      entry.kind === 'refund' ? (entry.refundKey ?? null) : null,
     ],
   });
   return rows[0];

@@ -3,6 +3,7 @@ import { WEBHOOK_URL_PATTERN } from '../domain/reminder';
 import { MAX_JSON_DEPTH } from '../domain/untrusted-json';
 import { ErrorCode } from '../errors';
 import { MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_PARAM_LENGTH } from './limits';
+import { providerPaths } from './openapi-providers';
 
 const json = (schema: object, description: string, headers?: object) => ({
   description,
@@ -107,6 +108,7 @@ export const openApiDocument = {
         },
       },
     },
+    ...providerPaths(everyRoute),
     '/reminders': {
       post: {
         operationId: 'scheduleReminder',

@@ -1,6 +1,6 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import type { ErrorCode } from '../errors';
+import { ErrorCode } from '../errors';
 import { unstorableText, type FieldIssue } from '../domain/untrusted-json';
 
 /** Every refusal has the same shape: `status`, a stable `error` code and a human `message`. */
@@ -43,4 +43,18 @@ function checkId(value: string | undefined, path: string, schema: z.ZodType): Fi
   if (unstorable) return { path, message: unstorable };
   const parsed = schema.safeParse(value);
   return parsed.success ? undefined : { path, message: parsed.error.issues[0]!.message };
+}
+
+/** Every other method on a known path is a 405 with `Allow` (HEAD comes with GET). */
+export function refuseOtherMethods(app: FastifyInstance, url: string, allowed: string[]) {
+  const served = allowed.includes('GET') ? [...allowed, 'HEAD'] : allowed;
+  const others = app.supportedMethods.filter((method) => !served.includes(method));
+  app.route({
+    method: others,
+    url,
+    handler: (_request: FastifyRequest, reply: FastifyReply) => {
+      reply.header('allow', allowed.join(', '));
+      return reject(reply, 405, ErrorCode.MethodNotAllowed, `use ${allowed.join(' or ')}`);
+    },
+  });
 }

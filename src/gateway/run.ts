@@ -13,9 +13,11 @@ export async function startGateway(deps: {
   host?: string;
 }): Promise<{ app: FastifyInstance; url: string }> {
   const { config } = deps;
-  if (config.webhookSecrets.length === 0) {
+  const providerSecrets = (config.stripeWebhookSecrets?.length ?? 0) + (config.adyenHmacKeys?.length ?? 0);
+  if (config.webhookSecrets.length === 0 && providerSecrets === 0) {
     throw new Error(
-      'SETTLE_WEBHOOK_SECRETS is not set: the gateway cannot verify payment webhooks without it.',
+      'SETTLE_WEBHOOK_SECRETS is not set (nor SETTLE_STRIPE_WEBHOOK_SECRETS or SETTLE_ADYEN_HMAC_KEYS): ' +
+        'the gateway cannot verify payment webhooks without it.',
     );
   }
   const app = buildGateway({
@@ -23,6 +25,9 @@ export async function startGateway(deps: {
     client: deps.client,
     taskQueue: config.taskQueue,
     webhookSecrets: config.webhookSecrets,
+    stripeWebhookSecrets: config.stripeWebhookSecrets,
+    adyenHmacKeys: config.adyenHmacKeys,
+    adyenBasicAuth: config.adyenBasicAuth,
     apiToken: config.apiToken,
     allowPrivateTargets: config.allowPrivateTargets,
     deliveryStuckAfterMs: config.deliveryStuckAfterMs,

@@ -12,9 +12,10 @@ import type { Logger } from '../lib/logger';
 import { registerOperatorRoutes } from './operations';
 import { registerPaymentRoutes } from './payments';
 import { checkNamespace, type TemporalProblem } from '../temporal-connection';
+import { registerProviderRoutes, type ProviderRouteDeps } from './providers';
 import { registerReminderRoutes } from './reminders';
 import { MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_PARAM_LENGTH } from './limits';
-import { checkIdParam, reject } from './replies';
+import { checkIdParam, refuseOtherMethods, reject } from './replies';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -35,7 +36,7 @@ export type GatewayDependencies = {
   allowPrivateTargets?: boolean;
   /** SETTLE_DELIVERY_STUCK_AFTER, for the settle_open_exceptions gauge (default 5m). */
   deliveryStuckAfterMs?: number;
-};
+} & Pick<ProviderRouteDeps, 'stripeWebhookSecrets' | 'adyenHmacKeys' | 'adyenBasicAuth'>;
 
 export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   // Fastify's own request logging would write URLs, which carry event IDs; settle logs its own line.
@@ -109,6 +110,7 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   registerOperatorRoutes(app, deps);
   registerPaymentRoutes(app, deps);
   refuseOtherMethods(app, '/webhooks/payments', ['POST']);
+  registerProviderRoutes(app, deps);
   registerReminderRoutes(app, deps);
   refuseOtherMethods(app, '/reminders', ['POST']);
   refuseOtherMethods(app, '/reminders/:deliveryId', ['GET', 'DELETE']);
@@ -222,20 +224,6 @@ function answerClientError(error: Error & { code?: string }, socket: Socket) {
     );
   }
   socket.destroy();
-}
-
-/** Every other method on a known path is a 405 with `Allow` (HEAD comes with GET). */
-function refuseOtherMethods(app: FastifyInstance, url: string, allowed: string[]) {
-  const served = allowed.includes('GET') ? [...allowed, 'HEAD'] : allowed;
-  const others = app.supportedMethods.filter((method) => !served.includes(method));
-  app.route({
-    method: others,
-    url,
-    handler: (_request: FastifyRequest, reply: FastifyReply) => {
-      reply.header('allow', allowed.join(', '));
-      return reject(reply, 405, ErrorCode.MethodNotAllowed, `use ${allowed.join(' or ')}`);
-    },
-  });
 }
 
 /** Constant-time bearer token check; no configured token means the endpoint is closed. */

@@ -27,9 +27,13 @@ export function stackEnv(stack: TestStack, extra: NodeJS.ProcessEnv = {}): NodeJ
 }
 
 /** Starts `node bin/settle.js …` as a person would; the caller reads or signals it. */
-export function spawnSettle(args: string[], env: NodeJS.ProcessEnv): ChildProcessWithoutNullStreams {
+export function spawnSettle(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd?: string,
+): ChildProcessWithoutNullStreams {
   return spawn(process.execPath, [join(PROJECT_ROOT, 'bin/settle.js'), ...args], {
-    cwd: mkdtempSync(join(tmpdir(), 'settle-cwd-')),
+    cwd: cwd ?? mkdtempSync(join(tmpdir(), 'settle-cwd-')),
     env: { ...process.env, ...env },
   });
 }
@@ -52,6 +56,11 @@ export function finished(child: ChildProcessWithoutNullStreams, timeoutMs = 180_
   });
 }
 
-export function runSettle(args: string[], env: NodeJS.ProcessEnv, timeoutMs?: number): Promise<CliRun> {
-  return finished(spawnSettle(args, env), timeoutMs);
+export function runSettle(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  timeoutMs?: number,
+  cwd?: string,
+): Promise<CliRun> {
+  return finished(spawnSettle(args, env, cwd), timeoutMs);
 }

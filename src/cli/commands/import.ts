@@ -17,12 +17,20 @@ export function registerImport(program: Command) {
         'applies only what is missing. Ctrl-C stops reading, lets lines in flight finish and prints the summary.',
     )
     .argument('<file.jsonl>', 'the report: one event per line, as the provider sends them')
+    .option(
+      '--provider <name>',
+      "stripe or adyen: the file is that provider's own export (Stripe event objects, Adyen " +
+        'NotificationRequestItems, one a line), read through the same adapter as /webhooks/stripe or /webhooks/adyen',
+    )
     .option('--concurrency <n>', 'lines in flight at once', parseCount, 4)
     .option(
       '--json',
       'print the summary as JSON (progress stays on stderr: a bar on a terminal, otherwise a plain line at least every 10 s)',
     )
-    .action(async (file: string, options: { concurrency: number; json?: boolean }) => {
+    .action(async (file: string, options: { concurrency: number; json?: boolean; provider?: string }) => {
+      if (options.provider !== undefined && options.provider !== 'stripe' && options.provider !== 'adyen')
+        throw new CliError('--provider must be stripe or adyen');
+      const provider = options.provider as 'stripe' | 'adyen' | undefined;
       if (!existsSync(file)) throw new CliError(`cannot read ${file}`);
       // Ctrl-C or SIGTERM (lib/shutdown.ts) stops reading; the lines in flight finish (Ctrl-C again quits now).
       let imported!: () => void;
@@ -62,6 +70,7 @@ export function registerImport(program: Command) {
           importReport({ pool, client, taskQueue: config.taskQueue }, file, {
             concurrency: options.concurrency,
             signal: stopping,
+            provider,
             onProgress: (processed, total, counts) => {
               if (plain) {
                 last = { processed, total, counts };

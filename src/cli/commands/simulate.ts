@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import { loadProviderSecrets } from '../../config';
 import { addShipments } from '../../db/shipments';
 import { parseDuration } from '../../domain/duration';
 import {
@@ -10,6 +11,7 @@ import {
   type SimulateSummary,
 } from '../../simulate';
 import { onShutdown, stopping } from '../../lib/shutdown';
+import type { ProviderSigning } from '../../providers/simulated';
 import { resolveEnvironment } from '../../stack/dev-state';
 import { CliError, output, withDatabase } from '../context';
 
@@ -25,6 +27,7 @@ type Options = {
   runId?: string;
   addShipments?: boolean;
   out?: string;
+  provider?: string;
   json?: boolean;
 };
 
@@ -34,8 +37,12 @@ export function registerSimulate(program: Command) {
     .description(
       'A payment provider simulator: signed events (authorized, captured, settled per payment) at a chosen ' +
         'rate against any gateway, with shares of immediate duplicates, late replays and out-of-order events. ' +
-        'Signs with the first of SETTLE_WEBHOOK_SECRETS (the running stack’s development secret by default).',
+        'Signs with the first of SETTLE_WEBHOOK_SECRETS (the running stack’s development secret by default). ' +
+        'With --provider stripe|adyen it sends that provider’s own events (authorized, captured, refunded per ' +
+        'payment) to /webhooks/stripe or /webhooks/adyen, signed with the provider’s library and the first of ' +
+        'SETTLE_STRIPE_WEBHOOK_SECRETS or SETTLE_ADYEN_HMAC_KEYS (and SETTLE_ADYEN_BASIC_AUTH if set).',
     )
+    .option('--provider <name>', 'send as stripe or adyen instead of Standard Webhooks')
     .option('--gateway <url>', 'gateway base URL (default: the running stack’s, or http://127.0.0.1:$PORT)')
     .option('--count <n>', 'distinct events to send', '300')
     .option('--rate <per-second>', 'requests per second, repeats included', '20')
@@ -54,8 +61,10 @@ export function registerSimulate(program: Command) {
     .action(async (options: Options) => {
       if (options.out) return writeReport(options, options.out);
       const env = resolveEnvironment();
-      const secret = (env.SETTLE_WEBHOOK_SECRETS ?? '').split(',')[0]?.trim();
-      if (!secret) throw new CliError('SETTLE_WEBHOOK_SECRETS is not set and no development secret exists.');
+      const provider = providerSigning(options.provider, env);
+      const secret = (env.SETTLE_WEBHOOK_SECRETS ?? '').split(',')[0]?.trim() ?? '';
+      if (!secret && !provider)
+        throw new CliError('SETTLE_WEBHOOK_SECRETS is not set and no development secret exists.');
       const gatewayUrl = (
         options.gateway ??
         env.SETTLE_GATEWAY_URL ??
@@ -91,6 +100,7 @@ export function registerSimulate(program: Command) {
         runId,
         seed: options.seed === undefined ? undefined : integer('--seed', options.seed, 0, 2 ** 31),
         signal: stopping,
+        provider,
       }).finally(() => {
         off();
         simulated?.();
@@ -98,6 +108,27 @@ export function registerSimulate(program: Command) {
       output(options.json, summary, renderSummary);
       if (summary.network_errors) process.exitCode = 1;
     });
+}
+
+function providerSigning(name: string | undefined, env: NodeJS.ProcessEnv): ProviderSigning | undefined {
+  if (name === undefined) return undefined;
+  let secrets;
+  try {
+    secrets = loadProviderSecrets(env);
+  } catch (error) {
+    throw new CliError(error instanceof Error ? error.message : String(error));
+  }
+  if (name === 'stripe') {
+    const secret = secrets.stripeWebhookSecrets?.[0];
+    if (!secret) throw new CliError('--provider stripe needs SETTLE_STRIPE_WEBHOOK_SECRETS.');
+    return { name, secret };
+  }
+  if (name === 'adyen') {
+    const hmacKey = secrets.adyenHmacKeys?.[0];
+    if (!hmacKey) throw new CliError('--provider adyen needs SETTLE_ADYEN_HMAC_KEYS.');
+    return { name, hmacKey, basicAuth: secrets.adyenBasicAuth };
+  }
+  throw new CliError('--provider must be stripe or adyen');
 }
 
 function number(flag: string, value: string, min: number, max: number): number {

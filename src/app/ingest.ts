@@ -1,0 +1,145 @@
+import type { Client } from '@temporalio/client';
+import type pg from 'pg';
+import { startPaymentWorkflow } from '../client';
+import { findEvent, insertEvent, type EventSource } from '../db/events';
+import { recordConflict, recordDuplicateDelivery } from '../db/repeats';
+import { recordStartOutcomeUnknown } from '../db/start-outcomes';
+import { withTransaction } from '../db/transaction';
+import { paymentWorkflowId } from '../domain/ids';
+import { isHandledPaymentType, type FieldIssue, type PaymentEvent } from '../domain/payment-event';
+import { classifyDatabaseFailure } from '../errors';
+import { payloadSha256 } from '../lib/hash';
+import { startOutcomeUnknownTotal } from '../metrics/settle-metrics';
+
+export type IngestOutcome =
+  | { status: 'accepted'; eventId: string; workflowId: string; runId: string }
+  | { status: 'duplicate'; eventId: string; workflowId: string }
+  | { status: 'ignored'; eventId: string }
+  | { status: 'conflict'; eventId: string }
+  /** PostgreSQL refused a value of the event (SQLSTATE class 22 or 54): the event, not a dependency. */
+  | { status: 'invalid'; eventId: string; issues: FieldIssue[] }
+  | { status: 'unavailable'; dependency: 'temporal' | 'postgres' };
+
+/** An event that passed `readPaymentEvent`: its envelope is valid, and its schema too if its type is handled. */
+export type ReadPaymentEvent = { id: string; type: string } & Record<string, unknown>;
+
+/**
+ * The one path every payment event takes into settle, from the webhook or from `settle import`.
+ * A known event ID is decided first, whatever the type: the same payload is a duplicate, any other
+ * a conflict. Only then is an unhandled type ignored. The event row commits only after Temporal
+ * durably accepted the start, inside one transaction: if the start fails nothing is written and the
+ * caller answers 503, so nothing acknowledged is lost. A concurrent delivery of the same ID waits on
+ * that row and then sees a duplicate. A repeat is counted on the event (duplicate) or audited in
+ * `conflicts` (409); the original is never changed.
+ */
+export async function ingestPaymentEvent(
+  deps: { pool: pg.Pool; client: Client; taskQueue: string },
+  event: ReadPaymentEvent,
+  source: EventSource = 'webhook',
+): Promise<IngestOutcome> {
+  const sha = payloadSha256(event);
+  const outcome = await admitPaymentEvent(deps, event, sha, source);
+  try {
+    if (outcome.status === 'duplicate') await recordDuplicateDelivery(deps.pool, event.id);
+    if (outcome.status === 'conflict') {
+      await recordConflict(deps.pool, {
+        eventId: event.id,
+        payloadSha256: sha,
+        payload: event,
+        source,
+      });
+    }
+  } catch {
+    // Bookkeeping only: the answer to the provider does not depend on it.
+  }
+  return outcome;
+}
+
+async function admitPaymentEvent(
+  deps: { pool: pg.Pool; client: Client; taskQueue: string },
+  event: ReadPaymentEvent,
+  sha: string,
+  source: EventSource,
+): Promise<IngestOutcome> {
+  const workflowId = paymentWorkflowId(event.id);
+  const known = (stored: { payloadSha256: string }): IngestOutcome =>
+    stored.payloadSha256 === sha
+      ? { status: 'duplicate', eventId: event.id, workflowId }
+      : { status: 'conflict', eventId: event.id };
+  const databaseFailure = (error: unknown): IngestOutcome => {
+    const kind = classifyDatabaseFailure(error);
+    if (kind === 'bug') throw error;
+    return kind === 'invalid_data'
+      ? {
+          status: 'invalid',
+          eventId: event.id,
+          issues: [{ path: '(body)', message: 'holds a value PostgreSQL cannot store' }],
+        }
+      : { status: 'unavailable', dependency: 'postgres' };
+  };
+
+  let stored;
+  try {
+    stored = await findEvent(deps.pool, event.id);
+  } catch (error) {
+    return databaseFailure(error);
+  }
+  if (stored) return known(stored);
+  if (!isHandledPaymentType(event.type)) return { status: 'ignored', eventId: event.id };
+
+  // Which dependency the transaction is waiting on, and the start's own error, for the answer when it fails.
+  const waitingOn: { dependency: 'temporal' | 'postgres'; startError?: unknown } = { dependency: 'postgres' };
+  try {
+    return await withTransaction(deps.pool, async (tx) => {
+      const inserted = await insertEvent(tx, {
+        eventId: event.id,
+        type: event.type,
+        payload: event,
+        payloadSha256: sha,
+        workflowId,
+        source,
+      });
+      if (!inserted) {
+        const winner = await findEvent(tx, event.id);
+        return winner ? known(winner) : { status: 'duplicate', eventId: event.id, workflowId };
+      }
+      waitingOn.dependency = 'temporal';
+      // A handled type passed the full schema in readPaymentEvent.
+      const start = await startPaymentWorkflow(deps.client, deps.taskQueue, event as PaymentEvent).catch(
+        (error: unknown) => {
+          waitingOn.startError = error;
+          throw error;
+        },
+      );
+      waitingOn.dependency = 'postgres';
+      // Temporal already knows the ID (its row was purged, or a commit was lost): a duplicate.
+      if (!start.started) return { status: 'duplicate', eventId: event.id, workflowId };
+      return { status: 'accepted', eventId: event.id, workflowId, runId: start.runId };
+    });
+  } catch (error) {
+    if (waitingOn.startError !== undefined && startOutcomeUnknown(waitingOn.startError)) {
+      // Answered 503 all the same (nothing acknowledged); recorded so the retry's `duplicate` is explained.
+      startOutcomeUnknownTotal.inc();
+      await recordStartOutcomeUnknown(deps.pool, { eventId: event.id, workflowId }).catch(() => {});
+    }
+    if (waitingOn.dependency === 'temporal') return { status: 'unavailable', dependency: 'temporal' };
+    return databaseFailure(error);
+  }
+}
+
+const GRPC_CANCELLED = 1;
+const GRPC_DEADLINE_EXCEEDED = 4;
+const GRPC_UNAVAILABLE = 14;
+
+/**
+ * A start that may have been made durable although settle never heard back: the deadline passed, or
+ * the connection broke after the request went out. Temporal refusing before (no connection at all)
+ * is a start known not to have happened.
+ */
+function startOutcomeUnknown(error: unknown): boolean {
+  const cause = (error as { cause?: unknown }).cause ?? error;
+  const code = (cause as { code?: unknown }).code;
+  if (code === GRPC_DEADLINE_EXCEEDED || code === GRPC_CANCELLED) return true;
+  const details = cause instanceof Error ? cause.message : String(cause);
+  return code === GRPC_UNAVAILABLE && !/No connection established|ECONNREFUSED|connect/i.test(details);
+}

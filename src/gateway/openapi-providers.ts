@@ -1,0 +1,122 @@
+/** `/webhooks/stripe` and `/webhooks/adyen` for the OpenAPI document (see docs/providers.md). */
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: object, description: string, headers?: object) => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: { 'application/json': { schema } },
+});
+const rejected = (description: string) => json(ref('Rejected'), description);
+const unavailable = json(ref('Rejected'), 'Temporal or PostgreSQL unreachable; nothing was acknowledged.', {
+  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+});
+const unmatched = {
+  type: 'object',
+  required: ['status', 'event_id', 'message'],
+  properties: {
+    status: { const: 'unmatched' },
+    event_id: { type: 'string' },
+    message: { type: 'string', description: 'Which field named no shipment; listed by `settle exceptions`.' },
+  },
+};
+const anyObject = { type: 'object', additionalProperties: true };
+
+/** `everyRoute`: the framework's refusals and settle's own failures, the same on every route. */
+export const providerPaths = (everyRoute: Record<string, object>) => ({
+  '/webhooks/stripe': {
+    post: {
+      operationId: 'receiveStripeEvent',
+      summary: 'A Stripe event, verified with the `stripe` package (docs/providers.md).',
+      description:
+        'payment_intent.amount_capturable_updated → authorized; payment_intent.succeeded, charge.captured → ' +
+        'captured; charge.refunded, refund.created → refunded (one ledger refund per refund object); ' +
+        'payment_intent.payment_failed → failed. The settle event ID is the Stripe event ID; the shipment is ' +
+        'the object’s metadata.shipment_id.',
+      parameters: [
+        {
+          name: 'Stripe-Signature',
+          in: 'header',
+          required: true,
+          description:
+            '`t=<unix seconds>,v1=<hex HMAC-SHA256>[,v1=…]`; any v1 matching any of SETTLE_STRIPE_WEBHOOK_SECRETS ' +
+            'within 300 s.',
+          schema: { type: 'string' },
+        },
+      ],
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: { ...anyObject, description: 'A Stripe event object.' } } },
+      },
+      responses: {
+        ...everyRoute,
+        '200': json(
+          { oneOf: [ref('Duplicate'), ref('Ignored'), unmatched] },
+          'Already known (duplicate), a type settle does not act on (ignored), or no shipment named (unmatched).',
+        ),
+        '202': json(ref('Accepted'), 'New event; its workflow start is durable.'),
+        '400': rejected('Signed, but not a Stripe event settle can read (field path in `issues`).'),
+        '401': rejected('Missing or wrong signature, timestamp outside 300 s, or no secret configured.'),
+        '405': rejected('Wrong method.'),
+        '409': rejected('Same event ID with a different payload; the original effect stands.'),
+        '413': rejected('Body larger than 256 KiB.'),
+        '415': rejected('Not application/json.'),
+        '503': unavailable,
+      },
+    },
+  },
+  '/webhooks/adyen': {
+    post: {
+      operationId: 'receiveAdyenNotifications',
+      summary: 'A batch of Adyen notification items, each HMAC-verified with `@adyen/api-library`.',
+      description:
+        'AUTHORISATION success=true → authorized, success=false → failed; CAPTURE → captured; REFUND → ' +
+        'refunded; CANCELLATION → failed; unsuccessful CAPTURE/REFUND/CANCELLATION and other codes are ' +
+        'ignored. The settle event ID is `adyen:<pspReference>:<eventCode>:<success>`. `[accepted]` only ' +
+        'once every item is durably admitted.',
+      parameters: [
+        {
+          name: 'Authorization',
+          in: 'header',
+          required: false,
+          description: '`Basic <base64 user:password>`, required when SETTLE_ADYEN_BASIC_AUTH is set.',
+          schema: { type: 'string' },
+        },
+      ],
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['notificationItems'],
+              properties: {
+                live: { type: 'string' },
+                notificationItems: {
+                  type: 'array',
+                  minItems: 1,
+                  items: {
+                    type: 'object',
+                    required: ['NotificationRequestItem'],
+                    properties: { NotificationRequestItem: anyObject },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+      responses: {
+        ...everyRoute,
+        '200': {
+          description: 'Every item admitted (new, duplicate, ignored or unmatched).',
+          content: { 'text/plain': { schema: { const: '[accepted]' } } },
+        },
+        '400': rejected('Not a notification batch, or an item settle cannot read; nothing admitted.'),
+        '401': rejected('Basic auth refused, or an item whose HMAC matches no key; nothing admitted.'),
+        '405': rejected('Wrong method.'),
+        '413': rejected('Body larger than 256 KiB.'),
+        '415': rejected('Not application/json.'),
+        '503': unavailable,
+      },
+    },
+  },
+});

@@ -1,0 +1,170 @@
+import type { Client } from '@temporalio/client';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type pg from 'pg';
+import { admitProviderEvent, type ProviderOutcome } from '../app/provider-ingest';
+import { describeIssues } from '../domain/payment-event';
+import { parseUntrustedJson } from '../domain/untrusted-json';
+import { ErrorCode } from '../errors';
+import { ADYEN_ACCEPTED, createAdyenAdapter } from '../providers/adyen';
+import { createStripeAdapter } from '../providers/stripe';
+import type { AdaptedEvent, ProviderRequest, Verification } from '../providers/types';
+import { refuseOtherMethods, reject } from './replies';
+
+/** What the provider is told to wait before retrying when a dependency is down. */
+const RETRY_AFTER_SECONDS = 5;
+
+export type ProviderRouteDeps = {
+  pool: pg.Pool;
+  client: Client;
+  taskQueue: string;
+  /** SETTLE_STRIPE_WEBHOOK_SECRETS; none configured: every Stripe request is refused (401). */
+  stripeWebhookSecrets?: string[];
+  /** SETTLE_ADYEN_HMAC_KEYS (hex); none configured: every Adyen request is refused (401). */
+  adyenHmacKeys?: string[];
+  /** SETTLE_ADYEN_BASIC_AUTH as user:password; unset: no basic auth is asked. */
+  adyenBasicAuth?: string;
+};
+
+/**
+ * `POST /webhooks/stripe` and `POST /webhooks/adyen`: the provider's adapter verifies and translates,
+ * then every payment event takes the path of `/webhooks/payments` (src/app/ingest.ts).
+ */
+export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRouteDeps) {
+  const stripe = createStripeAdapter({ secrets: deps.stripeWebhookSecrets ?? [] });
+  const adyen = createAdyenAdapter({ hmacKeys: deps.adyenHmacKeys ?? [], basicAuth: deps.adyenBasicAuth });
+
+  app.post('/webhooks/stripe', async (request, reply) => {
+    const unreadable = refuseUnreadableBody(request, reply);
+    if (unreadable) return unreadable;
+    const verified = stripe.verify(providerRequest(request));
+    if (!verified.ok) return refuseVerification(reply, 'Stripe', verified);
+    const adapted = stripe.adapt(verified.items[0]);
+    if (adapted.kind !== 'invalid') request.eventId = adapted.eventId;
+    const outcome = await admitProviderEvent(deps, 'stripe', adapted);
+    request.ingestOutcome = outcome.status;
+    return answerOne(reply, outcome, adapted);
+  });
+  refuseOtherMethods(app, '/webhooks/stripe', ['POST']);
+
+  app.post('/webhooks/adyen', async (request, reply) => {
+    const unreadable = refuseUnreadableBody(request, reply);
+    if (unreadable) return unreadable;
+    const verified = adyen.verify(providerRequest(request));
+    if (!verified.ok) return refuseVerification(reply, 'Adyen', verified);
+    // Translate the whole batch first: an item settle cannot read refuses the batch before any admission.
+    const batch = verified.items.map((item) => adyen.adapt(item));
+    const bad = batch.findIndex((item) => item.kind === 'invalid');
+    if (bad >= 0) {
+      const item = batch[bad] as Extract<AdaptedEvent, { kind: 'invalid' }>;
+      const path = `notificationItems.${bad}.NotificationRequestItem.${item.path}`;
+      return reject(reply, 400, ErrorCode.InvalidEvent, `${path}: ${item.message}`, {
+        issues: [{ path, message: item.message }],
+      });
+    }
+    // `[accepted]` only once every item is durably admitted (or durably recorded as a repeat,
+    // ignored or unmatched). One that cannot be admitted leaves the batch unacknowledged: Adyen
+    // retries it, and the items already admitted are duplicates then.
+    const counts: Record<string, number> = {};
+    for (const adapted of batch) {
+      const outcome = await admitProviderEvent(deps, 'adyen', adapted);
+      counts[outcome.status] = (counts[outcome.status] ?? 0) + 1;
+      if (outcome.status === 'unavailable') {
+        request.ingestOutcome = 'unavailable';
+        return refuseUnavailable(reply, outcome.dependency);
+      }
+    }
+    request.ingestOutcome = Object.entries(counts)
+      .map(([status, n]) => `${status}:${n}`)
+      .join(',');
+    return reply.code(200).type('text/plain; charset=utf-8').send(ADYEN_ACCEPTED);
+  });
+  refuseOtherMethods(app, '/webhooks/adyen', ['POST']);
+}
+
+/**
+ * The edge rule every route applies (docs/limits.md): a body with text PostgreSQL cannot store or
+ * nested deeper than MAX_JSON_DEPTH is a 400 naming the field, before the provider's library parses it.
+ */
+function refuseUnreadableBody(request: FastifyRequest, reply: FastifyReply) {
+  const parsed = parseUntrustedJson(providerRequest(request).rawBody);
+  if (parsed.ok) return undefined;
+  return reject(reply, 400, ErrorCode.InvalidEvent, describeIssues([parsed.issue]), {
+    issues: [parsed.issue],
+  });
+}
+
+function providerRequest(request: FastifyRequest): ProviderRequest {
+  return {
+    rawBody: (request.body as Buffer | undefined)?.toString('utf8') ?? '',
+    headers: request.headers,
+  };
+}
+
+function refuseVerification(
+  reply: FastifyReply,
+  provider: string,
+  verified: Extract<Verification, { ok: false }>,
+) {
+  switch (verified.kind) {
+    case 'unauthorized':
+      reply.header('www-authenticate', 'Basic realm="settle"');
+      return reject(reply, 401, ErrorCode.Unauthorized, `${provider} webhook refused: ${verified.reason}`);
+    case 'signature':
+      return reject(
+        reply,
+        401,
+        ErrorCode.InvalidSignature,
+        `${provider} webhook signature refused: ${verified.reason}`,
+      );
+    case 'malformed':
+      return reject(reply, 400, ErrorCode.InvalidEvent, verified.reason);
+  }
+}
+
+function refuseUnavailable(reply: FastifyReply, dependency: 'temporal' | 'postgres') {
+  return dependency === 'temporal'
+    ? reject(reply, 503, ErrorCode.TemporalUnavailable, 'Temporal is unreachable; retry later', {
+        retryAfterSeconds: RETRY_AFTER_SECONDS,
+      })
+    : reject(reply, 503, ErrorCode.DatabaseUnavailable, 'PostgreSQL is unreachable; retry later', {
+        retryAfterSeconds: RETRY_AFTER_SECONDS,
+      });
+}
+
+/** The answers of `/webhooks/payments`, plus `ignored` and `unmatched` (both 200: nothing to retry). */
+function answerOne(reply: FastifyReply, outcome: ProviderOutcome, adapted: AdaptedEvent) {
+  switch (outcome.status) {
+    case 'accepted':
+      return reply.code(202).send({
+        status: 'accepted',
+        event_id: outcome.eventId,
+        workflow_id: outcome.workflowId,
+        run_id: outcome.runId,
+      });
+    case 'duplicate':
+      return reply
+        .code(200)
+        .send({ status: 'duplicate', event_id: outcome.eventId, workflow_id: outcome.workflowId });
+    case 'ignored':
+      return reply.code(200).send({ status: 'ignored', event_id: outcome.eventId });
+    case 'unmatched':
+      return reply.code(200).send({
+        status: 'unmatched',
+        event_id: outcome.eventId,
+        message: adapted.kind === 'unmatched' ? adapted.reason : 'names no shipment',
+      });
+    case 'invalid':
+      return reject(reply, 400, ErrorCode.InvalidEvent, describeIssues(outcome.issues), {
+        issues: outcome.issues,
+      });
+    case 'conflict':
+      return reject(
+        reply,
+        409,
+        ErrorCode.IdempotencyKeyReused,
+        'this event ID was already delivered with a different payload; the original effect stands',
+      );
+    case 'unavailable':
+      return refuseUnavailable(reply, outcome.dependency);
+  }
+}

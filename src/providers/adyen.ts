@@ -1,0 +1,203 @@
+import { timingSafeEqual } from 'node:crypto';
+import { hmacValidator as HmacValidator } from '@adyen/api-library';
+import {
+  EVENT_ID_PATTERN,
+  fieldIssues,
+  paymentEventSchema,
+  type PaymentEvent,
+  type PaymentEventType,
+} from '../domain/payment-event';
+import { sha256Hex } from '../lib/hash';
+import {
+  field,
+  nonEmptyString,
+  type AdaptedEvent,
+  type ProviderAdapter,
+  type ProviderRequest,
+  unstorableTextPath,
+  type Verification,
+} from './types';
+
+const validator = new HmacValidator();
+
+/** The body Adyen answers every acknowledged batch with (its documented acknowledgement). */
+export const ADYEN_ACCEPTED = '[accepted]';
+
+/**
+ * Adyen: a batch `{ live, notificationItems: [{ NotificationRequestItem }] }`, an HMAC per item in
+ * `additionalData.hmacSignature`, verified with `@adyen/api-library`'s HmacValidator against each
+ * configured key (hex) in turn; optional basic auth. The key is pspReference + eventCode + success.
+ */
+export function createAdyenAdapter(options: { hmacKeys: string[]; basicAuth?: string }): ProviderAdapter {
+  return {
+    name: 'adyen',
+    verify(request: ProviderRequest): Verification {
+      if (
+        options.basicAuth !== undefined &&
+        !basicAuthMatches(request.headers.authorization, options.basicAuth)
+      ) {
+        return { ok: false, kind: 'unauthorized', reason: 'basic auth credentials refused' };
+      }
+      if (options.hmacKeys.length === 0) {
+        return { ok: false, kind: 'signature', reason: 'no Adyen HMAC key is configured' };
+      }
+      let body: unknown;
+      try {
+        body = JSON.parse(request.rawBody);
+      } catch {
+        return { ok: false, kind: 'malformed', reason: 'body is not valid JSON' };
+      }
+      const wrapped = field(body, 'notificationItems');
+      if (!Array.isArray(wrapped) || wrapped.length === 0) {
+        return { ok: false, kind: 'malformed', reason: 'notificationItems: must be a non-empty array' };
+      }
+      const items: unknown[] = [];
+      for (const [index, entry] of wrapped.entries()) {
+        const item = field(entry, 'NotificationRequestItem');
+        if (item === null || typeof item !== 'object') {
+          return {
+            ok: false,
+            kind: 'malformed',
+            reason: `notificationItems.${index}.NotificationRequestItem: must be an object`,
+          };
+        }
+        if (!options.hmacKeys.some((key) => hmacMatches(item, key))) {
+          return {
+            ok: false,
+            kind: 'signature',
+            reason: `notificationItems.${index}: HMAC signature missing or matching no configured key`,
+          };
+        }
+        items.push(item);
+      }
+      return { ok: true, items };
+    },
+    exportItems(line: unknown) {
+      // A notification log line is one NotificationRequestItem, bare or wrapped as in the batch.
+      return [field(line, 'NotificationRequestItem') ?? line];
+    },
+    adapt: adaptAdyenItem,
+  };
+}
+
+function hmacMatches(item: object, key: string): boolean {
+  try {
+    return validator.validateHMAC(item as Parameters<HmacValidator['validateHMAC']>[0], key);
+  } catch {
+    return false; // no hmacSignature, or a value the validator cannot read
+  }
+}
+
+function basicAuthMatches(header: string | string[] | undefined, expected: string): boolean {
+  if (typeof header !== 'string' || !header.startsWith('Basic ')) return false;
+  const presented = Buffer.from(Buffer.from(header.slice(6), 'base64').toString('utf8'));
+  const wanted = Buffer.from(expected);
+  return presented.length === wanted.length && timingSafeEqual(presented, wanted);
+}
+
+/** Signs an item the way Adyen does: HmacValidator over its signed fields, into additionalData. */
+export function signAdyenItem<T extends Record<string, unknown>>(item: T, hexKey: string): T {
+  const unsigned = { ...item, additionalData: { ...(item.additionalData as object) } };
+  const signature = validator.calculateHmac(unsigned as never, hexKey);
+  return { ...unsigned, additionalData: { ...unsigned.additionalData, hmacSignature: signature } };
+}
+
+/**
+ * The settle event ID of a notification: `adyen:<pspReference>:<eventCode>:<success>`, or, where that
+ * would break settle's ID rule (1–200 of [A-Za-z0-9_.:-]), `adyen:sha256:<hex of the same triple>`.
+ */
+export function adyenEventId(pspReference: string, eventCode: string, success: string): string {
+  const plain = `adyen:${pspReference}:${eventCode}:${success}`;
+  if (EVENT_ID_PATTERN.test(plain)) return plain;
+  return `adyen:sha256:${sha256Hex(JSON.stringify([pspReference, eventCode, success]))}`;
+}
+
+/** One NotificationRequestItem as settle sees it. */
+export function adaptAdyenItem(item: unknown): AdaptedEvent {
+  const pspReference = nonEmptyString(field(item, 'pspReference'));
+  if (!pspReference) return invalid(null, 'pspReference', 'must be a non-empty string');
+  const eventCode = nonEmptyString(field(item, 'eventCode'));
+  if (!eventCode) return invalid(null, 'eventCode', 'must be a non-empty string');
+  const success = field(item, 'success');
+  if (success !== 'true' && success !== 'false') return invalid(null, 'success', 'must be "true" or "false"');
+  const eventId = adyenEventId(pspReference, eventCode, success);
+  const providerType = `${eventCode}:${success}`;
+
+  const target = adyenTarget(eventCode, success === 'true');
+  if (!target) {
+    return {
+      kind: 'ignored',
+      eventId,
+      providerType,
+      reason:
+        success === 'true'
+          ? 'not an event code settle acts on'
+          : `an unsuccessful ${eventCode} changes nothing`,
+    };
+  }
+
+  // The shipment: metadata settle asked for (additionalData `metadata.shipment_id`, or a plain
+  // `shipment_id`) wins over merchantReference, which is the merchant's own payment reference.
+  const shipmentId =
+    nonEmptyString(field(item, 'additionalData', 'metadata.shipment_id')) ??
+    nonEmptyString(field(item, 'additionalData', 'shipment_id')) ??
+    nonEmptyString(field(item, 'merchantReference'));
+  if (!shipmentId) {
+    return {
+      kind: 'unmatched',
+      eventId,
+      providerType,
+      reason: `Adyen ${eventCode} ${pspReference} names no shipment (no merchantReference or shipment_id)`,
+      payload: item,
+    };
+  }
+  const originalReference = nonEmptyString(field(item, 'originalReference'));
+  const event = {
+    id: eventId,
+    type: target,
+    created_at: field(item, 'eventDate'),
+    data: {
+      shipment_id: shipmentId,
+      // The payment is the authorisation's pspReference; modifications name it in originalReference.
+      payment_id: eventCode === 'AUTHORISATION' ? pspReference : (originalReference ?? pspReference),
+      amount: field(item, 'amount', 'value'),
+      currency: field(item, 'amount', 'currency'),
+      ...(eventCode === 'REFUND' ? { refund_id: `adyen:${pspReference}` } : {}),
+      provider: 'adyen',
+      provider_type: providerType,
+    },
+  };
+  const unstorable = unstorableTextPath(event);
+  if (unstorable) {
+    return {
+      kind: 'invalid',
+      eventId: eventId,
+      path: unstorable,
+      message: 'must not contain NUL or lone surrogates',
+    };
+  }
+  const parsed = paymentEventSchema.safeParse(event);
+  if (!parsed.success) {
+    const issue = fieldIssues(parsed.error)[0]!;
+    return invalid(eventId, issue.path === 'created_at' ? 'eventDate' : issue.path, issue.message);
+  }
+  return { kind: 'payment', eventId, providerType, event: event as PaymentEvent };
+}
+
+/**
+ * AUTHORISATION success=true → authorized, success=false → failed; CAPTURE → captured; REFUND →
+ * refunded; CANCELLATION → failed (the authorisation was voided). An unsuccessful CAPTURE, REFUND or
+ * CANCELLATION changes nothing (the payment stays where it was) and every other code is ignored.
+ */
+export function adyenTarget(eventCode: string, success: boolean): PaymentEventType | undefined {
+  if (eventCode === 'AUTHORISATION') return success ? 'payment.authorized' : 'payment.failed';
+  if (!success) return undefined;
+  if (eventCode === 'CAPTURE') return 'payment.captured';
+  if (eventCode === 'REFUND') return 'payment.refunded';
+  if (eventCode === 'CANCELLATION') return 'payment.failed';
+  return undefined;
+}
+
+function invalid(eventId: string | null, path: string, message: string): AdaptedEvent {
+  return { kind: 'invalid', eventId, path, message };
+}

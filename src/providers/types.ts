@@ -1,0 +1,96 @@
+import type { PaymentEvent } from '../domain/payment-event';
+
+export type ProviderName = 'stripe' | 'adyen';
+export const PROVIDER_NAMES: ProviderName[] = ['stripe', 'adyen'];
+
+/**
+ * What one provider event becomes. `eventId` is the settle event ID derived from the provider's
+ * idempotency key (Stripe's `evt_…`; Adyen's pspReference + eventCode + success): every delivery of
+ * the same provider event yields the same ID, so admission sees a repeat as a duplicate.
+ */
+export type AdaptedEvent =
+  /** A canonical payment event; admitted through `ingestPaymentEvent` like any other. */
+  | { kind: 'payment'; eventId: string; providerType: string; event: PaymentEvent }
+  /** A type settle does not act on (or an outcome that changes nothing, e.g. a failed capture). */
+  | { kind: 'ignored'; eventId: string; providerType: string; reason: string }
+  /** Settle acts on the type but the event names no shipment: kept as an `unmatched` exception. */
+  | { kind: 'unmatched'; eventId: string; providerType: string; reason: string; payload: unknown }
+  /** Not an event of this provider's shape: refused with the field path. */
+  | { kind: 'invalid'; eventId: string | null; path: string; message: string };
+
+/** The request as the adapter needs it: the raw body (signatures cover bytes) and the headers. */
+export type ProviderRequest = {
+  rawBody: string;
+  headers: Record<string, string | string[] | undefined>;
+};
+
+export type Verification =
+  /** Every item of the request, verified; one for Stripe, a batch for Adyen. */
+  | { ok: true; items: unknown[] }
+  /** `unauthorized`: basic auth refused; `signature`: a signature refused; `malformed`: not the provider's shape. */
+  | { ok: false; kind: 'unauthorized' | 'signature' | 'malformed'; reason: string };
+
+/**
+ * One payment provider: verify a request with the provider's own library, and turn each of its
+ * events into settle's canonical payment event (or `ignored`/`unmatched`). Everything after the
+ * adapter is the admission path every event takes (src/app/ingest.ts).
+ */
+export interface ProviderAdapter {
+  readonly name: ProviderName;
+  /** Checks the request's signature(s); a refusal says why, never which secret was close. */
+  verify(request: ProviderRequest): Verification;
+  /** The items of one line of the provider's own export (`settle import --provider`); no signature. */
+  exportItems(line: unknown): unknown[];
+  /** One verified (or exported) provider event, as settle sees it. */
+  adapt(item: unknown): AdaptedEvent;
+}
+
+/** A property of an unknown JSON value, or undefined. */
+export function field(value: unknown, ...path: string[]): unknown {
+  let current = value;
+  for (const key of path) {
+    if (current === null || typeof current !== 'object' || Array.isArray(current)) return undefined;
+    current = (current as Record<string, unknown>)[key];
+  }
+  return current;
+}
+
+export function nonEmptyString(value: unknown): string | undefined {
+  return typeof value === 'string' && value.trim().length > 0 ? value : undefined;
+}
+
+/** A comma-separated list of secrets or keys, blanks dropped. */
+export function splitList(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * The first string field PostgreSQL's jsonb cannot store (a NUL, or a lone UTF-16 surrogate), as a
+ * field path; a canonical event carrying one is refused as invalid rather than failing at INSERT.
+ */
+export function unstorableTextPath(value: unknown, path: string[] = []): string | undefined {
+  if (typeof value === 'string') {
+    return value.includes('\u0000') || LONE_SURROGATE.test(value) ? path.join('.') || '(body)' : undefined;
+  }
+  if (value !== null && typeof value === 'object') {
+    for (const [key, child] of Object.entries(value)) {
+      const found = unstorableTextPath(child, [...path, key]);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/** A JSON text jsonb can store: NULs and lone surrogates in strings become U+FFFD. */
+export function storableJson(value: unknown): string {
+  return JSON.stringify(value, (_key, child: unknown) =>
+    typeof child === 'string'
+      ? child.replaceAll('\u0000', '\uFFFD').replace(new RegExp(LONE_SURROGATE.source, 'g'), '\uFFFD')
+      : child,
+  );
+}
