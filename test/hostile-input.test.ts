@@ -300,6 +300,43 @@ describe('every ID the API accepts can be read and cancelled through its own rou
   });
 });
 
+describe('the target guard at scheduling, through the API', () => {
+  test('a gateway without SETTLE_ALLOW_PRIVATE_TARGETS refuses special-purpose targets in any spelling', async () => {
+    const strict = buildGateway({
+      pool: stack.pool,
+      client: stack.client,
+      taskQueue: stack.taskQueue,
+      webhookSecrets: [stack.secret],
+      apiToken: stack.apiToken,
+      logger,
+      allowPrivateTargets: false,
+    });
+    await strict.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const url = `http://127.0.0.1:${(strict.server.address() as AddressInfo).port}`;
+      for (const target of [
+        'http://0x7f.1/hook',
+        'http://2130706433/hook',
+        'http://0177.0.0.1/hook',
+        'http://198.51.100.7/hook',
+        'http://192.0.2.1/hook',
+        'http://198.18.0.1/hook',
+        'http://localhost:9/hook',
+      ]) {
+        const key = uniqueId('ssrf');
+        const response = await remindersApi(url, stack.apiToken, 'POST', '/reminders', {
+          key,
+          body: reminderBody({ webhook_url: target }),
+        });
+        assertErrorShape(response, 400, 'invalid_reminder');
+        assertIssueAt(response, 'webhook_url');
+      }
+    } finally {
+      await strict.close();
+    }
+  });
+});
+
 describe('a known event ID is decided before the type filter', () => {
   test('the same payload is a duplicate; another type, handled or ignored, is a 409', async () => {
     const id = uniqueId('known');

@@ -14,7 +14,9 @@ const HOST_PATTERN = `(((?![Xx][Nn]--)[A-Za-z0-9-]+\\.)*(?![Xx][Nn]--)[A-Za-z-][
  * (no credentials, no fragment, no IPv6 literal: an IPv6 target is reached through its name). The
  * OpenAPI document publishes this same pattern.
  */
-export const WEBHOOK_URL_PATTERN = `^https?://${HOST_PATTERN}(:[0-9]{1,4})?(/[A-Za-z0-9._~!$&'()*+,;=:@%-]*)*(\\?[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$`;
+/** 0 to 65535: a larger port is not a URL at all. */
+const PORT_PATTERN = '(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})';
+export const WEBHOOK_URL_PATTERN = `^https?://${HOST_PATTERN}(:${PORT_PATTERN})?(/[A-Za-z0-9._~!$&'()*+,;=:@%-]*)*(\\?[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$`;
 
 const WEBHOOK_URL = new RegExp(WEBHOOK_URL_PATTERN);
 
