@@ -207,11 +207,15 @@ export const openApiDocument = {
     '/readyz': {
       get: {
         operationId: 'ready',
-        summary: 'Temporal and PostgreSQL are reachable.',
+        summary:
+          "PostgreSQL answers and Temporal answers for settle's namespace (DescribeNamespace, cached 2 s).",
         responses: {
           '200': json(ref('Readiness'), 'Ready.'),
           ...everyRoute,
-          '503': json(ref('Readiness'), 'Not ready; the booleans say which dependency is down.'),
+          '503': json(
+            ref('Readiness'),
+            'Not ready; the booleans say which dependency is down, temporal_error why Temporal refuses.',
+          ),
         },
       },
     },
@@ -434,7 +438,12 @@ export const openApiDocument = {
         properties: {
           status: { enum: ['ready', 'not_ready'] },
           postgres: { type: 'boolean' },
-          temporal: { type: 'boolean' },
+          temporal: { type: 'boolean', description: "settle's namespace answers DescribeNamespace." },
+          temporal_error: {
+            enum: ['namespace_not_found', 'unauthenticated', 'permission_denied', 'tls'],
+            description: 'Why Temporal refuses settle, when it answers at all.',
+          },
+          message: { type: 'string', description: 'The cause in words, naming the namespace.' },
         },
       },
       EventInspection: {
@@ -457,13 +466,26 @@ export const openApiDocument = {
           payload_sha256: { type: 'string' },
           received_at: nullable(timestamp),
           claimed_at: nullable(timestamp),
-          workflow_error: { type: 'string' },
           outcome: { enum: ['applied', 'stale', 'unmatched', 'needs_review', null] },
           workflow: {
             oneOf: [
               { type: 'null' },
               { type: 'object', properties: { status: { type: 'string' }, run_id: { type: 'string' } } },
             ],
+          },
+          workflow_error: {
+            type: 'string',
+            description:
+              'Set when Temporal could not be asked: temporal_unavailable, temporal_namespace_not_found, ' +
+              'temporal_unauthenticated, temporal_permission_denied, temporal_tls.',
+          },
+          workflow_error_message: { type: 'string', description: 'What workflow_error means here.' },
+          start_outcome_unknown_at: {
+            type: 'string',
+            format: 'date-time',
+            description:
+              'When a start of this event last ended with its outcome unknown (answered 503, yet Temporal ' +
+              'may have started it): why a later delivery was answered `duplicate`.',
           },
           shipment: {
             oneOf: [

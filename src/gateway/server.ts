@@ -172,7 +172,7 @@ function cachedNamespaceCheck(client: Client): () => Promise<TemporalProblem | u
     if (!cached || Date.now() - cached.at > READINESS_CACHE_MS) {
       cached = {
         at: Date.now(),
-        result: checkNamespace(client, 2_000),
+        result: checkNamespace(client, 4_000),
       };
     }
     return cached.result;

@@ -1,0 +1,109 @@
+/**
+ * A start whose answer never comes back: the gateway reaches Temporal through a real local TCP proxy
+ * that forwards the start to the dev server but drops Temporal's answer, so the start is durable while
+ * the gateway's deadline passes. The provider is told 503; its retry is told `duplicate`, and settle
+ * says why.
+ */
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, before, test } from 'node:test';
+import type { EventInspection } from '../src/inspect';
+import { paymentWorkflowId } from '../src/domain/ids';
+import {
+  paymentEvent,
+  postWebhook,
+  startTestStack,
+  TEMPORAL_ADDRESS,
+  type TestStack,
+} from './support/harness';
+
+/** A TCP proxy to Temporal whose answers can be dropped while requests still go through. */
+async function startProxy(target: string) {
+  const [host, port] = [
+    target.slice(0, target.lastIndexOf(':')),
+    Number(target.slice(target.lastIndexOf(':') + 1)),
+  ];
+  const sockets = new Set<net.Socket>();
+  const state = { dropAnswers: false, forwardedWhileDropping: 0 };
+  const server = net.createServer((client) => {
+    const upstream = net.connect(port, host);
+    sockets.add(client).add(upstream);
+    client.on('data', (chunk) => {
+      if (state.dropAnswers) state.forwardedWhileDropping += chunk.length;
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk) => {
+      if (!state.dropAnswers) client.write(chunk);
+    });
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    state,
+    /** Cuts every connection (a dropped answer leaves HTTP/2 state that cannot be resumed). */
+    cutConnections() {
+      for (const socket of sockets) socket.destroy();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+let proxy: Awaited<ReturnType<typeof startProxy>>;
+let stack: TestStack;
+before(async () => {
+  proxy = await startProxy(TEMPORAL_ADDRESS);
+  stack = await startTestStack({ temporalAddress: proxy.address, worker: false });
+});
+after(async () => {
+  await stack.close();
+  await proxy.close();
+});
+
+async function unknownStartsCounted(): Promise<number> {
+  const text = await (await fetch(`${stack.gatewayUrl}/metrics`)).text();
+  return Number(/^settle_start_outcome_unknown_total (\d+)/m.exec(text)?.[1] ?? 0);
+}
+
+test('a start durable in Temporal but unanswered is a 503, then a duplicate that inspect explains', async () => {
+  // Warm: the connection through the proxy works.
+  assert.equal((await postWebhook(stack, paymentEvent())).status, 202);
+  const countedBefore = await unknownStartsCounted();
+
+  const event = paymentEvent();
+  proxy.state.dropAnswers = true;
+  const first = await postWebhook(stack, event);
+  proxy.state.dropAnswers = false;
+  proxy.cutConnections();
+  assert.equal(first.status, 503, JSON.stringify(first.body));
+  assert.equal(first.body.error, 'temporal_unavailable');
+  assert.ok(proxy.state.forwardedWhileDropping > 0, 'the start request reached Temporal');
+
+  // Temporal did start it: the workflow exists although the gateway never heard back.
+  const description = await stack.client.workflow.getHandle(paymentWorkflowId(event.id)).describe();
+  assert.equal(description.workflowId, paymentWorkflowId(event.id));
+
+  const retry = await postWebhook(stack, event);
+  assert.equal(retry.status, 200, JSON.stringify(retry.body));
+  assert.equal(retry.body.status, 'duplicate');
+
+  const inspected = await fetch(`${stack.gatewayUrl}/events/${encodeURIComponent(event.id)}`, {
+    headers: { authorization: `Bearer ${stack.apiToken}` },
+  });
+  assert.equal(inspected.status, 200);
+  const inspection = (await inspected.json()) as EventInspection;
+  assert.ok(inspection.start_outcome_unknown_at, JSON.stringify(inspection));
+  assert.ok(Date.parse(inspection.start_outcome_unknown_at) <= Date.now());
+  assert.equal(await unknownStartsCounted(), countedBefore + 1);
+});
