@@ -44,9 +44,8 @@ const SCHEMA_DIRS = ['schema/postgresql/v12/temporal', 'schema/postgresql/v12/vi
 export type TemporalServerTools = {
   server: string;
   sqlTool: string;
-  /** `<dir>/schema/postgresql/v12/temporal/versioned` for temporal-sql-tool's update-schema. */
-  persistenceSchema: string;
-  visibilitySchema: string;
+  /** The schema folder: `postgresql/v12/{temporal,visibility}/versioned` below it. */
+  schemaDir: string;
   ui: string;
 };
 
@@ -54,12 +53,10 @@ const serverDir = () => join(PROJECT_ROOT, '.tools', `temporal-server-${TEMPORAL
 const uiDir = () => join(PROJECT_ROOT, '.tools', `temporal-ui-server-${TEMPORAL_UI_VERSION}`);
 
 function toolsIn(): TemporalServerTools {
-  const schema = join(serverDir(), 'schema/postgresql/v12');
   return {
     server: join(serverDir(), 'bin', 'temporal-server'),
     sqlTool: join(serverDir(), 'bin', 'temporal-sql-tool'),
-    persistenceSchema: join(schema, 'temporal', 'versioned'),
-    visibilitySchema: join(schema, 'visibility', 'versioned'),
+    schemaDir: join(serverDir(), 'schema'),
     ui: join(uiDir(), 'bin', 'temporal-ui-server'),
   };
 }

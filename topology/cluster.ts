@@ -94,7 +94,7 @@ export class TemporalCluster {
       {
         ...this.serverEnv(),
         TEMPORAL_SQL_TOOL: this.tools.sqlTool,
-        TEMPORAL_SCHEMA_DIR: join(this.tools.persistenceSchema, '..', '..', '..'),
+        TEMPORAL_SCHEMA_DIR: this.tools.schemaDir,
       },
       this.path('logs/setup-schema.log'),
     );

@@ -35,6 +35,8 @@ else
   "$TEMPORAL_CLI" operator namespace create --namespace "$namespace" \
     --retention "${SETTLE_NAMESPACE_RETENTION:-72h}"
 fi
+# The frontend learns of a new namespace within seconds (its namespace cache refreshes).
+retry 120 "$TEMPORAL_CLI" operator search-attribute list --namespace "$namespace"
 existing=$("$TEMPORAL_CLI" operator search-attribute list --namespace "$namespace")
 for name in $SEARCH_ATTRIBUTES; do
   if echo "$existing" | grep -qw "$name"; then
@@ -44,6 +46,6 @@ for name in $SEARCH_ATTRIBUTES; do
     echo "setup-namespace: created search attribute $name (Keyword)"
   fi
 done
-# The frontend learns of a new namespace within seconds; settle's workers need it to register.
+# Visibility answers for the namespace: settle's workers and gateways can use it.
 retry 120 "$TEMPORAL_CLI" workflow list --namespace "$namespace" --limit 1
 echo "setup-namespace: namespace $namespace ready"
