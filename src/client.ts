@@ -8,16 +8,17 @@ import {
 import type { Config } from './config';
 import { paymentWorkflowId, reminderWorkflowId } from './domain/ids';
 import type { PaymentEvent } from './domain/payment-event';
+import { temporalConnectionOptions, type TemporalConnectionConfig } from './temporal-connection';
 import type { paymentWorkflow, reminderWorkflow } from './workflows';
 
 /** How long a start may take before the caller treats Temporal as unavailable. */
 const START_DEADLINE_MS = 5_000;
 
 export async function connectClient(
-  config: Pick<Config, 'temporalAddress' | 'temporalNamespace'>,
+  config: TemporalConnectionConfig & Pick<Config, 'temporalNamespace'>,
 ): Promise<Client> {
   // Lazy: the gateway starts (and answers 503) while Temporal is still down.
-  const connection = Connection.lazy({ address: config.temporalAddress });
+  const connection = Connection.lazy(temporalConnectionOptions(config));
   return new Client({ connection, namespace: config.temporalNamespace });
 }
 

@@ -1,3 +1,13 @@
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
+import type { TLSConfig } from '@temporalio/client';
+import {
+  loadClientConfigProfile,
+  toClientOptions,
+  type ClientConfigProfile,
+  type ConfigDataSource,
+} from '@temporalio/envconfig';
 import { z } from 'zod';
 import { parseDuration } from './domain/duration';
 
@@ -18,9 +28,13 @@ const httpUrl = z
 const configSchema = z.object({
   /** PostgreSQL connection string. */
   DATABASE_URL: z.string().min(1),
-  /** Temporal frontend, host:port. */
+  /**
+   * Temporal frontend, host:port: TEMPORAL_ADDRESS, or `address` of the TOML profile. The other
+   * TEMPORAL_* variables (namespace, API key, TLS, profile, config file) are Temporal's own
+   * environment configuration, read in temporal-profile.ts through @temporalio/envconfig.
+   */
   TEMPORAL_ADDRESS: z.string().regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port'),
-  /** Temporal namespace the workflows run in. */
+  /** Temporal namespace the workflows run in (TEMPORAL_NAMESPACE or the profile's `namespace`). */
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   /** Task queue shared by the gateway (starts) and the workers (polls). */
   SETTLE_TASK_QUEUE: z.string().min(1).default('settle'),
@@ -74,6 +88,12 @@ export type Config = {
   databaseUrl: string;
   temporalAddress: string;
   temporalNamespace: string;
+  /** Sent as `Authorization: Bearer <key>` on every Temporal call (Temporal Cloud API keys). */
+  temporalApiKey?: string;
+  /** TLS towards the frontend: `true` with the system's roots, an object for mTLS or a private CA. */
+  temporalTls?: TLSConfig | boolean;
+  /** Extra gRPC headers (TEMPORAL_GRPC_META_* or the profile's `grpc_meta`). */
+  temporalGrpcMeta?: Record<string, string>;
   taskQueue: string;
   port: number;
   webhookSecrets: string[];
@@ -97,18 +117,41 @@ export class ConfigError extends Error {
   }
 }
 
-/** Parses the environment; throws ConfigError naming every bad variable. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const raw = Object.fromEntries(
-    Object.keys(configSchema.shape).map((key) => [key, env[key] === '' ? undefined : env[key]]),
+/**
+ * Parses the environment; throws ConfigError naming every bad variable. `temporal: 'dev-stack'` is for
+ * settle's own dev server (`settle start`, or a command finding it running): plain address and
+ * namespace only, no TOML profile, TLS or API key.
+ */
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  options: { temporal?: 'environment' | 'dev-stack' } = {},
+): Config {
+  // An empty variable is an unset one, for settle's variables and for Temporal's alike.
+  const set = Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => !!entry[1]),
   );
+  let temporal: TemporalSettings;
+  if (options.temporal === 'dev-stack') {
+    temporal = { address: set.TEMPORAL_ADDRESS, namespace: set.TEMPORAL_NAMESPACE };
+  } else {
+    temporal = loadTemporalProfile(set);
+  }
+  const raw: Record<string, string | undefined> = Object.fromEntries(
+    Object.keys(configSchema.shape).map((key) => [key, set[key]]),
+  );
+  raw.TEMPORAL_ADDRESS = temporal.address;
+  raw.TEMPORAL_NAMESPACE = temporal.namespace;
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) {
     throw new ConfigError(
-      parsed.error.issues.map((issue) => ({
-        variable: String(issue.path[0] ?? 'environment'),
-        message: issue.message,
-      })),
+      parsed.error.issues.map((issue) => {
+        const variable = String(issue.path[0] ?? 'environment');
+        const fromProfile = variable.startsWith('TEMPORAL_') && !set[variable] && temporal.profileSource;
+        return {
+          variable: fromProfile ? `${variable} (or its key in ${temporal.profileSource})` : variable,
+          message: issue.message,
+        };
+      }),
     );
   }
   const c = parsed.data;
@@ -116,6 +159,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: c.DATABASE_URL,
     temporalAddress: c.TEMPORAL_ADDRESS,
     temporalNamespace: c.TEMPORAL_NAMESPACE,
+    ...(temporal.apiKey === undefined ? {} : { temporalApiKey: temporal.apiKey }),
+    ...(temporal.tls === undefined ? {} : { temporalTls: temporal.tls }),
+    ...(temporal.grpcMeta === undefined ? {} : { temporalGrpcMeta: temporal.grpcMeta }),
     taskQueue: c.SETTLE_TASK_QUEUE,
     port: c.PORT,
     webhookSecrets: c.SETTLE_WEBHOOK_SECRETS,
@@ -127,5 +173,168 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowPrivateTargets: c.SETTLE_ALLOW_PRIVATE_TARGETS,
     metricsPort: c.SETTLE_METRICS_PORT,
     maxCachedWorkflows: c.SETTLE_MAX_CACHED_WORKFLOWS,
+  };
+}
+
+/** What Temporal's environment configuration resolved to, before settle's own checks. */
+type TemporalSettings = {
+  address?: string;
+  namespace?: string;
+  apiKey?: string;
+  tls?: TLSConfig | boolean;
+  grpcMeta?: Record<string, string>;
+  /** The TOML file a profile was read from, named in messages about its keys. */
+  profileSource?: string;
+};
+
+const TEMPORAL_FLAG_VALUES = ['true', 'false', '1', '0'];
+
+/** Temporal's default config file location on Linux (what the Temporal CLI and SDKs read). */
+function defaultTemporalConfigFile(env: Record<string, string>): string | undefined {
+  const configHome =
+    env.XDG_CONFIG_HOME && isAbsolute(env.XDG_CONFIG_HOME)
+      ? env.XDG_CONFIG_HOME
+      : env.HOME
+        ? join(env.HOME, '.config')
+        : undefined;
+  return configHome ? join(configHome, 'temporalio', 'temporal.toml') : undefined;
+}
+
+/**
+ * Temporal's own environment configuration (@temporalio/envconfig, as the Temporal CLI reads it):
+ * the profile TEMPORAL_PROFILE (default `default`) of the TOML file TEMPORAL_CONFIG_FILE (default
+ * ~/.config/temporalio/temporal.toml, if present), each key overridden by its variable:
+ * TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS, TEMPORAL_TLS_CLIENT_CERT_PATH
+ * / _DATA, TEMPORAL_TLS_CLIENT_KEY_PATH / _DATA, TEMPORAL_TLS_SERVER_CA_CERT_PATH / _DATA,
+ * TEMPORAL_TLS_SERVER_NAME, TEMPORAL_GRPC_META_<header>. Certificates and keys are read and parsed
+ * here, so a missing file or a bad PEM stops the process at start naming its variable.
+ */
+function loadTemporalProfile(env: Record<string, string>): TemporalSettings {
+  const issues: { variable: string; message: string }[] = [];
+  for (const variable of ['TEMPORAL_TLS', 'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION']) {
+    if (env[variable] !== undefined && !TEMPORAL_FLAG_VALUES.includes(env[variable])) {
+      issues.push({ variable, message: 'must be true or false' });
+    }
+  }
+  if (
+    env.TEMPORAL_TLS_DISABLE_HOST_VERIFICATION === 'true' ||
+    env.TEMPORAL_TLS_DISABLE_HOST_VERIFICATION === '1'
+  ) {
+    issues.push({
+      variable: 'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION',
+      message:
+        "is not supported by Temporal's TypeScript SDK, which settle runs on: set TEMPORAL_TLS_SERVER_NAME " +
+        "to a name in the server's certificate instead",
+    });
+  }
+  if (env.TEMPORAL_CONFIG_FILE && !existsSync(env.TEMPORAL_CONFIG_FILE)) {
+    issues.push({ variable: 'TEMPORAL_CONFIG_FILE', message: `${env.TEMPORAL_CONFIG_FILE} does not exist` });
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+
+  const defaultFile = defaultTemporalConfigFile(env);
+  const file = env.TEMPORAL_CONFIG_FILE ?? (defaultFile && existsSync(defaultFile) ? defaultFile : undefined);
+  let profile: ClientConfigProfile;
+  try {
+    profile = loadClientConfigProfile({ overrideEnvVars: env });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (/^Profile '.*' not found/.test(message)) {
+      throw new ConfigError([
+        {
+          variable: 'TEMPORAL_PROFILE',
+          message: `no profile "${env.TEMPORAL_PROFILE}" in ${file ?? 'any config file (set TEMPORAL_CONFIG_FILE)'}`,
+        },
+      ]);
+    }
+    const both = /Cannot specify both (\w+)_path and \w+_data/.exec(message);
+    if (both) {
+      const variable = `TEMPORAL_TLS_${both[1]!.toUpperCase()}`;
+      throw new ConfigError([
+        {
+          variable: `${variable}_PATH`,
+          message: `set either ${variable}_PATH or ${variable}_DATA (or the profile's ${both[1]}_path or _data), not both`,
+        },
+      ]);
+    }
+    throw new ConfigError([
+      {
+        variable: env.TEMPORAL_CONFIG_FILE ? 'TEMPORAL_CONFIG_FILE' : 'TEMPORAL_PROFILE',
+        message: `${file ?? 'the config file'}: ${message}`,
+      },
+    ]);
+  }
+
+  const tls = profile.tls;
+  if (tls && tls.disabled !== true) {
+    const where = (variable: string, tomlKey: string, kind: 'PATH' | 'DATA') =>
+      env[`${variable}_${kind}`] !== undefined
+        ? `${variable}_${kind}`
+        : `${variable}_${kind} (the profile's ${tomlKey}_${kind.toLowerCase()} in ${file})`;
+    const check = (
+      source: ConfigDataSource | undefined,
+      variable: string,
+      tomlKey: string,
+      parse: (pem: Buffer) => unknown,
+      what: string,
+    ) => {
+      if (!source) return;
+      const name = where(variable, tomlKey, 'path' in source ? 'PATH' : 'DATA');
+      let bytes: Buffer;
+      try {
+        bytes = 'path' in source ? readFileSync(source.path) : Buffer.from(source.data);
+      } catch (error) {
+        issues.push({
+          variable: name,
+          message: `cannot read ${'path' in source ? source.path : 'it'}: ${(error as Error).message}`,
+        });
+        return;
+      }
+      try {
+        parse(bytes);
+      } catch {
+        issues.push({ variable: name, message: `is not a PEM ${what}` });
+      }
+    };
+    check(
+      tls.clientCert,
+      'TEMPORAL_TLS_CLIENT_CERT',
+      'client_cert',
+      (pem) => new X509Certificate(pem),
+      'certificate',
+    );
+    check(
+      tls.clientKey,
+      'TEMPORAL_TLS_CLIENT_KEY',
+      'client_key',
+      (pem) => createPrivateKey(pem),
+      'private key',
+    );
+    check(
+      tls.serverCACert,
+      'TEMPORAL_TLS_SERVER_CA_CERT',
+      'server_ca_cert',
+      (pem) => new X509Certificate(pem),
+      'certificate',
+    );
+    if (!tls.clientCert !== !tls.clientKey) {
+      issues.push({
+        variable: tls.clientCert ? 'TEMPORAL_TLS_CLIENT_KEY_PATH' : 'TEMPORAL_TLS_CLIENT_CERT_PATH',
+        message:
+          'a client certificate needs its private key and the key its certificate: set both (path or data)',
+      });
+    }
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+
+  // The SDK's own mapping: an API key turns TLS on unless TLS is explicitly disabled.
+  const { connectionOptions, namespace } = toClientOptions(profile);
+  return {
+    address: connectionOptions.address,
+    namespace,
+    apiKey: typeof connectionOptions.apiKey === 'string' ? connectionOptions.apiKey : undefined,
+    tls: connectionOptions.tls ?? undefined,
+    grpcMeta: profile.grpcMeta,
+    profileSource: file,
   };
 }

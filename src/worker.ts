@@ -6,6 +6,7 @@ import { createRetentionActivities } from './activities/retention';
 import type { Config } from './config';
 import { logger, redactIds, redactMeta } from './lib/logger';
 import { startDrainingTemporalMetrics, temporalMetricsBuffer } from './metrics/temporal-metrics';
+import { temporalConnectionOptions, type TemporalConnectionConfig } from './temporal-connection';
 import { workflowBundlePath } from './workflow-bundle';
 
 /**
@@ -55,9 +56,10 @@ export function installTemporalRuntime(options: { handleSignals?: boolean } = {}
 
 export type WorkerOptions = {
   /** Without claimRetentionMs the worker runs no purge activity (tools replaying histories). */
-  config: Pick<Config, 'temporalAddress' | 'temporalNamespace' | 'taskQueue'> & {
-    claimRetentionMs?: number;
-  } & Partial<
+  config: TemporalConnectionConfig &
+    Pick<Config, 'temporalNamespace' | 'taskQueue'> & {
+      claimRetentionMs?: number;
+    } & Partial<
       Pick<Config, 'carrierUrl' | 'erpUrl' | 'outboundSecret' | 'allowPrivateTargets' | 'maxCachedWorkflows'>
     >;
   pool: pg.Pool;
@@ -70,7 +72,7 @@ export type WorkerOptions = {
 export async function createWorker({ config, pool, hooks, tuning }: WorkerOptions) {
   installTemporalRuntime();
   const codePath = await workflowBundlePath();
-  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const connection = await NativeConnection.connect(temporalConnectionOptions(config));
   const worker = await Worker.create({
     connection,
     namespace: config.temporalNamespace,

@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { connectClient } from '../client';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createPool } from '../db/pool';
-import { resolveEnvironment } from '../stack/dev-state';
+import { resolveEnvironment, resolveStackEnvironment } from '../stack/dev-state';
 
 export type Services = { config: Config; pool: pg.Pool; client: Client; env: NodeJS.ProcessEnv };
 
@@ -20,14 +20,15 @@ export class CliError extends Error {
 
 /** Loads the configuration for a command, naming every bad variable and how to get a running stack. */
 export function commandConfig(): { config: Config; env: NodeJS.ProcessEnv } {
-  const env = resolveEnvironment();
-  if (!env.DATABASE_URL || !env.TEMPORAL_ADDRESS) {
+  const { env, devStack } = resolveStackEnvironment();
+  if (!env.DATABASE_URL) {
     throw new CliError(
-      'No running settle found: start one in this folder with `npm start`, or set DATABASE_URL and TEMPORAL_ADDRESS.',
+      'No running settle found: start one in this folder with `npm start`, or set DATABASE_URL and ' +
+        'TEMPORAL_ADDRESS (or a Temporal profile: TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE).',
     );
   }
   try {
-    return { config: loadConfig(env), env };
+    return { config: loadConfig(env, { temporal: devStack ? 'dev-stack' : 'environment' }), env };
   } catch (error) {
     if (error instanceof ConfigError) throw new CliError(error.message);
     throw error;

@@ -73,7 +73,7 @@ export async function runDevStack(): Promise<void> {
       env.DATABASE_URL = postgres.urlFor('settle');
     }
     let temporal: DevServer | undefined;
-    if (!env.TEMPORAL_ADDRESS) {
+    if (!env.TEMPORAL_ADDRESS && !env.TEMPORAL_PROFILE && !env.TEMPORAL_CONFIG_FILE) {
       temporal = await startTemporalDevServer({
         cliPath: await findTemporalCli(),
         port: devPort('temporal'),
@@ -96,7 +96,8 @@ export async function runDevStack(): Promise<void> {
       env.SETTLE_ERP_URL = `${downstream.url}/erp`;
     }
 
-    const config = loadConfig(env);
+    // settle's own dev server takes a plain connection; any other Temporal, its whole configuration.
+    const config = loadConfig(env, { temporal: temporal ? 'dev-stack' : 'environment' });
     const pool = createPool(config.databaseUrl);
     cleanups.push(() => pool.end());
     const migrations = await migrate(pool);
@@ -121,6 +122,7 @@ export async function runDevStack(): Promise<void> {
       databaseUrl: config.databaseUrl,
       temporalAddress: config.temporalAddress,
       temporalUiUrl: temporal?.uiUrl ?? null,
+      temporalDevServer: temporal !== undefined,
       gatewayUrl: gateway.url,
       namespace: config.temporalNamespace,
       taskQueue: config.taskQueue,

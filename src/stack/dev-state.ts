@@ -12,6 +12,8 @@ export type RunningStack = {
   databaseUrl: string;
   temporalAddress: string;
   temporalUiUrl: string | null;
+  /** False when `settle start` ran against a Temporal of its own (TEMPORAL_ADDRESS or a profile). */
+  temporalDevServer?: boolean;
   gatewayUrl: string;
   namespace: string;
   taskQueue: string;
@@ -60,19 +62,29 @@ export function readRunningStack(cwd?: string): RunningStack | undefined {
   }
 }
 
+/** Variables that point a command at a PostgreSQL or a Temporal of its own, not the dev stack. */
+const OWN_SERVICES = ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_PROFILE', 'TEMPORAL_CONFIG_FILE'];
+
 /**
  * The environment a command runs with: the process environment, completed from the stack that
- * `npm start` runs in this folder when DATABASE_URL and TEMPORAL_ADDRESS are not set.
+ * `npm start` runs in this folder when none of DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_PROFILE and
+ * TEMPORAL_CONFIG_FILE is set. `devStack` says the Temporal is that stack's dev server (plain
+ * connection, no profile).
  */
-export function resolveEnvironment(env: NodeJS.ProcessEnv = process.env, cwd?: string): NodeJS.ProcessEnv {
+export function resolveStackEnvironment(
+  env: NodeJS.ProcessEnv = process.env,
+  cwd?: string,
+): { env: NodeJS.ProcessEnv; devStack: boolean } {
   const resolved = { ...env };
-  if (!env.DATABASE_URL && !env.TEMPORAL_ADDRESS) {
+  let devStack = false;
+  if (OWN_SERVICES.every((variable) => !env[variable])) {
     const stack = readRunningStack(cwd);
     if (stack) {
+      devStack = stack.temporalDevServer !== false;
       resolved.DATABASE_URL = stack.databaseUrl;
       resolved.TEMPORAL_ADDRESS = stack.temporalAddress;
-      resolved.TEMPORAL_NAMESPACE ??= stack.namespace;
-      resolved.SETTLE_TASK_QUEUE ??= stack.taskQueue;
+      resolved.TEMPORAL_NAMESPACE ||= stack.namespace;
+      resolved.SETTLE_TASK_QUEUE ||= stack.taskQueue;
       resolved.SETTLE_GATEWAY_URL ??= stack.gatewayUrl;
     }
   }
@@ -82,5 +94,10 @@ export function resolveEnvironment(env: NodeJS.ProcessEnv = process.env, cwd?: s
     resolved.SETTLE_API_TOKEN ||= secrets.apiToken;
     resolved.SETTLE_OUTBOUND_SECRET ||= secrets.outboundSecret;
   }
-  return resolved;
+  return { env: resolved, devStack };
+}
+
+/** The environment of {@link resolveStackEnvironment}, for commands that need no Temporal. */
+export function resolveEnvironment(env: NodeJS.ProcessEnv = process.env, cwd?: string): NodeJS.ProcessEnv {
+  return resolveStackEnvironment(env, cwd).env;
 }
