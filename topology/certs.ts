@@ -112,7 +112,12 @@ export async function generateRunCertificates(dir: string): Promise<RunCertifica
     serverName,
     frontend: await write(
       'frontend',
-      await issue({ subject: 'temporal frontend', issuer: ca, serverNames: [serverName, '127.0.0.1'] }),
+      // `temporal`: the frontend's name in docker-compose.yml.
+      await issue({
+        subject: 'temporal frontend',
+        issuer: ca,
+        serverNames: [serverName, 'temporal', '127.0.0.1'],
+      }),
     ),
     settle: await write('settle', await issue({ subject: 'settle', issuer: ca, client: true })),
     admin: await write('admin', await issue({ subject: 'temporal admin', issuer: ca, client: true })),
