@@ -15,6 +15,7 @@
 import { spawn } from 'node:child_process';
 import {
   chmodSync,
+  readFileSync,
   cpSync,
   existsSync,
   mkdirSync,
@@ -102,6 +103,8 @@ async function buildInto(
 ): Promise<void> {
   const started = Date.now();
   mkdirSync(join(PROJECT_ROOT, '.tools'), { recursive: true });
+  const unlock = await lock(`${dir}.lock`, log);
+  if (complete(dir)) return unlock(); // another process built it meanwhile
   const work = `${dir}.partial`;
   rmSync(work, { recursive: true, force: true });
   mkdirSync(join(work, 'bin'), { recursive: true });
@@ -125,6 +128,41 @@ async function buildInto(
     log(`topology: built ${dir.slice(PROJECT_ROOT.length + 1)} in ${seconds(started)}`);
   } finally {
     rmSync(cwd, { recursive: true, force: true });
+    unlock();
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** One build at a time per folder (two `npm run topology` at once): a lock file holding the pid. */
+async function lock(path: string, log: (line: string) => void): Promise<() => void> {
+  let told = false;
+  for (;;) {
+    try {
+      writeFileSync(path, String(process.pid), { flag: 'wx' });
+      return () => rmSync(path, { force: true });
+    } catch {
+      let holder: number;
+      try {
+        holder = Number(readFileSync(path, 'utf8'));
+      } catch {
+        continue; // released meanwhile
+      }
+      if (!processAlive(holder) || holder === process.pid) {
+        rmSync(path, { force: true });
+        continue;
+      }
+      if (!told) log(`topology: waiting for process ${holder}, which is building the same tools`);
+      told = true;
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+    }
   }
 }
 
