@@ -15,11 +15,18 @@ export async function startProgram(options: {
   args: string[];
   env: NodeJS.ProcessEnv;
   logFile: string;
-  ready?: () => Promise<boolean>;
+  ready?: (child: Child) => Promise<boolean>;
   timeoutMs?: number;
+  cwd?: string;
+  /** Called with the handle as soon as the process exists (so an interrupted run can stop it). */
+  onSpawn?: (child: Child) => void;
 }): Promise<Child> {
   const log = createWriteStream(options.logFile, { flags: 'a' });
-  const child = spawn(options.command, options.args, { env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(options.command, options.args, {
+    env: options.env,
+    cwd: options.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let tail = '';
   const collect = (chunk: Buffer) => {
     log.write(chunk);
@@ -57,12 +64,13 @@ export async function startProgram(options: {
       return how;
     },
   };
+  options.onSpawn?.(handle);
   if (!options.ready) return handle;
   const deadline = Date.now() + (options.timeoutMs ?? 120_000);
   let gone = false;
   void exited.then(() => (gone = true));
   for (;;) {
-    if (await options.ready()) return handle;
+    if (await options.ready(handle)) return handle;
     if (gone)
       throw new Error(`${options.name} exited (${await exited}) before it was ready:\n${tail.trim()}`);
     if (Date.now() > deadline) {

@@ -26,12 +26,14 @@ import type { Client } from '@temporalio/client';
 import pg from 'pg';
 import { RecordingReceiver } from '../bench/support/receiver';
 import { makeEvent, newRunId, shipmentFor } from '../bench/support/load';
-import { sleep, spawnTs, type Child } from '../bench/support/processes';
+import { sleep, type Child } from '../bench/support/processes';
 import { checkInvariants } from '../chaos/invariants';
 import { Provider } from '../chaos/provider';
 import { addShipments } from '../src/db/shipments';
 import { createPool } from '../src/db/pool';
+import { PROJECT_ROOT } from '../src/stack/paths';
 import { TemporalCluster, type Identity } from './cluster';
+import { startProgram } from './processes';
 
 const short = process.argv.includes('--short');
 const tls = !process.argv.includes('--no-tls');
@@ -87,6 +89,8 @@ class Topology {
   pool!: pg.Pool;
   client!: Client;
   databaseUrl = '';
+  /** Every settle process this run started, alive or not: all are stopped at the end. */
+  readonly children = new Set<Child>();
   private sends = 0;
   private closed = false;
 
@@ -129,24 +133,39 @@ class Topology {
     };
   }
 
+  /** `settle <role>` in a process of its own, tracked from its start; resolves once `ready`. */
+  spawnSettle(
+    name: string,
+    args: string[],
+    env: NodeJS.ProcessEnv,
+    ready?: (child: Child) => Promise<boolean>,
+  ): Promise<Child> {
+    return startProgram({
+      name,
+      command: process.execPath,
+      args: ['--import', 'tsx', 'src/cli/main.ts', ...args],
+      env,
+      cwd: PROJECT_ROOT,
+      logFile: join(this.scratch, 'logs', `settle-${name.replace(/\W+/g, '-')}.log`),
+      ready,
+      timeoutMs: 120_000,
+      onSpawn: (child) => this.children.add(child),
+    });
+  }
+
   /** `settle migrate`, as a deployment's one-shot step. */
   async migrate(): Promise<string> {
-    const child = await spawnTs(
-      'settle migrate',
-      ['src/cli/main.ts', 'migrate'],
-      this.env('settle'),
-      () => true,
-    );
+    const child = await this.spawnSettle('migrate', ['migrate'], this.env('settle'));
     const how = await child.exited;
-    if (how !== 0) throw new Error(`settle migrate exited ${how}: ${child.errors().trim()}`);
+    if (how !== 0) throw new Error(`settle migrate exited ${how}: ${child.output().trim()}`);
     return child.output().trim();
   }
 
   async startGateway(index: number, identity: Identity = 'settle'): Promise<Child> {
     const port = this.gatewayPorts[index]!;
-    const gateway = await spawnTs(
+    const gateway = await this.spawnSettle(
       `gateway-${index + 1}`,
-      ['src/cli/main.ts', 'gateway'],
+      ['gateway'],
       this.env(identity, { PORT: String(port) }),
       async () => {
         try {
@@ -155,19 +174,14 @@ class Topology {
           return false;
         }
       },
-      120_000,
     );
     this.gateways[index] = gateway;
     return gateway;
   }
 
   async startWorker(identity: Identity = 'settle'): Promise<Child> {
-    const worker = await spawnTs(
-      `worker`,
-      ['src/cli/main.ts', 'worker'],
-      this.env(identity),
-      (output) => output.includes('worker running'),
-      120_000,
+    const worker = await this.spawnSettle('worker', ['worker'], this.env(identity), async (child) =>
+      child.output().includes('worker running'),
     );
     this.workers.push(worker);
     void worker.exited.then(() => this.workers.splice(this.workers.indexOf(worker) >>> 0, 1));
@@ -177,8 +191,7 @@ class Topology {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.all(this.gateways.map((gateway) => gateway?.stop().catch(() => {})));
-    await Promise.all([...this.workers].map((worker) => worker.stop().catch(() => {})));
+    await Promise.all([...this.children].map((child) => child.stop().catch(() => {})));
     await this.client?.connection.close().catch(() => {});
     await this.pool?.end().catch(() => {});
     await this.receiver.close().catch(() => {});
@@ -193,15 +206,14 @@ class Topology {
 async function refusedWithoutCertificate(topology: Topology, role: 'worker' | 'gateway') {
   const failures: string[] = [];
   const port = await topology.cluster.ports.any();
-  const child = await spawnTs(
+  const child = await topology.spawnSettle(
     `${role} without a certificate`,
-    ['src/cli/main.ts', role],
+    [role],
     topology.env('none', { PORT: String(port) }),
-    () => true,
   );
   const how = await Promise.race([child.exited, sleep(60_000).then(() => 'still running after 60 s')]);
   await child.kill();
-  const said = `${child.errors()}\n${child.output()}`;
+  const said = child.output();
   const line =
     said.split('\n').find((text) => /tls|certificate|handshake/i.test(text)) ?? said.trim().split('\n').pop();
   if (how === 0 || typeof how === 'string') failures.push(`exited ${how}`);
