@@ -1,11 +1,13 @@
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { ServiceError, WorkflowNotFoundError, type Client, type Connection } from '@temporalio/client';
 import type pg from 'pg';
 import { findClaim } from './db/claims';
 import { findEvent } from './db/events';
 import { listLedgerForShipment } from './db/ledger';
 import { listOutboxForEvent } from './db/outbox';
 import { findShipment } from './db/shipments';
+import { findStartOutcomeUnknown } from './db/start-outcomes';
 import { paymentWorkflowId } from './domain/ids';
+import { classifyTemporalError } from './temporal-connection';
 
 /** The JSON of `GET /events/<id>` and `settle inspect <id> --json`. */
 export type EventInspection = {
@@ -19,6 +21,13 @@ export type EventInspection = {
   workflow: { status: string; run_id: string } | null;
   /** Set when Temporal could not be asked; `workflow` is then unknown rather than forgotten. */
   workflow_error?: string;
+  /**
+   * When a start of this event last ended with its outcome unknown (answered 503, yet Temporal may
+   * have started it): why a later delivery was told `duplicate`.
+   */
+  start_outcome_unknown_at?: string;
+  /** What `workflow_error` means here, e.g. which namespace does not exist. */
+  workflow_error_message?: string;
   shipment: { shipment_id: string; payment_status: string; hold_status: string } | null;
   ledger: { entry_id: number; kind: string; amount: number; currency: string; event_id: string }[];
   deliveries: {
@@ -42,11 +51,12 @@ export async function inspectEvent(
 
   const payload = event?.payload as { data?: { shipment_id?: string } } | undefined;
   const shipmentId = claim?.shipmentId ?? payload?.data?.shipment_id;
-  const [shipment, ledger, deliveries, workflow] = await Promise.all([
+  const [shipment, ledger, deliveries, workflow, unknownStart] = await Promise.all([
     shipmentId ? findShipment(pool, shipmentId) : undefined,
     shipmentId ? listLedgerForShipment(pool, shipmentId) : [],
     listOutboxForEvent(pool, eventId),
     describeWorkflow(client, paymentWorkflowId(eventId)),
+    findStartOutcomeUnknown(pool, eventId),
   ]);
 
   return {
@@ -59,6 +69,8 @@ export async function inspectEvent(
     claimed_at: claim?.claimedAt.toISOString() ?? null,
     workflow: workflow.workflow,
     ...(workflow.error ? { workflow_error: workflow.error } : {}),
+    ...(workflow.message ? { workflow_error_message: workflow.message } : {}),
+    ...(unknownStart ? { start_outcome_unknown_at: unknownStart.lastAt.toISOString() } : {}),
     shipment: shipment
       ? {
           shipment_id: shipment.shipmentId,
@@ -87,7 +99,7 @@ export async function inspectEvent(
 async function describeWorkflow(
   client: Client | undefined,
   workflowId: string,
-): Promise<{ workflow: EventInspection['workflow']; error?: string }> {
+): Promise<{ workflow: EventInspection['workflow']; error?: string; message?: string }> {
   if (!client) return { workflow: null, error: 'temporal_not_configured' };
   try {
     const description = await client.connection.withDeadline(Date.now() + 3_000, () =>
@@ -95,7 +107,15 @@ async function describeWorkflow(
     );
     return { workflow: { status: description.status.name, run_id: description.runId } };
   } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return { workflow: null };
-    return { workflow: null, error: 'temporal_unavailable' };
+    // Temporal answers NotFound for a missing namespace too; the SDK calls both WorkflowNotFoundError.
+    if (error instanceof WorkflowNotFoundError && !/namespace/i.test(error.message))
+      return { workflow: null };
+    const problem = classifyTemporalError(error instanceof ServiceError ? (error.cause ?? error) : error, {
+      namespace: client.options.namespace,
+      connection: (client.connection as Connection).options.address,
+    });
+    return problem.code === 'unreachable'
+      ? { workflow: null, error: 'temporal_unavailable' }
+      : { workflow: null, error: `temporal_${problem.code}`, message: problem.message };
   }
 }

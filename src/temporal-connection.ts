@@ -1,4 +1,4 @@
-import type { ConnectionOptions } from '@temporalio/client';
+import type { Client, Connection, ConnectionOptions } from '@temporalio/client';
 import type { NativeConnectionOptions } from '@temporalio/worker';
 import type { Config } from './config';
 
@@ -21,4 +21,93 @@ export function temporalConnectionOptions(
     ...(config.temporalApiKey === undefined ? {} : { apiKey: config.temporalApiKey }),
     ...(config.temporalGrpcMeta === undefined ? {} : { metadata: config.temporalGrpcMeta }),
   };
+}
+
+/** How settle reaches Temporal, in words for error messages: address, TLS, credentials. */
+export function describeTemporalConnection(config: TemporalConnectionConfig): string {
+  const tls = config.temporalTls;
+  const tlsText =
+    tls === undefined || tls === false
+      ? 'TLS off'
+      : tls === true || !tls.clientCertPair
+        ? 'TLS on, no client certificate'
+        : 'TLS on with a client certificate';
+  return `${config.temporalAddress} (${tlsText}${config.temporalApiKey ? ', API key' : ''})`;
+}
+
+/** Why Temporal refuses settle, as far as one call can tell. */
+export type TemporalProblem = {
+  code: 'namespace_not_found' | 'unauthenticated' | 'permission_denied' | 'tls' | 'unreachable';
+  message: string;
+};
+
+const GRPC_NOT_FOUND = 5;
+const GRPC_PERMISSION_DENIED = 7;
+const GRPC_UNAUTHENTICATED = 16;
+const TLS_FAILURE = /\b(ssl|tls|certificate|handshake|eproto|alpn)\b/i;
+
+/** Names what a failed Temporal call says about settle's configuration. */
+export function classifyTemporalError(
+  error: unknown,
+  context: { namespace: string; connection: string },
+): TemporalProblem {
+  const code = (error as { code?: unknown }).code;
+  const detail = error instanceof Error ? error.message : String(error);
+  if (code === GRPC_NOT_FOUND || /namespace .*not found/i.test(detail)) {
+    return {
+      code: 'namespace_not_found',
+      message:
+        `Temporal namespace "${context.namespace}" does not exist on ${context.connection}: create it ` +
+        `(temporal operator namespace create --namespace ${context.namespace}) or set TEMPORAL_NAMESPACE`,
+    };
+  }
+  if (code === GRPC_UNAUTHENTICATED) {
+    return {
+      code: 'unauthenticated',
+      message: `Temporal at ${context.connection} refused settle's credentials (TEMPORAL_API_KEY or the TLS client certificate): ${detail}`,
+    };
+  }
+  if (code === GRPC_PERMISSION_DENIED) {
+    return {
+      code: 'permission_denied',
+      message: `Temporal at ${context.connection} denies settle access to namespace "${context.namespace}": ${detail}`,
+    };
+  }
+  if (TLS_FAILURE.test(detail)) {
+    return {
+      code: 'tls',
+      message: `TLS with Temporal at ${context.connection} failed (check the TEMPORAL_TLS_* settings): ${detail}`,
+    };
+  }
+  return { code: 'unreachable', message: `Temporal at ${context.connection} is unreachable: ${detail}` };
+}
+
+/**
+ * Asks Temporal for the namespace settle runs in (`DescribeNamespace`): undefined when it exists,
+ * otherwise what is wrong. One call, within `timeoutMs`.
+ */
+export async function checkNamespace(
+  client: Client,
+  timeoutMs = 5_000,
+): Promise<TemporalProblem | undefined> {
+  const namespace = client.options.namespace;
+  try {
+    await client.connection.withDeadline(Date.now() + timeoutMs, () =>
+      client.workflowService.describeNamespace({ namespace }),
+    );
+    return undefined;
+  } catch (error) {
+    return classifyTemporalError(error, {
+      namespace,
+      connection: (client.connection as Connection).options.address,
+    });
+  }
+}
+
+/** A Temporal that cannot run settle as configured; `problem.message` names the cause. */
+export class TemporalSetupError extends Error {
+  constructor(readonly problem: TemporalProblem) {
+    super(problem.message);
+    this.name = 'TemporalSetupError';
+  }
 }

@@ -5,8 +5,15 @@ import { activityOutcomeInterceptor } from './activities/outcome-interceptor';
 import { createRetentionActivities } from './activities/retention';
 import type { Config } from './config';
 import { logger, redactIds, redactMeta } from './lib/logger';
+import { onShutdown } from './lib/shutdown';
 import { startDrainingTemporalMetrics, temporalMetricsBuffer } from './metrics/temporal-metrics';
-import { temporalConnectionOptions, type TemporalConnectionConfig } from './temporal-connection';
+import {
+  classifyTemporalError,
+  describeTemporalConnection,
+  temporalConnectionOptions,
+  type TemporalConnectionConfig,
+  TemporalSetupError,
+} from './temporal-connection';
 import { workflowBundlePath } from './workflow-bundle';
 
 /**
@@ -30,13 +37,13 @@ const LONG_WORKFLOW_TASK = '[TMPRL1104]';
  * Routes the SDK's own logs (which name workflow IDs, and so event IDs) through settle's JSON logger
  * with the IDs hashed. Once per process, before the first connection; later calls do nothing.
  */
-export function installTemporalRuntime(options: { handleSignals?: boolean } = {}): void {
+export function installTemporalRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const level = (process.env.SETTLE_TEMPORAL_LOG_LEVEL ?? 'WARN') as 'WARN';
   Runtime.install({
-    // `settle start` stops its parts in order itself; `settle worker` lets the SDK drain on a signal.
-    shutdownSignals: options.handleSignals === false ? [] : ['SIGINT', 'SIGTERM', 'SIGQUIT', 'SIGUSR2'],
+    // Signals belong to lib/shutdown.ts, which drains each worker itself (worker.shutdown()).
+    shutdownSignals: [],
     // Core (Rust) logs are forwarded to the same logger, so they are JSON and redacted too.
     telemetryOptions: {
       logging: { filter: { core: level, other: level }, forward: {} },
@@ -68,11 +75,52 @@ export type WorkerOptions = {
   tuning?: ActivityDependencies['tuning'];
 };
 
+/** Seconds a starting worker gives Temporal to answer before it gives up with the cause. */
+const CONNECT_DEADLINE_MS = 10_000;
+
+/**
+ * Connects and checks the namespace exists (DescribeNamespace) before any worker is built, so a
+ * missing namespace, refused credentials or a TLS mismatch end the start with a message naming the
+ * cause instead of a worker that never polls.
+ */
+async function connectWorker(config: WorkerOptions['config']): Promise<NativeConnection> {
+  const context = {
+    namespace: config.temporalNamespace,
+    connection: describeTemporalConnection(config),
+  };
+  let connection: NativeConnection;
+  try {
+    connection = await withTimeout(
+      NativeConnection.connect(temporalConnectionOptions(config)),
+      CONNECT_DEADLINE_MS,
+    );
+  } catch (error) {
+    throw new TemporalSetupError(classifyTemporalError(error, context));
+  }
+  try {
+    await connection.withDeadline(Date.now() + CONNECT_DEADLINE_MS, () =>
+      connection.workflowService.describeNamespace({ namespace: config.temporalNamespace }),
+    );
+  } catch (error) {
+    await connection.close().catch(() => {});
+    throw new TemporalSetupError(classifyTemporalError(error, context));
+  }
+  return connection;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
 /** A worker polling settle's task queue; the caller runs it and closes the connection. */
 export async function createWorker({ config, pool, hooks, tuning }: WorkerOptions) {
   installTemporalRuntime();
   const codePath = await workflowBundlePath();
-  const connection = await NativeConnection.connect(temporalConnectionOptions(config));
+  const connection = await connectWorker(config);
   const worker = await Worker.create({
     connection,
     namespace: config.temporalNamespace,
@@ -96,17 +144,28 @@ export async function createWorker({ config, pool, hooks, tuning }: WorkerOption
         : createRetentionActivities({ pool, claimRetentionMs: config.claimRetentionMs })),
     },
     interceptors: { activity: [activityOutcomeInterceptor({ pool })] },
+    // Under lib/shutdown.ts's deadline: activities still running then are cancelled, so the drain ends.
+    shutdownGraceTime: '4s',
   });
   return { worker, connection };
 }
 
-/** `settle worker`: runs until SIGINT/SIGTERM, then drains in-flight tasks and closes. */
+/**
+ * `settle worker`: runs until SIGINT/SIGTERM (lib/shutdown.ts), then drains in-flight tasks and
+ * closes. A worker that stops polling on its own (Worker.run() rejects) ends the process with it.
+ */
 export async function runWorker(options: WorkerOptions): Promise<void> {
   const { worker, connection } = await createWorker(options);
   logger.info({ taskQueue: options.config.taskQueue }, 'worker running');
+  const running = worker.run();
+  const off = onShutdown('worker (draining in-flight tasks)', async () => {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await running.catch(() => {});
+  });
   try {
-    await worker.run();
+    await running;
   } finally {
+    off();
     await connection.close();
   }
 }

@@ -10,7 +10,12 @@ import { registerRoles } from './commands/roles';
 import { registerShipments } from './commands/shipments';
 import { registerSimulate } from './commands/simulate';
 import { registerStats } from './commands/stats';
+import { installShutdown, stopping } from '../lib/shutdown';
+import { TemporalSetupError } from '../temporal-connection';
 import { CliError } from './context';
+
+// Before anything else: SIGINT and SIGTERM stop every role and command within the deadline.
+installShutdown();
 
 const program = new Command('settle')
   .description(
@@ -31,14 +36,22 @@ registerPurge(program);
 registerSimulate(program);
 registerExample(program);
 
-program.parseAsync(process.argv).catch((error: unknown) => {
-  if (error instanceof CliError) {
-    process.stderr.write(`settle: ${error.message}\n`);
-    process.exitCode = error.exitCode;
-  } else {
-    process.stderr.write(
-      `settle: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
-    process.exitCode = 1;
-  }
-});
+void program
+  .parseAsync(process.argv)
+  .catch((error: unknown) => {
+    if (error instanceof CliError || error instanceof TemporalSetupError) {
+      process.stderr.write(`settle: ${error.message}\n`);
+      process.exitCode = error instanceof CliError ? error.exitCode : 1;
+    } else {
+      process.stderr.write(
+        `settle: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      );
+      process.exitCode = 1;
+    }
+    // A failed command, or one stopped by a signal, ends the process now: whatever it opened (a
+    // Temporal runtime, a half-closed connection) must not keep a failed worker alive.
+    process.exit(process.exitCode ?? 1);
+  })
+  .then(() => {
+    if (stopping.aborted) process.exit(process.exitCode ?? 0);
+  });

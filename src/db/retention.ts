@@ -81,5 +81,7 @@ export async function purgeExpiredClaims(
   }
   const conflicts = await db.query(`DELETE FROM conflicts WHERE last_seen_at < $1::timestamptz`, [cutoff]);
   result.conflicts = conflicts.rowCount ?? 0;
+  // Kept as long as the claim it explains.
+  await db.query(`DELETE FROM start_outcome_unknown WHERE last_at < $1::timestamptz`, [cutoff]);
   return result;
 }

@@ -4,6 +4,8 @@ import type pg from 'pg';
 import { startPaymentWorkflow } from '../client';
 import { findEvent, insertEvent, type EventSource } from '../db/events';
 import { recordConflict, recordDuplicateDelivery } from '../db/repeats';
+import { recordStartOutcomeUnknown } from '../db/start-outcomes';
+import { startOutcomeUnknownTotal } from '../metrics/settle-metrics';
 import { withTransaction } from '../db/transaction';
 import { paymentWorkflowId } from '../domain/ids';
 import {
@@ -78,6 +80,7 @@ async function admitPaymentEvent(
   if (stored) return known(stored);
 
   let dependency: 'temporal' | 'postgres' = 'postgres';
+  let startError: unknown;
   try {
     return await withTransaction(deps.pool, async (tx) => {
       const inserted = await insertEvent(tx, {
@@ -93,15 +96,40 @@ async function admitPaymentEvent(
         return winner ? known(winner) : { status: 'duplicate', eventId: event.id, workflowId };
       }
       dependency = 'temporal';
-      const start = await startPaymentWorkflow(deps.client, deps.taskQueue, event);
+      const start = await startPaymentWorkflow(deps.client, deps.taskQueue, event).catch((error: unknown) => {
+        startError = error;
+        throw error;
+      });
       dependency = 'postgres';
       // Temporal already knows the ID (its row was purged, or a commit was lost): a duplicate.
       if (!start.started) return { status: 'duplicate', eventId: event.id, workflowId };
       return { status: 'accepted', eventId: event.id, workflowId, runId: start.runId };
     });
   } catch {
+    if (startError !== undefined && startOutcomeUnknown(startError)) {
+      // Answered 503 all the same (nothing acknowledged); recorded so the retry's `duplicate` is explained.
+      startOutcomeUnknownTotal.inc();
+      await recordStartOutcomeUnknown(deps.pool, { eventId: event.id, workflowId }).catch(() => {});
+    }
     return { status: 'unavailable', dependency };
   }
+}
+
+const GRPC_CANCELLED = 1;
+const GRPC_DEADLINE_EXCEEDED = 4;
+const GRPC_UNAVAILABLE = 14;
+
+/**
+ * A start that may have been made durable although settle never heard back: the deadline passed, or
+ * the connection broke after the request went out. Temporal refusing before (no connection at all)
+ * is a start known not to have happened.
+ */
+function startOutcomeUnknown(error: unknown): boolean {
+  const cause = (error as { cause?: unknown }).cause ?? error;
+  const code = (cause as { code?: unknown }).code;
+  if (code === GRPC_DEADLINE_EXCEEDED || code === GRPC_CANCELLED) return true;
+  const details = cause instanceof Error ? cause.message : String(cause);
+  return code === GRPC_UNAVAILABLE && !/No connection established|ECONNREFUSED|connect/i.test(details);
 }
 
 type Deps = { pool: pg.Pool; client: Client; taskQueue: string; webhookSecrets: string[] };

@@ -8,6 +8,7 @@ import { shortHash } from '../lib/hash';
 import type { Logger } from '../lib/logger';
 import { registerOperatorRoutes } from './operations';
 import { registerPaymentRoutes } from './payments';
+import { checkNamespace, type TemporalProblem } from '../temporal-connection';
 import { registerReminderRoutes } from './reminders';
 import { reject } from './replies';
 
@@ -81,21 +82,26 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
 
   app.get('/healthz', async () => ({ status: 'ok' }));
 
+  const namespaceCheck = cachedNamespaceCheck(deps.client);
   app.get('/readyz', async (_request, reply) => {
-    const [postgres, temporal] = await Promise.all([
+    const [postgres, problem] = await Promise.all([
       deps.pool.query('SELECT 1').then(
         () => true,
         () => false,
       ),
-      deps.client.connection
-        .withDeadline(Date.now() + 2_000, () => deps.client.workflowService.getSystemInfo({}))
-        .then(
-          () => true,
-          () => false,
-        ),
+      namespaceCheck(),
     ]);
+    const temporal = problem === undefined;
     const ready = postgres && temporal;
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', postgres, temporal });
+    return reply.code(ready ? 200 : 503).send({
+      status: ready ? 'ready' : 'not_ready',
+      postgres,
+      temporal,
+      // Unreachable needs no words; a missing namespace or refused credentials are named.
+      ...(problem && problem.code !== 'unreachable'
+        ? { temporal_error: problem.code, message: problem.message }
+        : {}),
+    });
   });
 
   app.get('/events/:eventId', async (request, reply) => {
@@ -111,6 +117,23 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   refuseOtherMethods(app, '/events/:eventId', ['GET']);
 
   return app;
+}
+
+/** How long one DescribeNamespace answer stands for /readyz, so probes do not each cost a call. */
+const READINESS_CACHE_MS = 2_000;
+
+/** /readyz's Temporal check: the namespace exists and answers (DescribeNamespace), cached briefly. */
+function cachedNamespaceCheck(client: Client): () => Promise<TemporalProblem | undefined> {
+  let cached: { at: number; result: Promise<TemporalProblem | undefined> } | undefined;
+  return () => {
+    if (!cached || Date.now() - cached.at > READINESS_CACHE_MS) {
+      cached = {
+        at: Date.now(),
+        result: checkNamespace(client, 2_000),
+      };
+    }
+    return cached.result;
+  };
 }
 
 function refuseOtherMethods(app: FastifyInstance, url: string, allowed: string[]) {

@@ -25,6 +25,14 @@ export const webhookAckSeconds = new Histogram({
   registers: [registry],
 });
 
+export const startOutcomeUnknownTotal = new Counter({
+  name: 'settle_start_outcome_unknown_total',
+  help:
+    'Workflow starts answered 503 whose outcome was unknown (deadline passed or connection broken ' +
+    'mid-call); the retry may then be a duplicate. Each is recorded for `settle inspect`.',
+  registers: [registry],
+});
+
 export const reconcileOutcomesTotal = new Counter({
   name: 'settle_reconcile_outcomes_total',
   help: 'Completed reconciles by outcome (applied, stale, unmatched, needs_review).',

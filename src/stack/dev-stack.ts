@@ -6,6 +6,7 @@ import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { startGateway } from '../gateway/run';
 import { logger } from '../lib/logger';
+import { onShutdown } from '../lib/shutdown';
 import { prepareRetention } from '../retention';
 import { createWorker, installTemporalRuntime } from '../worker';
 import { startDevDownstream, type DevDownstream } from './dev-downstream';
@@ -54,13 +55,11 @@ export async function runDevStack(): Promise<void> {
       await cleanup().catch((error) => logger.warn({ err: String(error) }, 'stop step failed'));
     cleanups.length = 0;
   };
+  // Ctrl-C or SIGTERM (lib/shutdown.ts) stops the parts in reverse order of start.
   const stopped = new Promise<void>((resolve) => {
-    const onSignal = () => {
-      process.stderr.write('\nsettle: stopping…\n');
-      void stopAll().then(resolve);
-    };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
+    onShutdown('settle start (gateway, worker, Temporal dev server, PostgreSQL)', () =>
+      stopAll().then(resolve),
+    );
   });
 
   try {
@@ -102,7 +101,7 @@ export async function runDevStack(): Promise<void> {
     cleanups.push(() => pool.end());
     const migrations = await migrate(pool);
 
-    installTemporalRuntime({ handleSignals: false });
+    installTemporalRuntime();
     const { worker, connection } = await createWorker({ config, pool });
     const workerDone = worker.run();
     cleanups.push(async () => {

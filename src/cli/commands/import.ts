@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { importReport, type ImportSummary } from '../../import-report';
+import { onShutdown, stopping } from '../../lib/shutdown';
 import { CliError, output, withServices } from '../context';
 
 export function registerImport(program: Command) {
@@ -17,14 +18,10 @@ export function registerImport(program: Command) {
     .option('--json', 'print the summary as JSON (the progress bar stays on stderr)')
     .action(async (file: string, options: { concurrency: number; json?: boolean }) => {
       if (!existsSync(file)) throw new CliError(`cannot read ${file}`);
-      const abort = new AbortController();
-      const onSigint = () => {
-        if (abort.signal.aborted) process.exit(130);
-        process.stderr.write('\nsettle: stopping after the lines in flight (Ctrl-C again to quit now)…\n');
-        abort.abort();
-      };
-      process.on('SIGINT', onSigint);
-      process.on('SIGTERM', onSigint);
+      // Ctrl-C or SIGTERM (lib/shutdown.ts) stops reading; the lines in flight finish (Ctrl-C again quits now).
+      let imported!: () => void;
+      const importDone = new Promise<void>((resolve) => (imported = resolve));
+      const off = onShutdown('import (lines in flight)', () => importDone);
 
       const bar = new SingleBar({
         stream: process.stderr,
@@ -41,7 +38,7 @@ export function registerImport(program: Command) {
         const summary = await withServices(({ pool, client, config }) =>
           importReport({ pool, client, taskQueue: config.taskQueue }, file, {
             concurrency: options.concurrency,
-            signal: abort.signal,
+            signal: stopping,
             onProgress: (processed, total, counts) => {
               const seconds = Math.max((Date.now() - started) / 1000, 0.001);
               const payload = { ...counts, rate: Math.round(processed / seconds) };
@@ -64,8 +61,8 @@ export function registerImport(program: Command) {
               : 0;
       } finally {
         bar.stop();
-        process.off('SIGINT', onSigint);
-        process.off('SIGTERM', onSigint);
+        imported();
+        off();
       }
     });
 }

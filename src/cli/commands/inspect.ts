@@ -32,7 +32,7 @@ export function renderInspection(view: EventInspection): string {
       view.workflow
         ? `${view.workflow.status} (run ${view.workflow.run_id})`
         : view.workflow_error
-          ? `unknown: ${view.workflow_error}`
+          ? `unknown: ${view.workflow_error_message ?? view.workflow_error}`
           : 'no longer kept by Temporal (the claim still decides)'
     }`,
     `shipment    ${view.shipment ? `${view.shipment.shipment_id}: payment ${view.shipment.payment_status}, hold ${view.shipment.hold_status}` : 'none'}`,

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { addShipments } from '../../db/shipments';
 import { parseDuration } from '../../domain/duration';
 import { simulateTraffic, simulatedShipmentIds, type SimulateSummary } from '../../simulate';
+import { onShutdown, stopping } from '../../lib/shutdown';
 import { resolveEnvironment } from '../../stack/dev-state';
 import { CliError, output, withDatabase } from '../context';
 
@@ -59,8 +60,12 @@ export function registerSimulate(program: Command) {
       if (options.addShipments) {
         await withDatabase((pool) => addShipments(pool, simulatedShipmentIds(runId, count)));
       }
-      const abort = new AbortController();
-      process.once('SIGINT', () => abort.abort());
+      // Ctrl-C or SIGTERM (lib/shutdown.ts) stops sending; requests in flight finish, the summary prints.
+      let simulated!: () => void;
+      const off = onShutdown(
+        'simulate (requests in flight)',
+        () => new Promise<void>((resolve) => (simulated = resolve)),
+      );
       const summary = await simulateTraffic({
         gatewayUrl,
         secret,
@@ -72,7 +77,10 @@ export function registerSimulate(program: Command) {
         outOfOrderShare: number('--out-of-order', options.outOfOrder, 0, 1),
         runId,
         seed: options.seed === undefined ? undefined : integer('--seed', options.seed, 0, 2 ** 31),
-        signal: abort.signal,
+        signal: stopping,
+      }).finally(() => {
+        off();
+        simulated?.();
       });
       output(options.json, summary, renderSummary);
       if (summary.network_errors) process.exitCode = 1;

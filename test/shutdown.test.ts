@@ -1,0 +1,262 @@
+/**
+ * Every settle process stops within 10 s of SIGTERM or SIGINT whatever it waits on, and a worker that
+ * cannot register ends with the cause instead of idling. Real processes (`node bin/settle.js …`) on the
+ * suite's Temporal dev server and PostgreSQL; downstreams that hang are real local HTTP servers.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { addShipments } from '../src/db/shipments';
+import { freePort } from '../src/lib/free-port';
+import {
+  paymentEvent,
+  postWebhook,
+  startTestStack,
+  uniqueId,
+  waitFor,
+  type TestStack,
+} from './support/harness';
+import { startReceiver, type Receiver } from './support/receiver';
+import { finished, runSettle, spawnSettle, stackEnv, type CliRun } from './support/settle-cli';
+
+/** What the issue asks of every process: stopped within 10 s of the signal. */
+const STOP_BUDGET_MS = 10_000;
+const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+
+let stack: TestStack;
+let home: string;
+let hanging: Receiver;
+
+before(async () => {
+  // No in-process worker: the processes under test are the only ones polling this task queue.
+  stack = await startTestStack({ worker: false });
+  // One SETTLE_HOME for every spawned worker, so the workflow bundle is built once.
+  home = mkdtempSync(join(tmpdir(), 'settle-home-'));
+  hanging = await startReceiver(() => ({ status: 200, hang: true }));
+});
+after(async () => {
+  await hanging.close();
+  await stack.close();
+  rmSync(home, { recursive: true, force: true });
+});
+
+function env(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return stackEnv(stack, { SETTLE_HOME: home, SETTLE_METRICS_PORT: '0', ...extra });
+}
+
+/** Spawns a command and collects its combined output as it comes. */
+function spawnWithOutput(args: string[], environment: NodeJS.ProcessEnv) {
+  const child = spawnSettle(args, environment);
+  const run = finished(child);
+  const output = { text: '' };
+  child.stdout.on('data', (chunk: Buffer) => (output.text += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output.text += chunk.toString()));
+  return { child, run, output };
+}
+
+/** Sends `signal` and measures how long the process takes to exit. */
+async function stopWith(
+  child: ChildProcessWithoutNullStreams,
+  run: Promise<CliRun>,
+  signal: NodeJS.Signals,
+): Promise<CliRun & { ms: number }> {
+  const sent = Date.now();
+  child.kill(signal);
+  const result = await run;
+  return { ...result, ms: Date.now() - sent };
+}
+
+function assertStopped(result: CliRun & { ms: number }, what: string) {
+  // Exited by itself (a code), not killed by the signal's default action, and in time.
+  assert.notEqual(result.code, null, `${what} was killed by ${result.signal}\n${result.stderr}`);
+  assert.ok(result.ms < STOP_BUDGET_MS, `${what} took ${result.ms} ms to stop\n${result.stderr}`);
+}
+
+/** Whether any stored event's ID matches the LIKE pattern. */
+async function eventsLike(pattern: string): Promise<boolean> {
+  const { rows } = await stack.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM events WHERE event_id LIKE $1`,
+    [pattern],
+  );
+  return rows[0]!.n > 0;
+}
+
+async function storedEventWithoutWorker(): Promise<string> {
+  const event = paymentEvent({ shipmentId: uniqueId('SHP') });
+  const posted = await postWebhook(stack, event);
+  assert.equal(posted.status, 202, JSON.stringify(posted.body));
+  return event.id;
+}
+
+describe('a Temporal that cannot run settle', () => {
+  test('a worker on a missing namespace exits non-zero within 10 s, naming the namespace', async () => {
+    const namespace = `missing-${randomUUID().slice(0, 8)}`;
+    const { run, output } = spawnWithOutput(['worker'], env({ TEMPORAL_NAMESPACE: namespace }));
+    // Timed from the worker being up (its metrics endpoint), not from Node and tsx loading.
+    await waitFor(
+      'the worker to start',
+      async () => output.text.includes('worker metrics listening'),
+      120_000,
+    );
+    const up = Date.now();
+    const result = await run;
+    assert.ok(Date.now() - up < STOP_BUDGET_MS, `exited ${Date.now() - up} ms after start`);
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, new RegExp(`Temporal namespace "${namespace}" does not exist`));
+    assert.match(result.stderr, /TEMPORAL_NAMESPACE/);
+  });
+
+  test('the gateway is not ready while its namespace is missing, and says which', async () => {
+    const namespace = `missing-${randomUUID().slice(0, 8)}`;
+    const other = await startTestStack({ worker: false, config: { temporalNamespace: namespace } });
+    try {
+      const ready = await fetch(`${other.gatewayUrl}/readyz`);
+      assert.equal(ready.status, 503);
+      const body = (await ready.json()) as Record<string, unknown>;
+      assert.equal(body.status, 'not_ready');
+      assert.equal(body.postgres, true);
+      assert.equal(body.temporal, false);
+      assert.equal(body.temporal_error, 'namespace_not_found');
+      assert.match(String(body.message), new RegExp(`namespace "${namespace}" does not exist`));
+    } finally {
+      await other.close();
+    }
+    // The default namespace exists: the same check says ready.
+    const ready = await fetch(`${stack.gatewayUrl}/readyz`);
+    assert.equal(ready.status, 200);
+  });
+
+  test('inspect names a missing namespace instead of calling Temporal unavailable', async () => {
+    const eventId = await storedEventWithoutWorker();
+    const namespace = `missing-${randomUUID().slice(0, 8)}`;
+    const result = await runSettle(['inspect', eventId, '--json'], env({ TEMPORAL_NAMESPACE: namespace }));
+    assert.equal(result.code, 0, result.stderr);
+    const inspection = JSON.parse(result.stdout) as Record<string, unknown>;
+    assert.equal(inspection.workflow_error, 'temporal_namespace_not_found');
+    assert.match(String(inspection.workflow_error_message), new RegExp(`"${namespace}" does not exist`));
+  });
+});
+
+describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', () => {
+  for (const signal of SIGNALS) {
+    test(`worker with an activity in flight: ${signal}`, async () => {
+      const shipmentId = uniqueId('SHP');
+      await addShipments(stack.pool, [shipmentId]);
+      const { child, run, output } = spawnWithOutput(
+        ['worker'],
+        env({
+          SETTLE_CARRIER_URL: hanging.url,
+          SETTLE_ERP_URL: hanging.url,
+          SETTLE_ALLOW_PRIVATE_TARGETS: 'true',
+        }),
+      );
+      await waitFor('the worker to run', async () => output.text.includes('worker running'), 120_000);
+      const before = hanging.requests.length;
+      const posted = await postWebhook(stack, paymentEvent({ shipmentId }));
+      assert.equal(posted.status, 202);
+      await waitFor(
+        'a delivery held open by the downstream',
+        async () => hanging.requests.length > before,
+        60_000,
+      );
+      const result = await stopWith(child, run, signal);
+      assertStopped(result, 'the worker');
+    });
+
+    test(`gateway under requests: ${signal}`, async () => {
+      const port = await freePort();
+      const { child, run, output } = spawnWithOutput(['gateway'], env({ PORT: String(port) }));
+      await waitFor('the gateway to listen', async () => output.text.includes('gateway listening'), 120_000);
+      const gateway = { gatewayUrl: `http://127.0.0.1:${port}`, secret: stack.secret };
+      let load = true;
+      // Eight clients posting back to back until the gateway is gone.
+      const clients = Array.from({ length: 8 }, async () => {
+        while (load) await postWebhook(gateway, paymentEvent()).catch(() => (load = false));
+      });
+      await waitFor('requests to be answered', async () =>
+        output.text.includes('"route":"/webhooks/payments"'),
+      );
+      const result = await stopWith(child, run, signal);
+      load = false;
+      await Promise.all(clients);
+      assertStopped(result, 'the gateway');
+      assert.equal(result.code, 0, result.stderr);
+    });
+
+    test(`replay waiting on a workflow no worker runs: ${signal}`, async () => {
+      const eventId = await storedEventWithoutWorker();
+      const connections = async () => {
+        const { rows } = await stack.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database()`,
+        );
+        return rows[0]!.n;
+      };
+      const before = await connections();
+      const { child, run } = spawnWithOutput(['replay', eventId], env());
+      // The replay has read the event; from there it waits on a run that no worker will ever finish.
+      await waitFor('the replay to read the event', async () => (await connections()) > before, 60_000);
+      const result = await stopWith(child, run, signal);
+      assertStopped(result, 'replay');
+      assert.notEqual(result.code, 0);
+    });
+
+    test(`import of a large file: ${signal}`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'settle-import-'));
+      const file = join(dir, 'report.jsonl');
+      const prefix = uniqueId('imp');
+      const lines = Array.from({ length: 5_000 }, (_, i) =>
+        JSON.stringify(paymentEvent({ id: `${prefix}_${i}` })),
+      );
+      writeFileSync(file, `${lines.join('\n')}\n`);
+      const { child, run } = spawnWithOutput(['import', file, '--json'], env());
+      await waitFor('lines to be imported', () => eventsLike(`${prefix}_%`), 120_000);
+      const result = await stopWith(child, run, signal);
+      assertStopped(result, 'import');
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    test(`simulate at a rate: ${signal}`, async () => {
+      const runId = `sim${randomUUID().slice(0, 8)}`;
+      const { child, run } = spawnWithOutput(
+        ['simulate', '--gateway', stack.gatewayUrl, '--count', '100000', '--rate', '50', '--run-id', runId],
+        env(),
+      );
+      await waitFor('simulated events to arrive', () => eventsLike(`evt_${runId}_%`), 120_000);
+      const result = await stopWith(child, run, signal);
+      assertStopped(result, 'simulate');
+      assert.match(result.stdout, /stopped early/, result.stderr);
+    });
+  }
+
+  test('settle start: SIGTERM stops the whole stack', async () => {
+    const startHome = mkdtempSync(join(tmpdir(), 'settle-home-'));
+    const { child, run, output } = spawnWithOutput(['start'], {
+      SETTLE_HOME: startHome,
+      PORT: String(await freePort()),
+      SETTLE_DEV_POSTGRES_PORT: String(await freePort()),
+      SETTLE_DEV_TEMPORAL_PORT: String(await freePort()),
+      SETTLE_DEV_TEMPORAL_UI_PORT: String(await freePort()),
+      SETTLE_DEV_DOWNSTREAM_PORT: String(await freePort()),
+      DATABASE_URL: '',
+      TEMPORAL_ADDRESS: '',
+      SETTLE_CARRIER_URL: '',
+      SETTLE_ERP_URL: '',
+    });
+    try {
+      await waitFor(
+        'settle start to run',
+        async () => output.text.includes('Ctrl-C stops everything'),
+        180_000,
+      );
+      const result = await stopWith(child, run, 'SIGTERM');
+      assertStopped(result, 'settle start');
+    } finally {
+      child.kill('SIGKILL');
+      rmSync(startHome, { recursive: true, force: true });
+    }
+  });
+});
