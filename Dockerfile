@@ -1,5 +1,7 @@
 # settle: one image for every role (`settle gateway`, `settle worker`, `settle migrate`, …).
 # The TypeScript sources run through tsx, as `npx settle` does locally: there is no build step.
+# Temporal itself runs from Temporal's images with topology/temporal-server.yaml mounted
+# (docker-compose.yml, docs/deployment.md); settle's image only holds settle.
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 # Two glibc malloc arenas instead of eight per core: ~30 MB less RSS for a worker under load, at no

@@ -21,7 +21,13 @@ const only = process.argv
   .find((arg) => arg.startsWith('--only='))
   ?.slice('--only='.length)
   .split(',');
-const wanted = (id: string) => !only || only.includes(id);
+/**
+ * `--server=cluster`: T0 and P (unless --only says otherwise) against the real Temporal server of
+ * `npm run topology` (topology/cluster.ts) instead of the dev server; results in results-cluster.json.
+ */
+const server = process.argv.includes('--server=cluster') ? ('cluster' as const) : ('dev' as const);
+const CLUSTER_DEFAULT = ['T0', 'P'];
+const wanted = (id: string) => (only ? only.includes(id) : server === 'dev' || CLUSTER_DEFAULT.includes(id));
 
 /** Sizes: the short form finishes in about three minutes on 2 cores; the full one in about eleven. */
 const SIZE = short
@@ -48,11 +54,12 @@ const results: Result[] = [];
 async function main() {
   const startedAt = new Date();
   const load = { before: loadavg().map((v) => round(v, 2)), after: [] as number[] };
-  const stack = new ProofStack();
+  const stack = new ProofStack({ server });
   let noopWorker: Child | undefined;
   try {
     log(
-      `starting PostgreSQL, the Temporal dev server, the gateway and a worker (${short ? 'short' : 'full'} run)`,
+      `starting PostgreSQL, the Temporal ${server === 'cluster' ? 'cluster (topology/cluster.ts)' : 'dev server'}, ` +
+        `the gateway and a worker (${short ? 'short' : 'full'} run)`,
     );
     await stack.start();
     await stack.startGateway();
@@ -70,7 +77,7 @@ async function main() {
       gateway: stack.gateway?.pid,
       worker: worker.pid,
       'noop-worker': noopWorker?.pid,
-      temporal: stack.temporal.process.pid,
+      ...stack.temporalPids(),
       postgres: stack.postgresPid(),
     });
     const measure = async <F extends Record<string, number>>(
@@ -194,6 +201,7 @@ async function main() {
     startedAt: startedAt.toISOString(),
     finishedAt: new Date().toISOString(),
     mode: short ? 'short' : 'full',
+    server,
     machine: {
       cpus: cpus().length,
       cpuModel: cpus()[0]?.model,
@@ -204,7 +212,7 @@ async function main() {
     results,
     goals,
   };
-  const file = join(__dirname, 'results.json');
+  const file = join(__dirname, server === 'cluster' ? 'results-cluster.json' : 'results.json');
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   printTable(report.machine, goals);
   log(`wrote ${file}`);

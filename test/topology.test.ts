@@ -4,10 +4,14 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parse } from 'yaml';
 import { PROJECT_ROOT } from '../src/stack/paths';
+import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION } from '../topology/binaries';
+import { DYNAMIC_CONFIG, SERVER_CONFIG_TEMPLATE } from '../topology/cluster';
 import { startTestStack, type TestStack } from './support/harness';
 
 type Service = {
   image?: string;
+  entrypoint?: string[];
+  volumes?: string[];
   build?: unknown;
   command?: string[];
   environment?: Record<string, string>;
@@ -15,6 +19,10 @@ type Service = {
   healthcheck?: { test: string[] };
   depends_on?: Record<string, { condition: string }>;
 };
+
+/** docker-compose.yml's Temporal containers, and the service each runs. */
+const TEMPORAL_CONTAINERS = ['temporal', 'temporal-history', 'temporal-matching', 'temporal-worker'];
+const TEMPORAL_SERVICES_BY_CONTAINER = ['frontend', 'history', 'matching', 'worker'];
 
 /** Every endpoint SPEC.md names. */
 const SPEC_ENDPOINTS = [
@@ -34,21 +42,102 @@ describe('docker-compose.yml', () => {
   };
   const services = compose.services;
 
-  test('has PostgreSQL, Temporal on PostgreSQL, the UI, the gateway and two workers, each with a health check', () => {
-    for (const name of ['postgres', 'temporal', 'temporal-ui', 'gateway', 'worker-1', 'worker-2']) {
+  test('has PostgreSQL, the four Temporal services, the UI, the gateway and two workers, each with a health check', () => {
+    const long = ['postgres', 'temporal', ...TEMPORAL_CONTAINERS.slice(1), 'temporal-ui', 'gateway'];
+    for (const name of [...long, 'worker-1', 'worker-2']) {
       assert.ok(services[name], `service ${name}`);
       assert.ok(services[name]!.healthcheck?.test.length, `${name} has a health check`);
     }
     assert.match(services.postgres!.image!, /^postgres:\d+/);
-    assert.match(services.temporal!.image!, /^temporalio\/auto-setup:\d+\.\d+/);
-    assert.equal(services.temporal!.environment!.DB, 'postgres12');
-    assert.equal(services.temporal!.environment!.POSTGRES_SEEDS, 'postgres');
-    assert.equal(services.temporal!.depends_on?.postgres?.condition, 'service_healthy');
-    assert.match(services['temporal-ui']!.image!, /^temporalio\/ui:\d+/);
+    assert.equal(services['temporal-ui']!.image, `temporalio/ui:${TEMPORAL_UI_VERSION}`);
     assert.equal(services['temporal-ui']!.environment!.TEMPORAL_ADDRESS, 'temporal:7233');
     assert.ok(services['temporal-ui']!.ports!.some((p) => p.startsWith('8233:')));
     assert.ok(existsSync(join(PROJECT_ROOT, 'Dockerfile')));
     assert.match(readFileSync(join(PROJECT_ROOT, 'Dockerfile'), 'utf8'), /^FROM node:\d+/m);
+    assert.ok(
+      Object.values(services).every((service) => !service.image?.includes('auto-setup')),
+      'no deprecated auto-setup image',
+    );
+  });
+
+  test('runs the Temporal server the topology run runs, each service rendering the one template', () => {
+    const templateVariables = new Set(
+      [...readFileSync(SERVER_CONFIG_TEMPLATE, 'utf8').matchAll(/env "([A-Z0-9_]+)"/g)].map((m) => m[1]!),
+    );
+    for (const [name, role] of TEMPORAL_CONTAINERS.map((name, i) => [
+      name,
+      TEMPORAL_SERVICES_BY_CONTAINER[i]!,
+    ])) {
+      const service = services[name!]!;
+      assert.equal(service.image, `temporalio/server:${TEMPORAL_SERVER_VERSION}`, name);
+      const env = service.environment!;
+      assert.equal(env.TEMPORAL_SERVICES, role, `${name} runs ${role}`);
+      const mount = service.volumes!.find((volume) =>
+        volume.endsWith(`:${env.TEMPORAL_SERVER_CONFIG_FILE_PATH}:ro`),
+      );
+      assert.ok(mount, `${name} mounts its config file`);
+      assert.equal(
+        join(PROJECT_ROOT, mount.split(':')[0]!),
+        SERVER_CONFIG_TEMPLATE,
+        `${name}'s config is topology/temporal-server.yaml, the topology run's`,
+      );
+      assert.ok(
+        service.volumes!.some((volume) => join(PROJECT_ROOT, volume.split(':')[0]!) === DYNAMIC_CONFIG),
+        `${name} mounts topology/dynamicconfig.yaml`,
+      );
+      assert.equal(service.depends_on?.['temporal-schema']?.condition, 'service_completed_successfully');
+      const own = ['TEMPORAL_SERVICES', 'TEMPORAL_SERVER_CONFIG_FILE_PATH', 'TEMPORAL_ALLOW_NO_AUTH'];
+      for (const variable of Object.keys(env).filter((key) => !own.includes(key)))
+        assert.ok(templateVariables.has(variable), `${name} sets ${variable}, which the template reads`);
+      assert.equal(env.NUM_HISTORY_SHARDS, '4');
+    }
+    const tls = parse(readFileSync(join(PROJECT_ROOT, 'docker-compose.tls.yml'), 'utf8'), {
+      merge: true,
+    }) as {
+      services: Record<string, Service>;
+    };
+    for (const name of TEMPORAL_CONTAINERS) {
+      const env = tls.services[name]!.environment!;
+      assert.ok(env.TEMPORAL_TLS_FRONTEND_CERT, `${name} gets the frontend certificate with TLS`);
+      for (const variable of Object.keys(env))
+        assert.ok(templateVariables.has(variable), `the TLS file sets ${variable}, which the template reads`);
+    }
+  });
+
+  test('sets Temporal up as a deployment does: schemas, then namespace and search attributes, one-shot', () => {
+    const schema = services['temporal-schema']!;
+    assert.equal(schema.image, `temporalio/admin-tools:${TEMPORAL_SERVER_VERSION}`);
+    assert.equal(schema.depends_on?.postgres?.condition, 'service_healthy');
+    assert.ok(schema.volumes!.some((volume) => volume.startsWith('./topology/setup-schema.sh:')));
+    assert.match(schema.entrypoint!.join(' '), /setup-schema\.sh/);
+    const namespace = services['temporal-namespace']!;
+    assert.equal(namespace.image, `temporalio/admin-tools:${TEMPORAL_SERVER_VERSION}`);
+    assert.ok(namespace.volumes!.some((volume) => volume.startsWith('./topology/setup-namespace.sh:')));
+    assert.match(namespace.entrypoint!.join(' '), /setup-namespace\.sh/);
+    assert.equal(
+      namespace.environment!.TEMPORAL_NAMESPACE,
+      services.gateway!.environment!.TEMPORAL_NAMESPACE,
+    );
+    for (const name of TEMPORAL_CONTAINERS)
+      assert.equal(
+        namespace.depends_on?.[name]?.condition,
+        'service_healthy',
+        `namespace set-up waits for ${name}`,
+      );
+    for (const name of ['gateway', 'worker-1', 'worker-2', 'temporal-ui'])
+      assert.equal(
+        services[name]!.depends_on?.['temporal-namespace']?.condition,
+        'service_completed_successfully',
+      );
+    const script = readFileSync(join(PROJECT_ROOT, 'topology', 'setup-namespace.sh'), 'utf8');
+    for (const attribute of [
+      'ShipmentId',
+      'PaymentId',
+      'PaymentEventType',
+      'SettleOutcome',
+      'SettleDeliveryState',
+    ])
+      assert.match(script, new RegExp(`\\b${attribute}\\b`), `setup-namespace.sh creates ${attribute}`);
   });
 
   test('runs settle roles with the environment they need, after migrations', () => {

@@ -11,6 +11,7 @@ import { freePort } from '../../src/lib/free-port';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/stack/embedded-postgres';
 import { findTemporalCli } from '../../src/stack/temporal-binaries';
 import { startTemporalDevServer, type DevServer } from '../../src/stack/temporal-dev-server';
+import { TemporalCluster } from '../../topology/cluster';
 import { sleep, spawnTs, type Child } from './processes';
 import { RecordingReceiver } from './receiver';
 
@@ -39,6 +40,14 @@ export class ProofStack {
   private postgresPort = 0;
   private temporalPort = 0;
   private gatewayPort = 0;
+  /** With `server: 'cluster'`: the topology's real Temporal server (topology/cluster.ts). */
+  cluster: TemporalCluster | undefined;
+
+  /**
+   * `server`: `dev` (default), the Temporal dev server on a SQLite file; `cluster`, the real server
+   * `npm run topology` runs (four services on their own PostgreSQL, no TLS, namespace `default`).
+   */
+  constructor(readonly options: { server?: 'dev' | 'cluster' } = {}) {}
 
   async start(): Promise<void> {
     // Interrupted (Ctrl-C, a CI timeout): stop every server and child this stack started, then exit.
@@ -84,6 +93,27 @@ export class ProofStack {
   }
 
   async startTemporal(): Promise<void> {
+    if (this.options.server === 'cluster') {
+      const cluster = (this.cluster ??= new TemporalCluster({
+        scratch: join(this.scratch, 'cluster'),
+        tls: false,
+        namespace: 'default',
+        log: (line) => process.stderr.write(`cluster: ${line}\n`),
+      }));
+      await cluster.start();
+      const frontend = cluster.services.get('frontend')!;
+      this.temporal = {
+        address: cluster.address,
+        uiUrl: cluster.uiUrl,
+        process: frontend.process,
+        stop: () => cluster.stop(),
+        kill: async () => {
+          await Promise.all([...cluster.services.values()].map((service) => service.kill()));
+          await cluster.postgres.stop().catch(() => {});
+        },
+      };
+      return;
+    }
     this.temporal = await startTemporalDevServer({
       cliPath: this.cliPath,
       port: this.temporalPort,
@@ -166,6 +196,30 @@ export class ProofStack {
 
   async stopWorkers(): Promise<void> {
     await Promise.all([...this.workers].map((worker) => worker.stop()));
+  }
+
+  /**
+   * Pids of the Temporal server's processes, for resource sampling: `temporal` (the dev server, or
+   * the cluster's frontend) and, for a cluster, each other service and its PostgreSQL.
+   */
+  temporalPids(): Record<string, number | undefined> {
+    if (!this.cluster) return { temporal: this.temporal?.process.pid };
+    const pid = (service: 'frontend' | 'history' | 'matching' | 'worker') =>
+      this.cluster!.services.get(service)?.pid;
+    let postgres: number | undefined;
+    try {
+      const file = join(this.scratch, 'cluster', 'pg', 'postmaster.pid');
+      postgres = Number(readFileSync(file, 'utf8').split('\n')[0]);
+    } catch {
+      postgres = undefined;
+    }
+    return {
+      temporal: pid('frontend'),
+      'temporal-history': pid('history'),
+      'temporal-matching': pid('matching'),
+      'temporal-worker': pid('worker'),
+      'temporal-postgres': postgres,
+    };
   }
 
   /** Pid of the postmaster, for resource sampling. */

@@ -1,0 +1,462 @@
+/**
+ * `npm run topology [-- --short] [-- --no-tls]`: settle on a real Temporal cluster, deployed the way
+ * docs/deployment.md says, under faults. topology/cluster.ts brings up embedded PostgreSQL with
+ * Temporal's schemas (temporal-sql-tool), the four Temporal services as separate processes from
+ * topology/temporal-server.yaml with mTLS on the frontend, settle's namespace and search attributes
+ * (temporal CLI) and the UI server. Then `settle migrate`, two `settle gateway`s and two
+ * `settle worker`s with a client certificate, and a recording carrier/ERP receiver.
+ *
+ * Checks, each printed PASS or FAIL (the last line is "N passed, M failed"; non-zero exit on any
+ * failure): the cluster is what the config says (four services in the membership table, their
+ * membership ports at or below 32767, 4 history shards, the namespace and its five Keyword search
+ * attributes); the UI serves and reaches the frontend; `settle migrate` applies; with mTLS, a worker
+ * and a gateway without a client certificate fail at start with a message naming TLS; under a load
+ * of signed events (chaos/provider.ts) a worker is SIGKILLed, both workers and both gateways are
+ * rolled with SIGTERM and the history service is restarted, after which every event sent was
+ * acknowledged and chaos/invariants.ts holds: every acknowledged event completed, one claim per
+ * event, one applied effect per idempotency key.
+ *
+ * The first run builds the Temporal server into .tools/ (minutes; see topology/binaries.ts).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client } from '@temporalio/client';
+import pg from 'pg';
+import { RecordingReceiver } from '../bench/support/receiver';
+import { makeEvent, newRunId, shipmentFor } from '../bench/support/load';
+import { sleep, type Child } from '../bench/support/processes';
+import { checkInvariants } from '../chaos/invariants';
+import { Provider } from '../chaos/provider';
+import { addShipments } from '../src/db/shipments';
+import { createPool } from '../src/db/pool';
+import { PROJECT_ROOT } from '../src/stack/paths';
+import { TemporalCluster, type Identity } from './cluster';
+import { startProgram } from './processes';
+
+const short = process.argv.includes('--short');
+const tls = !process.argv.includes('--no-tls');
+const SEARCH_ATTRIBUTES = [
+  'ShipmentId',
+  'PaymentId',
+  'PaymentEventType',
+  'SettleOutcome',
+  'SettleDeliveryState',
+];
+/** Events per second the provider sends while the faults happen. */
+const RATE = short ? 4 : 8;
+/** Events sent at most, and waiting for an answer at most at once. */
+const MAX_EVENTS = short ? 600 : 4_000;
+const MAX_IN_FLIGHT = 24;
+/** Time for everything acknowledged to finish after the faults (a killed attempt waits 30 s). */
+const SETTLE_TIMEOUT_MS = 300_000;
+
+type Outcome = { name: string; ok: boolean; detail: string; seconds: number };
+const outcomes: Outcome[] = [];
+
+function log(message: string) {
+  process.stderr.write(`topology: ${message}\n`);
+}
+
+/** Runs one check: a thrown error or a non-empty failure list is a FAIL. Prints it at once. */
+async function check(name: string, body: () => Promise<{ failures: string[]; detail: string }>) {
+  const started = Date.now();
+  let failures: string[];
+  let detail = '';
+  try {
+    ({ failures, detail } = await body());
+  } catch (error) {
+    failures = [`threw: ${error instanceof Error ? error.message : String(error)}`];
+  }
+  const outcome = { name, ok: !failures.length, detail, seconds: (Date.now() - started) / 1000 };
+  outcomes.push(outcome);
+  process.stdout.write(`${outcome.ok ? 'PASS' : 'FAIL'}  ${name} (${outcome.seconds.toFixed(1)} s)\n`);
+  if (detail) process.stdout.write(`        ${detail}\n`);
+  for (const failure of failures) process.stdout.write(`        ✗ ${failure}\n`);
+  return outcome.ok;
+}
+
+class Topology {
+  readonly scratch = mkdtempSync(join(tmpdir(), 'settle-topology-'));
+  readonly cluster = new TemporalCluster({ scratch: this.scratch, tls, log });
+  readonly secret = `whsec_${randomBytes(24).toString('base64')}`;
+  readonly apiToken = randomBytes(24).toString('hex');
+  readonly receiver = new RecordingReceiver();
+  readonly gateways: (Child | undefined)[] = [undefined, undefined];
+  readonly gatewayPorts: number[] = [];
+  readonly workers: Child[] = [];
+  pool!: pg.Pool;
+  client!: Client;
+  databaseUrl = '';
+  /** Every settle process this run started, alive or not: all are stopped at the end. */
+  readonly children = new Set<Child>();
+  private sends = 0;
+  private closed = false;
+
+  /** The provider alternates between the two gateways, so a retry goes to the other one. */
+  get gatewayUrl(): string {
+    this.sends += 1;
+    return `http://127.0.0.1:${this.gatewayPorts[this.sends % this.gatewayPorts.length]}`;
+  }
+
+  async start(): Promise<void> {
+    await this.cluster.start();
+    this.databaseUrl = this.cluster.postgres.urlFor('settle');
+    this.pool = createPool(this.databaseUrl, { max: 10 });
+    this.client = await this.cluster.connect();
+    await this.receiver.start();
+    for (let i = 0; i < 2; i += 1) this.gatewayPorts.push(await this.cluster.ports.any());
+  }
+
+  /** A settle process's environment: the ordinary settle variables and Temporal's own. */
+  env(identity: Identity, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+    const inherited = Object.fromEntries(
+      Object.entries(process.env).filter(
+        ([key]) => !key.startsWith('TEMPORAL_') && !key.startsWith('SETTLE_'),
+      ),
+    );
+    return {
+      ...inherited,
+      ...this.cluster.clientEnv(identity),
+      DATABASE_URL: this.databaseUrl,
+      SETTLE_TASK_QUEUE: 'settle',
+      SETTLE_WEBHOOK_SECRETS: this.secret,
+      SETTLE_API_TOKEN: this.apiToken,
+      SETTLE_CARRIER_URL: `${this.receiver.url}/carrier`,
+      SETTLE_ERP_URL: `${this.receiver.url}/erp`,
+      SETTLE_ALLOW_PRIVATE_TARGETS: 'true',
+      SETTLE_METRICS_PORT: '0',
+      SETTLE_LOG_LEVEL: 'info',
+      SETTLE_HOME: join(this.scratch, 'home'),
+      ...extra,
+    };
+  }
+
+  /** `settle <role>` in a process of its own, tracked from its start; resolves once `ready`. */
+  spawnSettle(
+    name: string,
+    args: string[],
+    env: NodeJS.ProcessEnv,
+    ready?: (child: Child) => Promise<boolean>,
+  ): Promise<Child> {
+    return startProgram({
+      name,
+      command: process.execPath,
+      args: ['--import', 'tsx', 'src/cli/main.ts', ...args],
+      env,
+      cwd: PROJECT_ROOT,
+      logFile: join(this.scratch, 'logs', `settle-${name.replace(/\W+/g, '-')}.log`),
+      ready,
+      timeoutMs: 120_000,
+      onSpawn: (child) => this.children.add(child),
+    });
+  }
+
+  /** `settle migrate`, as a deployment's one-shot step. */
+  async migrate(): Promise<string> {
+    const child = await this.spawnSettle('migrate', ['migrate'], this.env('settle'));
+    const how = await child.exited;
+    if (how !== 0) throw new Error(`settle migrate exited ${how}: ${child.output().trim()}`);
+    return child.output().trim();
+  }
+
+  async startGateway(index: number, identity: Identity = 'settle'): Promise<Child> {
+    const port = this.gatewayPorts[index]!;
+    const gateway = await this.spawnSettle(
+      `gateway-${index + 1}`,
+      ['gateway'],
+      this.env(identity, { PORT: String(port) }),
+      async () => {
+        try {
+          return (await fetch(`http://127.0.0.1:${port}/readyz`)).ok;
+        } catch {
+          return false;
+        }
+      },
+    );
+    this.gateways[index] = gateway;
+    return gateway;
+  }
+
+  async startWorker(identity: Identity = 'settle'): Promise<Child> {
+    const worker = await this.spawnSettle('worker', ['worker'], this.env(identity), async (child) =>
+      child.output().includes('worker running'),
+    );
+    this.workers.push(worker);
+    void worker.exited.then(() => this.workers.splice(this.workers.indexOf(worker) >>> 0, 1));
+    return worker;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.children].map((child) => child.stop().catch(() => {})));
+    await this.client?.connection.close().catch(() => {});
+    await this.pool?.end().catch(() => {});
+    await this.receiver.close().catch(() => {});
+    await this.cluster.stop();
+  }
+}
+
+/**
+ * Starts a settle role without a client certificate against the mTLS frontend and waits (60 s at
+ * most) for it to exit: it must exit non-zero with a message naming TLS.
+ */
+async function refusedWithoutCertificate(topology: Topology, role: 'worker' | 'gateway') {
+  const failures: string[] = [];
+  const port = await topology.cluster.ports.any();
+  const child = await topology.spawnSettle(
+    `${role} without a certificate`,
+    [role],
+    topology.env('none', { PORT: String(port) }),
+  );
+  const how = await Promise.race([child.exited, sleep(60_000).then(() => 'still running after 60 s')]);
+  await child.kill();
+  const said = child.output();
+  const line =
+    said.split('\n').find((text) => /tls|certificate|handshake/i.test(text)) ?? said.trim().split('\n').pop();
+  if (how === 0 || typeof how === 'string') failures.push(`exited ${how}`);
+  if (!/\bTLS\b/i.test(said)) failures.push(`its output does not name TLS: ${said.trim().slice(-400)}`);
+  return { failures, detail: `exit ${how}: ${(line ?? '').trim().slice(0, 200)}` };
+}
+
+async function main() {
+  const started = Date.now();
+  const topology = new Topology();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      log(`${signal}: stopping everything this run started`);
+      void topology.close().finally(() => {
+        rmSync(topology.scratch, { recursive: true, force: true });
+        process.exit(130);
+      });
+    });
+  }
+  try {
+    log(`scratch ${topology.scratch}; mTLS ${tls ? 'on' : 'off'}; load ${loadavg()[0]!.toFixed(2)}`);
+    const up = await check(
+      'cluster: PostgreSQL, schemas, four Temporal services, namespace, UI',
+      async () => {
+        await topology.start();
+        return { failures: [], detail: `frontend ${topology.cluster.address}, UI ${topology.cluster.uiUrl}` };
+      },
+    );
+    if (!up) return;
+    await check('Temporal: four services from one config, 4 history shards, membership ports ≤ 32767', () =>
+      clusterShape(topology),
+    );
+    await check(`namespace ${topology.cluster.namespace} with its Keyword search attributes`, () =>
+      searchAttributes(topology),
+    );
+    await check('UI server: serves the UI and reaches the frontend', () => uiWorks(topology));
+    const migrated = await check('settle migrate', async () => ({
+      failures: [],
+      detail: await topology.migrate(),
+    }));
+    if (!migrated) return;
+    if (tls) {
+      await check('mTLS: a worker without a client certificate fails at start naming TLS', () =>
+        refusedWithoutCertificate(topology, 'worker'),
+      );
+      await check('mTLS: a gateway without a client certificate fails at start naming TLS', () =>
+        refusedWithoutCertificate(topology, 'gateway'),
+      );
+    }
+    const running = await check(
+      `two gateways and two workers start${tls ? ' with a client certificate' : ''}`,
+      async () => {
+        await Promise.all([topology.startGateway(0), topology.startGateway(1)]);
+        await topology.startWorker();
+        await topology.startWorker();
+        return { failures: [], detail: `gateways on ${topology.gatewayPorts.join(', ')}` };
+      },
+    );
+    if (!running) return;
+    await loadWithFaults(topology);
+  } finally {
+    await topology.close();
+    const failed = outcomes.filter((outcome) => !outcome.ok).length;
+    if (failed) log(`logs of the Temporal processes kept in ${topology.scratch}/logs`);
+    else rmSync(topology.scratch, { recursive: true, force: true });
+    log(`${((Date.now() - started) / 1000).toFixed(0)} s, load ${loadavg()[0]!.toFixed(2)}`);
+    process.stdout.write(`\n${outcomes.length - failed} passed, ${failed} failed\n`);
+    if (failed || !outcomes.length) process.exitCode = 1;
+  }
+}
+
+/** The cluster as Temporal's own tables record it. */
+async function clusterShape(topology: Topology) {
+  const failures: string[] = [];
+  const client = new pg.Client({ connectionString: topology.cluster.postgres.urlFor('temporal') });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ role: number; rpc_port: number; pid: number }>(
+      `SELECT role, rpc_port FROM cluster_membership WHERE record_expiry > now() ORDER BY role`,
+    );
+    const shards = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM shards');
+    const roles = new Set(rows.map((row) => row.role));
+    if (roles.size !== 4) failures.push(`${roles.size} service roles in cluster_membership, not 4`);
+    const high = rows.filter((row) => row.rpc_port > 32_767);
+    if (high.length)
+      failures.push(`membership ports above 32767: ${high.map((row) => row.rpc_port).join(', ')}`);
+    if (shards.rows[0]!.n !== 4) failures.push(`${shards.rows[0]!.n} history shards, not 4`);
+    const pids = [...topology.cluster.services.values()].map((child) => child.pid);
+    if (new Set(pids).size !== 4) failures.push('the services do not run as four processes');
+    return {
+      failures,
+      detail: `roles ${[...roles].join(',')}; membership ports ${rows.map((row) => row.rpc_port).join(', ')}; shards ${shards.rows[0]!.n}; pids ${pids.join(', ')}`,
+    };
+  } finally {
+    await client.end();
+  }
+}
+
+async function searchAttributes(topology: Topology) {
+  const response = await topology.client.connection.operatorService.listSearchAttributes({
+    namespace: topology.cluster.namespace,
+  });
+  const custom = response.customAttributes ?? {};
+  const failures = SEARCH_ATTRIBUTES.filter((name) => custom[name] === undefined).map(
+    (name) => `search attribute ${name} is missing`,
+  );
+  // IndexedValueType 2 is KEYWORD.
+  for (const name of SEARCH_ATTRIBUTES)
+    if (custom[name] !== undefined && custom[name] !== 2) failures.push(`${name} is not a Keyword`);
+  return { failures, detail: Object.keys(custom).sort().join(', ') };
+}
+
+async function uiWorks(topology: Topology) {
+  const failures: string[] = [];
+  const page = await fetch(topology.cluster.uiUrl);
+  const html = await page.text();
+  if (!page.ok || !/<html/i.test(html)) failures.push(`GET / answered ${page.status}`);
+  const api = await fetch(`${topology.cluster.uiUrl}/api/v1/namespaces/${topology.cluster.namespace}`);
+  const body = await api.text();
+  if (!api.ok || !body.includes(topology.cluster.namespace))
+    failures.push(`the UI's API for the namespace answered ${api.status}: ${body.slice(0, 300)}`);
+  return {
+    failures,
+    detail: `GET / ${page.status}, GET /api/v1/namespaces/${topology.cluster.namespace} ${api.status}`,
+  };
+}
+
+/**
+ * Signed events at RATE per second through both gateways while, in turn: a worker is SIGKILLed and
+ * replaced; both workers are rolled (a new one started, then the old one SIGTERMed); both gateways
+ * are rolled (SIGTERM, restarted on the same port); the history service is restarted. Then every
+ * event sent must be acknowledged and chaos' invariants must hold.
+ */
+async function loadWithFaults(topology: Topology) {
+  const rounds = short ? 1 : 2;
+  const runId = newRunId('t');
+  const capacity = MAX_EVENTS;
+  await addShipments(
+    topology.pool,
+    Array.from({ length: capacity }, (_, i) => shipmentFor(runId, i)),
+  );
+  const provider = new Provider(topology);
+  const faults: string[] = [];
+  const faultFailures: string[] = [];
+  let sent = 0;
+  let acknowledged = 0;
+  let pending = 0;
+  let stopped = false;
+  const inFlight: Promise<void>[] = [];
+  // Open arrivals at RATE, except that no more than MAX_IN_FLIGHT events wait for an answer at once
+  // and a late send is not made up for: on a slow (shared) machine the load eases instead of piling
+  // up faster than settle can finish it.
+  const load = (async () => {
+    const interval = 1000 / RATE;
+    let next = performance.now();
+    while (!stopped && sent < capacity) {
+      while (pending >= MAX_IN_FLIGHT && !stopped) await sleep(50);
+      const wait = next - performance.now();
+      if (wait > 1) await sleep(wait);
+      next = Math.max(next + interval, performance.now());
+      if (stopped) break;
+      const event = makeEvent(runId, sent);
+      sent += 1;
+      pending += 1;
+      inFlight.push(
+        provider.deliver(event, 180_000).then((reply) => {
+          pending -= 1;
+          if (reply.status >= 200 && reply.status < 300) acknowledged += 1;
+        }),
+      );
+    }
+    await Promise.all(inFlight);
+  })();
+  const step = async (name: string, body: () => Promise<void>) => {
+    await sleep(5_000);
+    const at = Date.now();
+    try {
+      await body();
+      faults.push(`${name} (${((Date.now() - at) / 1000).toFixed(1)} s)`);
+    } catch (error) {
+      faultFailures.push(`${name}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    log(`${name} done at event ${sent}`);
+  };
+  const expectExit = (what: string, how: number | string) => {
+    if (how !== 0) faultFailures.push(`${what} exited ${how} on SIGTERM, not 0`);
+  };
+  for (let round = 0; round < rounds; round += 1) {
+    await step('SIGKILL a worker, start a new one', async () => {
+      await topology.workers[0]!.kill();
+      await topology.startWorker();
+    });
+    await step('roll both workers (start a new one, SIGTERM an old one)', async () => {
+      for (const old of [...topology.workers]) {
+        await topology.startWorker();
+        expectExit('a worker', await old.stop(60_000));
+      }
+    });
+    await step('roll both gateways (SIGTERM, restart on the same port)', async () => {
+      for (const index of [0, 1]) {
+        expectExit(`gateway-${index + 1}`, await topology.gateways[index]!.stop(30_000));
+        await topology.startGateway(index);
+      }
+    });
+    await step('restart the Temporal history service', async () => {
+      const how = await topology.cluster.restartService('history');
+      if (how !== 0) faultFailures.push(`the history service exited ${how} on SIGTERM`);
+    });
+  }
+  await sleep(5_000);
+  stopped = true;
+  await load;
+  await check(
+    `under load: ${faults.length} faults, ${sent} signed events sent (at most ${RATE}/s, ${MAX_IN_FLIGHT} in flight)`,
+    async () => {
+      const failures = [...faultFailures];
+      if (acknowledged !== sent)
+        failures.push(`${sent - acknowledged} of ${sent} events were never acknowledged`);
+      if (provider.acknowledgedWhileDown)
+        failures.push('an event was acknowledged while a dependency was down');
+      return {
+        failures,
+        detail: `${faults.join('; ')}; acknowledged ${acknowledged}, 5xx or dropped answers retried ${provider.serverErrors}`,
+      };
+    },
+  );
+  await check('invariants: every acknowledged event completed, one claim, one effect per key', async () => {
+    const report = await checkInvariants(topology, provider, { timeoutMs: SETTLE_TIMEOUT_MS });
+    return {
+      failures: report.failures,
+      detail: Object.entries(report.figures)
+        .map(([key, value]) => `${key}=${value}`)
+        .join(' '),
+    };
+  });
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(
+    `topology failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  process.stdout.write(
+    `\n${outcomes.filter((o) => o.ok).length} passed, ${outcomes.filter((o) => !o.ok).length + 1} failed\n`,
+  );
+  process.exitCode = 1;
+});
