@@ -45,11 +45,14 @@ const GRPC_NOT_FOUND = 5;
 const GRPC_PERMISSION_DENIED = 7;
 const GRPC_UNAUTHENTICATED = 16;
 const TLS_FAILURE = /\b(ssl|tls|certificate|handshake|eproto|alpn)\b/i;
+/** A frontend that is simply not there (down, or not yet up): nothing is wrong with settle's settings. */
+const NOT_THERE =
+  /ECONNREFUSED|connection refused|deadline|timed? ?out|DEADLINE_EXCEEDED|No connection established|ENOTFOUND|EAI_AGAIN/i;
 
 /** Names what a failed Temporal call says about settle's configuration. */
 export function classifyTemporalError(
   error: unknown,
-  context: { namespace: string; connection: string },
+  context: { namespace: string; connection: string; tls?: boolean },
 ): TemporalProblem {
   const code = (error as { code?: unknown }).code;
   const detail = error instanceof Error ? error.message : String(error);
@@ -73,7 +76,9 @@ export function classifyTemporalError(
       message: `Temporal at ${context.connection} denies settle access to namespace "${context.namespace}": ${detail}`,
     };
   }
-  if (TLS_FAILURE.test(detail)) {
+  // With TLS on, a frontend that answered and then dropped the connection refused the handshake (a
+  // missing or unknown client certificate shows as a transport error, not as a TLS alert).
+  if (TLS_FAILURE.test(detail) || (context.tls && !NOT_THERE.test(detail))) {
     return {
       code: 'tls',
       message: `TLS with Temporal at ${context.connection} failed (check the TEMPORAL_TLS_* settings): ${detail}`,
@@ -89,6 +94,8 @@ export function classifyTemporalError(
 export async function checkNamespace(
   client: Client,
   timeoutMs = 5_000,
+  /** Whether the connection uses TLS: a dropped handshake then names TLS, not "unreachable". */
+  tls = false,
 ): Promise<TemporalProblem | undefined> {
   const namespace = client.options.namespace;
   try {
@@ -100,6 +107,7 @@ export async function checkNamespace(
     return classifyTemporalError(error, {
       namespace,
       connection: (client.connection as Connection).options.address,
+      tls,
     });
   }
 }

@@ -87,6 +87,7 @@ async function connectWorker(config: WorkerOptions['config']): Promise<NativeCon
   const context = {
     namespace: config.temporalNamespace,
     connection: describeTemporalConnection(config),
+    tls: config.temporalTls !== undefined && config.temporalTls !== false,
   };
   let connection: NativeConnection;
   try {

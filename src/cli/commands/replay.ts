@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { listReplayableUnmatched } from '../../db/claims';
 import { formatDuration, parseDuration } from '../../domain/duration';
 import { replayEvent, type ReplayDelivery, type ReplayResult } from '../../replay';
+import { onShutdown, stopping } from '../../lib/shutdown';
 import { CliError, output, withServices } from '../context';
 
 /** Unmatched events replayed at once by `--unmatched`. */
@@ -53,14 +54,10 @@ export function registerReplay(program: Command) {
         const waitMs = parseDuration(options.timeout);
         if (waitMs === undefined) throw new CliError('--timeout must be a duration such as 2m or 90s');
 
-        const abort = new AbortController();
-        const onSignal = () => {
-          if (!abort.signal.aborted)
-            process.stderr.write('\nsettle: stopping; what was replayed stands, rerun to finish\n');
-          abort.abort();
-        };
-        process.on('SIGINT', onSignal);
-        process.on('SIGTERM', onSignal);
+        // Ctrl-C or SIGTERM (lib/shutdown.ts) stops replaying and waiting; what was replayed stands.
+        let replayed!: () => void;
+        const replayDone = new Promise<void>((resolve) => (replayed = resolve));
+        const off = onShutdown('replay (rerun to finish)', () => replayDone);
         try {
           const report = await withServices(async ({ pool, client, config }) => {
             const ids = options.unmatched ? await listReplayableUnmatched(pool) : eventIds;
@@ -69,12 +66,12 @@ export function registerReplay(program: Command) {
             const results: ReplayResult[] = [];
             let next = 0;
             const replayNext = async (): Promise<void> => {
-              while (next < ids.length && !abort.signal.aborted) {
+              while (next < ids.length && !stopping.aborted) {
                 const id = ids[next++]!;
                 const result = await replayEvent({ pool, client, taskQueue: config.taskQueue }, id, {
                   decideTimeoutMs: DECIDE_TIMEOUT_MS,
                   waitForDeliveriesMs: options.wait ? waitMs : undefined,
-                  signal: abort.signal,
+                  signal: stopping,
                   onWaiting: (decided) =>
                     process.stderr.write(
                       `${decided.event_id}: the claim says ${decided.outcome}; waiting up to ` +
@@ -88,15 +85,15 @@ export function registerReplay(program: Command) {
             };
             const workers = options.unmatched ? UNMATCHED_CONCURRENCY : 1;
             await Promise.all(Array.from({ length: workers }, replayNext));
-            return { results: ordered(results, ids), summary: summarise(results, abort.signal.aborted) };
+            return { results: ordered(results, ids), summary: summarise(results, stopping.aborted) };
           });
           output(options.json, report, renderReport);
           for (const result of report.results.filter((r) => r.status === 'not_found'))
             process.stderr.write(`settle: no stored event ${result.event_id}; nothing was replayed\n`);
           process.exitCode = exitCode(report, options.wait === true);
         } finally {
-          process.off('SIGINT', onSignal);
-          process.off('SIGTERM', onSignal);
+          replayed();
+          off();
         }
       },
     );

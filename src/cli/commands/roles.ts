@@ -11,6 +11,9 @@ import { onShutdown } from '../../lib/shutdown';
 import { checkNamespace } from '../../temporal-connection';
 import { CliError, commandConfig } from '../context';
 
+/** How long a starting gateway waits for Temporal's answer about its namespace. */
+const GATEWAY_START_CHECK_MS = 10_000;
+
 /** How long a stopping gateway lets open connections finish before cutting them. */
 const GATEWAY_CLOSE_GRACE_MS = 3_000;
 
@@ -52,7 +55,11 @@ export function registerRoles(program: Command) {
       try {
         const client = await connectClient(config);
         // Fail fast: a worker that cannot register ends here with the cause, never idles unhealthy.
-        const problem = await checkNamespace(client);
+        const problem = await checkNamespace(
+          client,
+          undefined,
+          config.temporalTls !== undefined && config.temporalTls !== false,
+        );
         if (problem && problem.code !== 'unreachable') {
           await client.connection.close();
           throw new CliError(problem.message);
@@ -76,6 +83,20 @@ export function registerRoles(program: Command) {
       const { config } = commandConfig();
       const pool = createPool(config.databaseUrl);
       const client = await connectClient(config);
+      // A namespace that is missing, credentials or a TLS handshake refused: no request could ever be
+      // admitted, so the gateway stops here naming the cause. A Temporal that is only down (or not up
+      // yet) is no reason: the gateway starts, answers 503 with Retry-After, and /readyz says why.
+      const problem = await checkNamespace(
+        client,
+        GATEWAY_START_CHECK_MS,
+        config.temporalTls !== undefined && config.temporalTls !== false,
+      );
+      if (problem && problem.code !== 'unreachable') {
+        await client.connection.close().catch(() => {});
+        await pool.end();
+        throw new CliError(problem.message);
+      }
+      if (problem) logger.warn({ temporal: problem.code }, problem.message);
       const { app, url } = await startGateway({ config, pool, client });
       logger.info({ url }, 'gateway listening');
       await new Promise<void>((resolve) => {
