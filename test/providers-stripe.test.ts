@@ -172,7 +172,7 @@ describe('POST /webhooks/stripe', () => {
     await nothingWritten(String(event.id));
   });
 
-  test('text PostgreSQL cannot store (NUL, a lone surrogate) is a 400 in the shipment, and kept replaced elsewhere', async () => {
+  test('text PostgreSQL cannot store (NUL, a lone surrogate) is a 400 naming the field, wherever it stands', async () => {
     for (const shipmentId of ['SHP-\u0000-1', 'SHP-\ud800-1']) {
       const event = stripeEvent('payment_intent.succeeded', paymentIntent(shipmentId));
       const refused = await postStripe(stack, event, { secret });
@@ -180,13 +180,16 @@ describe('POST /webhooks/stripe', () => {
       assert.equal(refused.body.error, 'invalid_event');
       await nothingWritten(String(event.id));
     }
-    const unmatched = stripeEvent('payment_intent.succeeded', {
+    // The edge rule of every route (docs/limits.md), before Stripe's library reads the body.
+    const elsewhere = stripeEvent('payment_intent.succeeded', {
       ...paymentIntent(undefined),
       description: 'order \u0000 \udc00',
     });
-    const reply = await postStripe(stack, unmatched, { secret });
-    assert.equal(reply.status, 200, reply.text);
-    assert.equal(reply.body.status, 'unmatched');
+    const reply = await postStripe(stack, elsewhere, { secret });
+    assert.equal(reply.status, 400, reply.text);
+    assert.equal(reply.body.error, 'invalid_event');
+    assert.match(String(reply.body.message), /description/);
+    await nothingWritten(String(elsewhere.id));
   });
 
   test('a refund after a capture adds one refund entry; charge.refunded and refund.created of the same refund, and a resend, add none', async () => {

@@ -57,7 +57,10 @@ export function registerReplay(program: Command) {
         // Ctrl-C or SIGTERM (lib/shutdown.ts) stops replaying and waiting; what was replayed stands.
         let replayed!: () => void;
         const replayDone = new Promise<void>((resolve) => (replayed = resolve));
-        const off = onShutdown('replay (rerun to finish)', () => replayDone);
+        const off = onShutdown('replay', () => {
+          process.stderr.write('settle: stopping; what was replayed stands, rerun to finish\n');
+          return replayDone;
+        });
         try {
           const report = await withServices(async ({ pool, client, config }) => {
             const ids = options.unmatched ? await listReplayableUnmatched(pool) : eventIds;
