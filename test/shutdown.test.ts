@@ -92,7 +92,15 @@ async function storedEventWithoutWorker(): Promise<string> {
 describe('a Temporal that cannot run settle', () => {
   test('a worker on a missing namespace exits non-zero within 10 s, naming the namespace', async () => {
     const namespace = `missing-${randomUUID().slice(0, 8)}`;
-    const { run, output } = spawnWithOutput(['worker'], env({ TEMPORAL_NAMESPACE: namespace }));
+    // Downstream URLs set (nothing is delivered): only the namespace is missing.
+    const { run, output } = spawnWithOutput(
+      ['worker'],
+      env({
+        TEMPORAL_NAMESPACE: namespace,
+        SETTLE_CARRIER_URL: 'http://127.0.0.1:9/carrier',
+        SETTLE_ERP_URL: 'http://127.0.0.1:9/erp',
+      }),
+    );
     // Timed from the worker being up (its metrics endpoint), not from Node and tsx loading.
     await waitFor(
       'the worker to start',
