@@ -34,10 +34,11 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
   const adyen = createAdyenAdapter({ hmacKeys: deps.adyenHmacKeys ?? [], basicAuth: deps.adyenBasicAuth });
 
   app.post('/webhooks/stripe', async (request, reply) => {
-    const unreadable = refuseUnreadableBody(request, reply);
-    if (unreadable) return unreadable;
     const verified = stripe.verify(providerRequest(request));
     if (!verified.ok) return refuseVerification(reply, 'Stripe', verified);
+    // Signed, then held to the edge rule before anything is admitted (the order of /webhooks/payments).
+    const unreadable = refuseUnreadableBody(request, reply);
+    if (unreadable) return unreadable;
     const adapted = stripe.adapt(verified.items[0]);
     if (adapted.kind !== 'invalid') request.eventId = adapted.eventId;
     const outcome = await admitProviderEvent(deps, 'stripe', adapted);
@@ -47,10 +48,11 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
   refuseOtherMethods(app, '/webhooks/stripe', ['POST']);
 
   app.post('/webhooks/adyen', async (request, reply) => {
-    const unreadable = refuseUnreadableBody(request, reply);
-    if (unreadable) return unreadable;
     const verified = adyen.verify(providerRequest(request));
     if (!verified.ok) return refuseVerification(reply, 'Adyen', verified);
+    // Signed, then held to the edge rule before anything is admitted (the order of /webhooks/payments).
+    const unreadable = refuseUnreadableBody(request, reply);
+    if (unreadable) return unreadable;
     // Translate the whole batch first: an item settle cannot read refuses the batch before any admission.
     const batch = verified.items.map((item) => adyen.adapt(item));
     const bad = batch.findIndex((item) => item.kind === 'invalid');
@@ -83,7 +85,7 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
 
 /**
  * The edge rule every route applies (docs/limits.md): a body with text PostgreSQL cannot store or
- * nested deeper than MAX_JSON_DEPTH is a 400 naming the field, before the provider's library parses it.
+ * nested deeper than MAX_JSON_DEPTH is a 400 naming the field, before any of it is admitted.
  */
 function refuseUnreadableBody(request: FastifyRequest, reply: FastifyReply) {
   const parsed = parseUntrustedJson(providerRequest(request).rawBody);
