@@ -1,5 +1,7 @@
 import type { Client, Connection, ConnectionOptions } from '@temporalio/client';
 import type { NativeConnectionOptions } from '@temporalio/worker';
+import { isIP } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import type { Config } from './config';
 
 export type TemporalConnectionConfig = Pick<
@@ -118,4 +120,55 @@ export class TemporalSetupError extends Error {
     super(problem.message);
     this.name = 'TemporalSetupError';
   }
+}
+
+/** Socket errors that say the frontend is not there (yet), not that it refused settle's TLS. */
+const NOT_LISTENING = /ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH/;
+/** How long after its handshake a TLS 1.3 server has to refuse a missing client certificate. */
+const TLS_REFUSAL_GRACE_MS = 1_000;
+
+/**
+ * With TLS on, one handshake with the frontend as gRPC makes it (same CA, server name and client
+ * certificate): the server's refusal (no or unknown client certificate, wrong CA, wrong name) named in
+ * a message, or undefined when it accepts or is simply not there. A lazy gRPC client only reports
+ * such a refusal as a deadline, so `settle gateway` asks this first.
+ */
+export function probeTls(config: TemporalConnectionConfig, timeoutMs = 5_000): Promise<string | undefined> {
+  const tls = config.temporalTls;
+  if (tls === undefined || tls === false) return Promise.resolve(undefined);
+  const options = tls === true ? {} : tls;
+  const separator = config.temporalAddress.lastIndexOf(':');
+  const host = config.temporalAddress.slice(0, separator).replace(/^\[|\]$/g, '');
+  const port = Number(config.temporalAddress.slice(separator + 1));
+  const servername = options.serverNameOverride ?? (isIP(host) ? undefined : host);
+  return new Promise((resolve) => {
+    let settled = false;
+    const socket = tlsConnect({
+      host,
+      port,
+      ...(servername ? { servername } : {}),
+      ...(options.serverRootCACertificate ? { ca: Buffer.from(options.serverRootCACertificate) } : {}),
+      ...(options.clientCertPair
+        ? { cert: Buffer.from(options.clientCertPair.crt), key: Buffer.from(options.clientCertPair.key) }
+        : {}),
+      ALPNProtocols: ['h2'],
+    });
+    const finish = (problem: string | undefined) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(problem);
+    };
+    const timer = setTimeout(() => finish(undefined), timeoutMs);
+    socket.once('secureConnect', () => setTimeout(() => finish(undefined), TLS_REFUSAL_GRACE_MS));
+    socket.once('error', (error: Error & { code?: string }) =>
+      finish(
+        NOT_LISTENING.test(error.code ?? '')
+          ? undefined
+          : `TLS with Temporal at ${describeTemporalConnection(config)} failed (check the TEMPORAL_TLS_* ` +
+              `settings): ${error.message}`,
+      ),
+    );
+  });
 }

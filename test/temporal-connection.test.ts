@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { ConfigError, loadConfig, type Config } from '../src/config';
-import { temporalConnectionOptions } from '../src/temporal-connection';
+import { probeTls, temporalConnectionOptions } from '../src/temporal-connection';
 import { createTestCertificates, type TestCertificates } from './support/certificates';
 
 const BASE = { DATABASE_URL: 'postgres://settle@127.0.0.1:5432/settle' };
@@ -185,6 +185,28 @@ describe('Temporal connection options from the environment', () => {
       await connectBoth(config);
       assert.ok(endpoint.calls.length >= 2, JSON.stringify(endpoint.calls));
       for (const call of endpoint.calls) assert.equal(call.clientCertificate, 'settle');
+    });
+
+    test("the gateway's start probe names TLS when the frontend refuses a missing client certificate", async () => {
+      const tls = {
+        TEMPORAL_TLS_SERVER_CA_CERT_PATH: certs.files.ca,
+        TEMPORAL_TLS_SERVER_NAME: 'localhost',
+      };
+      const withoutCertificate = loadConfig({ ...BASE, TEMPORAL_ADDRESS: endpoint.address, ...tls });
+      assert.match((await probeTls(withoutCertificate)) ?? 'accepted', /^TLS with Temporal at .* failed/);
+      const withCertificate = loadConfig({
+        ...BASE,
+        TEMPORAL_ADDRESS: endpoint.address,
+        ...tls,
+        TEMPORAL_TLS_CLIENT_CERT_PATH: certs.files.clientCert,
+        TEMPORAL_TLS_CLIENT_KEY_PATH: certs.files.clientKey,
+      });
+      assert.equal(await probeTls(withCertificate), undefined);
+      // A frontend that is not there is no TLS problem: the gateway starts and answers 503.
+      const closed = await recordingEndpoint();
+      await closed.close();
+      const nobody = loadConfig({ ...BASE, TEMPORAL_ADDRESS: closed.address, ...tls });
+      assert.equal(await probeTls(nobody), undefined);
     });
   });
 

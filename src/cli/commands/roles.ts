@@ -8,7 +8,7 @@ import { prepareRetention } from '../../retention';
 import { runDevStack } from '../../stack/dev-stack';
 import { missingDownstreamVariables, runWorker } from '../../worker';
 import { onShutdown } from '../../lib/shutdown';
-import { checkNamespace } from '../../temporal-connection';
+import { checkNamespace, probeTls } from '../../temporal-connection';
 import { CliError, commandConfig } from '../context';
 
 /** How long a starting gateway waits for Temporal's answer about its namespace. */
@@ -82,6 +82,11 @@ export function registerRoles(program: Command) {
     .action(async () => {
       const { config } = commandConfig();
       const pool = createPool(config.databaseUrl);
+      const refused = await probeTls(config);
+      if (refused) {
+        await pool.end();
+        throw new CliError(refused);
+      }
       const client = await connectClient(config);
       // A namespace that is missing, credentials or a TLS handshake refused: no request could ever be
       // admitted, so the gateway stops here naming the cause. A Temporal that is only down (or not up
