@@ -14,6 +14,7 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadConfig } from '../../src/config';
 import { createPool } from '../../src/db/pool';
+import { installShutdown, onShutdown } from '../../src/lib/shutdown';
 import { createWorker } from '../../src/worker';
 
 /** SETTLE_BENCH_WORKER_CPU_PROFILE=<file>: a CPU profile of the main thread, written when it drains. */
@@ -31,6 +32,7 @@ async function startProfile(): Promise<(() => Promise<void>) | undefined> {
 }
 
 async function main() {
+  installShutdown();
   const stopProfile = await startProfile();
   const config = loadConfig();
   const pool = createPool(config.databaseUrl);
@@ -49,6 +51,11 @@ async function main() {
       : undefined,
   });
   const running = worker.run();
+  // SIGTERM drains, as `settle worker` does (the Temporal runtime no longer owns the signals).
+  onShutdown('worker (draining in-flight tasks)', async () => {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await running.catch(() => {});
+  });
   process.stdout.write('worker ready\n');
   try {
     await running;
