@@ -4,11 +4,8 @@ import type pg from 'pg';
 import { ingestPaymentEvent } from '../app/ingest';
 import { describeIssues, readPaymentEvent, type FieldIssue } from '../domain/payment-event';
 import { ErrorCode } from '../errors';
-import { reject } from './replies';
+import { answerAdmission, reject } from './replies';
 import { createSignatureVerifier } from './signature';
-
-/** What the provider is told to wait before retrying when a dependency is down. */
-const RETRY_AFTER_SECONDS = 5;
 
 // The admission path lives in src/app/ingest.ts (shared with `settle import` and the provider routes).
 export { ingestPaymentEvent, type IngestOutcome, type ReadPaymentEvent } from '../app/ingest';
@@ -32,38 +29,7 @@ export function registerPaymentRoutes(app: FastifyInstance, deps: Deps) {
     // The stored and hashed payload is the body as sent, unknown fields included.
     const outcome = await ingestPaymentEvent(deps, read.event);
     request.ingestOutcome = outcome.status;
-    switch (outcome.status) {
-      case 'accepted':
-        return reply.code(202).send({
-          status: 'accepted',
-          event_id: outcome.eventId,
-          workflow_id: outcome.workflowId,
-          run_id: outcome.runId,
-        });
-      case 'duplicate':
-        return reply
-          .code(200)
-          .send({ status: 'duplicate', event_id: outcome.eventId, workflow_id: outcome.workflowId });
-      case 'ignored':
-        return reply.code(200).send({ status: 'ignored', event_id: outcome.eventId });
-      case 'conflict':
-        return reject(
-          reply,
-          409,
-          ErrorCode.IdempotencyKeyReused,
-          'this event ID was already delivered with a different payload; the original effect stands',
-        );
-      case 'invalid':
-        return invalidEvent(reply, outcome.issues);
-      case 'unavailable':
-        return outcome.dependency === 'temporal'
-          ? reject(reply, 503, ErrorCode.TemporalUnavailable, 'Temporal is unreachable; retry later', {
-              retryAfterSeconds: RETRY_AFTER_SECONDS,
-            })
-          : reject(reply, 503, ErrorCode.DatabaseUnavailable, 'PostgreSQL is unreachable; retry later', {
-              retryAfterSeconds: RETRY_AFTER_SECONDS,
-            });
-    }
+    return answerAdmission(reply, outcome);
   });
 }
 

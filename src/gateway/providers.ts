@@ -8,10 +8,7 @@ import { ErrorCode } from '../errors';
 import { ADYEN_ACCEPTED, createAdyenAdapter } from '../providers/adyen';
 import { createStripeAdapter } from '../providers/stripe';
 import type { AdaptedEvent, ProviderRequest, Verification } from '../providers/types';
-import { refuseOtherMethods, reject } from './replies';
-
-/** What the provider is told to wait before retrying when a dependency is down. */
-const RETRY_AFTER_SECONDS = 5;
+import { answerAdmission, refuseOtherMethods, refuseUnavailable, reject } from './replies';
 
 export type ProviderRouteDeps = {
   pool: pg.Pool;
@@ -123,50 +120,12 @@ function refuseVerification(
   }
 }
 
-function refuseUnavailable(reply: FastifyReply, dependency: 'temporal' | 'postgres') {
-  return dependency === 'temporal'
-    ? reject(reply, 503, ErrorCode.TemporalUnavailable, 'Temporal is unreachable; retry later', {
-        retryAfterSeconds: RETRY_AFTER_SECONDS,
-      })
-    : reject(reply, 503, ErrorCode.DatabaseUnavailable, 'PostgreSQL is unreachable; retry later', {
-        retryAfterSeconds: RETRY_AFTER_SECONDS,
-      });
-}
-
 /** The answers of `/webhooks/payments`, plus `ignored` and `unmatched` (both 200: nothing to retry). */
 function answerOne(reply: FastifyReply, outcome: ProviderOutcome, adapted: AdaptedEvent) {
-  switch (outcome.status) {
-    case 'accepted':
-      return reply.code(202).send({
-        status: 'accepted',
-        event_id: outcome.eventId,
-        workflow_id: outcome.workflowId,
-        run_id: outcome.runId,
-      });
-    case 'duplicate':
-      return reply
-        .code(200)
-        .send({ status: 'duplicate', event_id: outcome.eventId, workflow_id: outcome.workflowId });
-    case 'ignored':
-      return reply.code(200).send({ status: 'ignored', event_id: outcome.eventId });
-    case 'unmatched':
-      return reply.code(200).send({
-        status: 'unmatched',
-        event_id: outcome.eventId,
-        message: adapted.kind === 'unmatched' ? adapted.reason : 'names no shipment',
-      });
-    case 'invalid':
-      return reject(reply, 400, ErrorCode.InvalidEvent, describeIssues(outcome.issues), {
-        issues: outcome.issues,
-      });
-    case 'conflict':
-      return reject(
-        reply,
-        409,
-        ErrorCode.IdempotencyKeyReused,
-        'this event ID was already delivered with a different payload; the original effect stands',
-      );
-    case 'unavailable':
-      return refuseUnavailable(reply, outcome.dependency);
-  }
+  if (outcome.status !== 'unmatched') return answerAdmission(reply, outcome);
+  return reply.code(200).send({
+    status: 'unmatched',
+    event_id: outcome.eventId,
+    message: adapted.kind === 'unmatched' ? adapted.reason : 'names no shipment',
+  });
 }

@@ -18,10 +18,8 @@ import { classifyDatabaseFailure, ErrorCode } from '../errors';
 import { payloadSha256 } from '../lib/hash';
 import { assertPublicTarget } from '../lib/target-policy';
 import { cancelReminderSignal } from '../workflows/reminder';
-import { checkIdHeader, checkIdParam, reject } from './replies';
+import { checkIdHeader, checkIdParam, refuseUnavailable, reject } from './replies';
 import { authorized } from './server';
-
-const RETRY_AFTER_SECONDS = 5;
 
 type Deps = {
   pool: pg.Pool;
@@ -111,7 +109,7 @@ export function registerReminderRoutes(app: FastifyInstance, deps: Deps) {
         return { kind: 'started' as const, start };
       });
       if (outcome.kind === 'known') {
-        return outcome.stored ? known(outcome.stored) : unavailable(reply, 'postgres');
+        return outcome.stored ? known(outcome.stored) : refuseUnavailable(reply, 'postgres');
       }
       return reply.code(outcome.start.started ? 202 : 200).send({
         status: outcome.start.started ? 'scheduled' : 'duplicate',
@@ -120,7 +118,7 @@ export function registerReminderRoutes(app: FastifyInstance, deps: Deps) {
         due_at: new Date(reminder.due_at).toISOString(),
       });
     } catch (error) {
-      if (waitingOn.dependency === 'temporal') return unavailable(reply, 'temporal');
+      if (waitingOn.dependency === 'temporal') return refuseUnavailable(reply, 'temporal');
       return databaseFailure(reply, error);
     }
   });
@@ -209,15 +207,5 @@ function databaseFailure(reply: FastifyReply, error: unknown) {
   if (kind === 'invalid_data') {
     return invalid(reply, [{ path: '(body)', message: 'holds a value PostgreSQL cannot store' }]);
   }
-  return unavailable(reply, 'postgres');
-}
-
-function unavailable(reply: FastifyReply, dependency: 'temporal' | 'postgres') {
-  return dependency === 'temporal'
-    ? reject(reply, 503, ErrorCode.TemporalUnavailable, 'Temporal is unreachable; retry later', {
-        retryAfterSeconds: RETRY_AFTER_SECONDS,
-      })
-    : reject(reply, 503, ErrorCode.DatabaseUnavailable, 'PostgreSQL is unreachable; retry later', {
-        retryAfterSeconds: RETRY_AFTER_SECONDS,
-      });
+  return refuseUnavailable(reply, 'postgres');
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { ErrorCode } from '../errors';
+import { describeIssues } from '../domain/payment-event';
 import { unstorableText, type FieldIssue } from '../domain/untrusted-json';
 
 /** Every refusal has the same shape: `status`, a stable `error` code and a human `message`. */
@@ -57,4 +58,59 @@ export function refuseOtherMethods(app: FastifyInstance, url: string, allowed: s
       return reject(reply, 405, ErrorCode.MethodNotAllowed, `use ${allowed.join(' or ')}`);
     },
   });
+}
+
+/** What a provider or producer is told to wait before retrying when a dependency is down. */
+export const RETRY_AFTER_SECONDS = 5;
+
+/** The one 503: a dependency really down, with Retry-After; nothing was acknowledged. */
+export function refuseUnavailable(reply: FastifyReply, dependency: 'temporal' | 'postgres') {
+  return dependency === 'temporal'
+    ? reject(reply, 503, ErrorCode.TemporalUnavailable, 'Temporal is unreachable; retry later', {
+        retryAfterSeconds: RETRY_AFTER_SECONDS,
+      })
+    : reject(reply, 503, ErrorCode.DatabaseUnavailable, 'PostgreSQL is unreachable; retry later', {
+        retryAfterSeconds: RETRY_AFTER_SECONDS,
+      });
+}
+
+/** What admission decided, as every payment route answers it (Standard Webhooks, Stripe, Adyen items). */
+export type AdmissionAnswer =
+  | { status: 'accepted'; eventId: string; workflowId: string; runId: string }
+  | { status: 'duplicate'; eventId: string; workflowId: string }
+  | { status: 'ignored'; eventId: string }
+  | { status: 'conflict'; eventId: string }
+  | { status: 'invalid'; issues: FieldIssue[] }
+  | { status: 'unavailable'; dependency: 'temporal' | 'postgres' };
+
+/** 202 accepted, 200 duplicate or ignored, 409, 400 with the field paths, or 503 with Retry-After. */
+export function answerAdmission(reply: FastifyReply, outcome: AdmissionAnswer) {
+  switch (outcome.status) {
+    case 'accepted':
+      return reply.code(202).send({
+        status: 'accepted',
+        event_id: outcome.eventId,
+        workflow_id: outcome.workflowId,
+        run_id: outcome.runId,
+      });
+    case 'duplicate':
+      return reply
+        .code(200)
+        .send({ status: 'duplicate', event_id: outcome.eventId, workflow_id: outcome.workflowId });
+    case 'ignored':
+      return reply.code(200).send({ status: 'ignored', event_id: outcome.eventId });
+    case 'conflict':
+      return reject(
+        reply,
+        409,
+        ErrorCode.IdempotencyKeyReused,
+        'this event ID was already delivered with a different payload; the original effect stands',
+      );
+    case 'invalid':
+      return reject(reply, 400, ErrorCode.InvalidEvent, describeIssues(outcome.issues), {
+        issues: outcome.issues,
+      });
+    case 'unavailable':
+      return refuseUnavailable(reply, outcome.dependency);
+  }
 }
