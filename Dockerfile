@@ -18,9 +18,9 @@ COPY src ./src
 COPY tsconfig.json ./
 USER node
 # settle's state folder, writable by the node user; the workflow bundle is built into its cache now,
-# so a starting worker finds it instead of bundling (src/workflow-bundle.ts).
+# so a starting worker finds it instead of bundling (src/worker/workflow-bundle.ts).
 ENV SETTLE_HOME=/home/node/.settle
-RUN node -r tsx/cjs -e "require('./src/workflow-bundle').workflowBundlePath()"
+RUN node -r tsx/cjs -e "require('./src/worker/workflow-bundle').workflowBundlePath()"
 EXPOSE 8080 9464
 ENTRYPOINT ["node", "bin/settle.js"]
 CMD ["--help"]

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import { startPaymentWorkflow } from '../src/client';
+import { startPaymentWorkflow } from '../src/temporal/client';
 import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { addShipments } from '../src/db/shipments';
@@ -27,7 +27,7 @@ import { logger } from '../src/lib/logger';
 import { startEmbeddedPostgres } from '../src/stack/embedded-postgres';
 import { findTemporalCli } from '../src/stack/temporal-binaries';
 import { startTemporalDevServer } from '../src/stack/temporal-dev-server';
-import { createWorker } from '../src/worker';
+import { createWorker } from '../src/worker/run';
 
 const run = promisify(execFile);
 const OUT_DIR = join(__dirname, '..', 'test', 'histories');

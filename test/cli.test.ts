@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { EventInspection } from '../src/inspect';
+import type { EventInspection } from '../src/app/inspect';
 import { freePort } from '../src/lib/free-port';
 import { PROJECT_ROOT } from '../src/stack/paths';
 import {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { inspectEvent, type EventInspection } from '../src/inspect';
+import { inspectEvent, type EventInspection } from '../src/app/inspect';
 import { retryAfterMs } from '../src/lib/retry-after';
 import { isPublicAddress } from '../src/lib/target-policy';
 import type { PaymentWorkflowResult } from '../src/workflows';

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import type { AddressInfo } from 'node:net';
 import { buildGateway } from '../src/gateway/server';
 import { MAX_JSON_DEPTH } from '../src/domain/untrusted-json';
-import { classifyDatabaseFailure, codeForSqlState, ErrorCode } from '../src/errors';
+import { classifyDatabaseFailure, codeForSqlState, ErrorCode } from '../src/domain/errors';
 import { logger } from '../src/lib/logger';
 import {
   countRows,

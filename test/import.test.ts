@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
-import type { ImportSummary } from '../src/import-report';
+import type { ImportSummary } from '../src/app/import';
 import {
   paymentEvent,
   postWebhook,

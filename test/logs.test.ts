@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { signWebhook } from '../src/gateway/signature';
+import { signWebhook } from '../src/domain/webhook-signature';
 import { freePort } from '../src/lib/free-port';
 import { shortHash } from '../src/lib/hash';
 import { paymentEvent, startTestStack, uniqueId, waitFor, type TestStack } from './support/harness';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { WorkflowIdReusePolicy } from '@temporalio/client';
-import { connectClient } from '../src/client';
+import { connectClient } from '../src/temporal/client';
 import { addShipments } from '../src/db/shipments';
 import type { SloFigures } from '../src/db/slo';
 import { paymentWorkflowId } from '../src/domain/ids';
@@ -11,7 +11,7 @@ import { freePort } from '../src/lib/free-port';
 import { logger } from '../src/lib/logger';
 import { startMetricsServer } from '../src/metrics/metrics-server';
 import { parsePrometheusText, sumOf, type Sample } from '../src/metrics/prometheus-text';
-import type { SimulateSummary } from '../src/simulate';
+import type { SimulateSummary } from '../src/app/simulate';
 import {
   newSecret,
   paymentEvent,

@@ -3,8 +3,8 @@ import { after, before, describe, test } from 'node:test';
 import type { ExceptionRow } from '../src/db/exceptions';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import type { EventInspection } from '../src/inspect';
-import { purgeScheduleId } from '../src/retention';
+import type { EventInspection } from '../src/app/inspect';
+import { purgeScheduleId } from '../src/app/purge-schedule';
 import {
   paymentEvent,
   postWebhook,

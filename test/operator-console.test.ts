@@ -7,7 +7,7 @@ import type { ExceptionRow } from '../src/db/exceptions';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { parsePrometheusText, sumOf } from '../src/metrics/prometheus-text';
-import type { ReplayResult } from '../src/replay';
+import type { ReplayResult } from '../src/app/replay';
 import {
   paymentEvent,
   postWebhook,

@@ -3,8 +3,8 @@ import { after, before, describe, test } from 'node:test';
 import { WorkflowIdReusePolicy } from '@temporalio/client';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { inspectEvent, type EventInspection } from '../src/inspect';
-import { replayEvent } from '../src/replay';
+import { inspectEvent, type EventInspection } from '../src/app/inspect';
+import { replayEvent } from '../src/app/replay';
 import type { PaymentWorkflowResult } from '../src/workflows';
 import {
   countRows,

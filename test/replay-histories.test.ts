@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { Worker } from '@temporalio/worker';
-import { installTemporalRuntime } from '../src/worker';
-import { workflowBundlePath } from '../src/workflow-bundle';
+import { installTemporalRuntime } from '../src/worker/run';
+import { workflowBundlePath } from '../src/worker/workflow-bundle';
 
 const HISTORIES = join(__dirname, 'histories');
 // The current version's histories, and in subfolders those recorded before a patched() change: runs

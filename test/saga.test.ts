@@ -6,8 +6,8 @@ import type { PaymentCompensationResult } from '../src/activities/compensate-pay
 import { listOutboxForEvent } from '../src/db/outbox';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { inspectEvent, type EventInspection } from '../src/inspect';
-import { replayEvent } from '../src/replay';
+import { inspectEvent, type EventInspection } from '../src/app/inspect';
+import { replayEvent } from '../src/app/replay';
 import type { PaymentWorkflowResult } from '../src/workflows';
 import { paymentEvent, postWebhook, startTestStack, uniqueId, type TestStack } from './support/harness';
 import { startReceiver, type Behaviour, type Receiver } from './support/receiver';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
-import type { EventInspection } from '../src/inspect';
+import type { EventInspection } from '../src/app/inspect';
 import { paymentWorkflowId } from '../src/domain/ids';
 import {
   paymentEvent,

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { ConfigError, loadConfig, type Config } from '../src/config';
-import { probeTls, temporalConnectionOptions } from '../src/temporal-connection';
+import { probeTls, temporalConnectionOptions } from '../src/temporal/connection';
 import { createTestCertificates, type TestCertificates } from './support/certificates';
 
 const BASE = { DATABASE_URL: 'postgres://settle@127.0.0.1:5432/settle' };

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectClient } from '../../src/client';
+import { connectClient } from '../../src/temporal/client';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
 import { migrate } from '../../src/db/migrate';

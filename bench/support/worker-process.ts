@@ -15,7 +15,7 @@ import { Session } from 'node:inspector/promises';
 import { loadConfig } from '../../src/config';
 import { createPool } from '../../src/db/pool';
 import { installShutdown, onShutdown } from '../../src/lib/shutdown';
-import { createWorker } from '../../src/worker';
+import { createWorker } from '../../src/worker/run';
 
 /** SETTLE_BENCH_WORKER_CPU_PROFILE=<file>: a CPU profile of the main thread, written when it drains. */
 async function startProfile(): Promise<(() => Promise<void>) | undefined> {

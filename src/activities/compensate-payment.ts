@@ -13,7 +13,7 @@ import {
 import { setHoldStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
 import { downstreamIdempotencyKey } from '../domain/ids';
-import { ErrorCode } from '../errors';
+import { ErrorCode } from '../domain/errors';
 import { jsonHeaders, targetUrl } from './deliver-outbox';
 import {
   callDownstream,

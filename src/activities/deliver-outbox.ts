@@ -13,7 +13,7 @@ import {
 } from '../db/outbox';
 import { setHoldStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
-import { ErrorCode } from '../errors';
+import { ErrorCode } from '../domain/errors';
 import {
   callDownstream,
   countDelivery,

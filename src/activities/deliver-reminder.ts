@@ -9,8 +9,8 @@ import {
   type ReminderState,
 } from '../db/reminders';
 import { withTransaction } from '../db/transaction';
-import { ErrorCode } from '../errors';
-import { signWebhook } from '../gateway/signature';
+import { ErrorCode } from '../domain/errors';
+import { signWebhook } from '../domain/webhook-signature';
 import {
   callDownstream,
   countDelivery,

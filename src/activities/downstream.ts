@@ -1,7 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import type { Config } from '../config';
-import { ErrorCode } from '../errors';
+import { ErrorCode } from '../domain/errors';
 import { HttpRequestError, type HttpClient, type HttpFailureKind, type HttpResponse } from '../lib/http';
 import { retryAfterMs } from '../lib/retry-after';
 import { deliveriesTotal } from '../metrics/settle-metrics';

@@ -8,7 +8,7 @@ import { withTransaction } from '../db/transaction';
 import { downstreamIdempotencyKey } from '../domain/ids';
 import { paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
 import { capturesMoney, decideTransition, type PaymentStatus } from '../domain/payment-rules';
-import { ErrorCode } from '../errors';
+import { ErrorCode } from '../domain/errors';
 import { payloadSha256 } from '../lib/hash';
 
 export type ReconcileResult = {

@@ -1,13 +1,13 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { startPaymentWorkflow } from '../client';
+import { startPaymentWorkflow } from '../temporal/client';
 import { findEvent, insertEvent, type EventSource } from '../db/events';
 import { recordConflict, recordDuplicateDelivery } from '../db/repeats';
 import { recordStartOutcomeUnknown } from '../db/start-outcomes';
 import { withTransaction } from '../db/transaction';
 import { paymentWorkflowId } from '../domain/ids';
 import { isHandledPaymentType, type FieldIssue, type PaymentEvent } from '../domain/payment-event';
-import { classifyDatabaseFailure } from '../errors';
+import { classifyDatabaseFailure } from '../domain/errors';
 import { payloadSha256 } from '../lib/hash';
 import { startOutcomeUnknownTotal } from '../metrics/settle-metrics';
 

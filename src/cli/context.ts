@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { connectClient } from '../client';
+import { connectClient } from '../temporal/client';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createPool } from '../db/pool';
 import { resolveEnvironment, resolveStackEnvironment } from '../stack/dev-state';

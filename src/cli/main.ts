@@ -11,7 +11,7 @@ import { registerShipments } from './commands/shipments';
 import { registerSimulate } from './commands/simulate';
 import { registerStats } from './commands/stats';
 import { installShutdown, stopping } from '../lib/shutdown';
-import { TemporalSetupError } from '../temporal-connection';
+import { TemporalSetupError } from '../temporal/connection';
 import { CliError } from './context';
 
 // Before anything else: SIGINT and SIGTERM stop every role and command within the deadline.

@@ -1,7 +1,7 @@
 import { PAYMENT_EVENT_TYPES } from '../domain/payment-event';
 import { WEBHOOK_URL_PATTERN } from '../domain/reminder';
 import { MAX_JSON_DEPTH } from '../domain/untrusted-json';
-import { ErrorCode } from '../errors';
+import { ErrorCode } from '../domain/errors';
 import { MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_PARAM_LENGTH } from './limits';
 import { providerPaths } from './openapi-providers';
 

@@ -3,9 +3,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
 import { ingestPaymentEvent } from '../app/ingest';
 import { describeIssues, readPaymentEvent, type FieldIssue } from '../domain/payment-event';
-import { ErrorCode } from '../errors';
+import { ErrorCode } from '../domain/errors';
 import { answerAdmission, reject } from './replies';
-import { createSignatureVerifier } from './signature';
+import { createSignatureVerifier } from '../domain/webhook-signature';
 
 // The admission path lives in src/app/ingest.ts (shared with `settle import` and the provider routes).
 export { ingestPaymentEvent, type IngestOutcome, type ReadPaymentEvent } from '../app/ingest';

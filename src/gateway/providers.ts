@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { admitProviderEvent, type ProviderOutcome } from '../app/provider-ingest';
 import { describeIssues } from '../domain/payment-event';
 import { parseUntrustedJson } from '../domain/untrusted-json';
-import { ErrorCode } from '../errors';
+import { ErrorCode } from '../domain/errors';
 import { ADYEN_ACCEPTED, createAdyenAdapter } from '../providers/adyen';
 import { createStripeAdapter } from '../providers/stripe';
 import type { AdaptedEvent, ProviderRequest, Verification } from '../providers/types';

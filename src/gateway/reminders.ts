@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
-import { startReminderWorkflow } from '../client';
+import { startReminderWorkflow } from '../temporal/client';
 import {
   cancelScheduledReminder,
   findReminder,
@@ -14,7 +14,7 @@ import { reminderWorkflowId } from '../domain/ids';
 import { describeIssues, fieldIssues, type FieldIssue } from '../domain/payment-event';
 import { deliveryIdSchema, reminderRequestSchema } from '../domain/reminder';
 import { parseUntrustedJson } from '../domain/untrusted-json';
-import { classifyDatabaseFailure, ErrorCode } from '../errors';
+import { classifyDatabaseFailure, ErrorCode } from '../domain/errors';
 import { payloadSha256 } from '../lib/hash';
 import { assertPublicTarget } from '../lib/target-policy';
 import { cancelReminderSignal } from '../workflows/reminder';

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { ErrorCode } from '../errors';
+import { ErrorCode } from '../domain/errors';
 import { describeIssues } from '../domain/payment-event';
 import { unstorableText, type FieldIssue } from '../domain/untrusted-json';
 

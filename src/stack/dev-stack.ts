@@ -1,14 +1,14 @@
 import { mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { connectClient } from '../client';
+import { connectClient } from '../temporal/client';
 import { loadConfig } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { startGateway } from '../gateway/run';
 import { logger } from '../lib/logger';
 import { onShutdown } from '../lib/shutdown';
-import { prepareRetention } from '../retention';
-import { createWorker, installTemporalRuntime } from '../worker';
+import { prepareRetention } from '../app/purge-schedule';
+import { createWorker, installTemporalRuntime } from '../worker/run';
 import { startDevDownstream, type DevDownstream } from './dev-downstream';
 import { clearRunningStack, loadOrCreateDevSecrets, writeRunningStack } from './dev-state';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres';

@@ -17,7 +17,7 @@ import type { RetryAfterDetails } from '../activities/downstream';
 import type { OutboxEntry } from '../db/outbox';
 import { paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
 import { SettleDeliveryStateKey, SettleOutcomeKey, type DeliveryState } from '../domain/search-attributes';
-import { ErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../errors';
+import { ErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../domain/errors';
 import { Saga } from './saga';
 
 export type PaymentWorkflowInput = { event: PaymentEvent };

@@ -1,6 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type { RetentionActivities } from '../activities/retention';
-import type { PurgeResult } from '../db/retention';
+import type { RetentionActivities } from '../activities/purge-claims';
+import type { PurgeResult } from '../db/purge';
 
 /** A purge that keeps failing is retried for an hour; the next day's run starts over anyway. */
 const { purgeExpiredClaims } = proxyActivities<RetentionActivities>({

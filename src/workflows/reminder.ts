@@ -9,7 +9,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities, ReminderDeliveryResult } from '../activities';
 import { deliveryIdSchema } from '../domain/reminder';
-import { ErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../errors';
+import { ErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../domain/errors';
 
 export type ReminderWorkflowInput = { deliveryId: string; dueAt: string };
 export type ReminderWorkflowResult = ReminderDeliveryResult;

@@ -2,15 +2,15 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
-import { connectClient } from '../../src/client';
+import { connectClient } from '../../src/temporal/client';
 import type { Config } from '../../src/config';
 import { createPool } from '../../src/db/pool';
 import { migrate } from '../../src/db/migrate';
 import type { PaymentEvent } from '../../src/domain/payment-event';
 import { buildGateway } from '../../src/gateway/server';
-import { signWebhook } from '../../src/gateway/signature';
+import { signWebhook } from '../../src/domain/webhook-signature';
 import { logger } from '../../src/lib/logger';
-import { createWorker } from '../../src/worker';
+import { createWorker } from '../../src/worker/run';
 import type { ActivityDependencies } from '../../src/activities';
 import type { ReconcileHooks } from '../../src/activities/reconcile-payment';
 

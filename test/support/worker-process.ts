@@ -5,7 +5,7 @@
  */
 import { loadConfig } from '../../src/config';
 import { createPool } from '../../src/db/pool';
-import { createWorker } from '../../src/worker';
+import { createWorker } from '../../src/worker/run';
 
 async function main() {
   const config = loadConfig();

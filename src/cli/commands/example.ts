@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { addShipments } from '../../db/shipments';
-import { signWebhook } from '../../gateway/signature';
-import { inspectEvent, type EventInspection } from '../../inspect';
+import { signWebhook } from '../../domain/webhook-signature';
+import { inspectEvent, type EventInspection } from '../../app/inspect';
 import { CliError, output, withServices } from '../context';
 import { renderInspection } from './inspect';
 

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
-import { importReport, type ImportCounts, type ImportSummary } from '../../import-report';
+import { importReport, type ImportCounts, type ImportSummary } from '../../app/import';
 import { onShutdown, stopping } from '../../lib/shutdown';
 
 /** With stderr not a terminal, a progress line at least this often. */

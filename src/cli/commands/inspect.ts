@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { inspectEvent, type EventInspection } from '../../inspect';
+import { inspectEvent, type EventInspection } from '../../app/inspect';
 import { CliError, output, withServices } from '../context';
 
 export function registerInspect(program: Command) {

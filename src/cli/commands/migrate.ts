@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { registerSearchAttributes, type SearchAttributeRegistration } from '../../app/search-attributes';
-import { connectClient } from '../../client';
+import { connectClient } from '../../temporal/client';
 import { migrate, type MigrationResult } from '../../db/migrate';
 import { resolveEnvironment } from '../../stack/dev-state';
 import { commandConfig, output, withDatabase } from '../context';

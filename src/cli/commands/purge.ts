@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../../config';
-import { purgeExpiredClaims } from '../../db/retention';
+import { purgeExpiredClaims } from '../../db/purge';
 import { formatDuration, parseDuration } from '../../domain/duration';
 import { resolveEnvironment } from '../../stack/dev-state';
-import { checkRetention } from '../../retention';
+import { checkRetention } from '../../app/purge-schedule';
 import { CliError, output, withServices } from '../context';
 
 export function registerPurge(program: Command) {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { listReplayableUnmatched } from '../../db/claims';
 import { formatDuration, parseDuration } from '../../domain/duration';
-import { replayEvent, type ReplayDelivery, type ReplayResult } from '../../replay';
+import { replayEvent, type ReplayDelivery, type ReplayResult } from '../../app/replay';
 import { onShutdown, stopping } from '../../lib/shutdown';
 import { CliError, output, withServices } from '../context';
 

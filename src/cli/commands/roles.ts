@@ -1,14 +1,14 @@
 import type { Command } from 'commander';
-import { connectClient } from '../../client';
+import { connectClient } from '../../temporal/client';
 import { createPool } from '../../db/pool';
 import { startGateway } from '../../gateway/run';
 import { logger } from '../../lib/logger';
 import { startMetricsServer } from '../../metrics/metrics-server';
-import { prepareRetention } from '../../retention';
+import { prepareRetention } from '../../app/purge-schedule';
 import { runDevStack } from '../../stack/dev-stack';
-import { missingDownstreamVariables, runWorker } from '../../worker';
+import { missingDownstreamVariables, runWorker } from '../../worker/run';
 import { onShutdown } from '../../lib/shutdown';
-import { checkNamespace, probeTls } from '../../temporal-connection';
+import { checkNamespace, probeTls } from '../../temporal/connection';
 import { CliError, commandConfig } from '../context';
 
 /** How long a starting gateway waits for Temporal's answer about its namespace. */

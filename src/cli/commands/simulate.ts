@@ -9,7 +9,7 @@ import {
   simulateTraffic,
   simulatedShipmentIds,
   type SimulateSummary,
-} from '../../simulate';
+} from '../../app/simulate';
 import { onShutdown, stopping } from '../../lib/shutdown';
 import type { ProviderSigning } from '../../providers/simulated';
 import { resolveEnvironment } from '../../stack/dev-state';

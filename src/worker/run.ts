@@ -1,19 +1,19 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type pg from 'pg';
-import { createActivities, type ActivityDependencies } from './activities';
-import { activityOutcomeInterceptor } from './activities/outcome-interceptor';
-import { createRetentionActivities } from './activities/retention';
-import type { Config } from './config';
-import { logger, redactIds, redactMeta } from './lib/logger';
-import { onShutdown } from './lib/shutdown';
-import { startDrainingTemporalMetrics, temporalMetricsBuffer } from './metrics/temporal-metrics';
+import { createActivities, type ActivityDependencies } from '../activities';
+import { activityOutcomeInterceptor } from './outcome-interceptor';
+import { createRetentionActivities } from '../activities/purge-claims';
+import type { Config } from '../config';
+import { logger, redactIds, redactMeta } from '../lib/logger';
+import { onShutdown } from '../lib/shutdown';
+import { startDrainingTemporalMetrics, temporalMetricsBuffer } from '../metrics/temporal-metrics';
 import {
   classifyTemporalError,
   describeTemporalConnection,
   temporalConnectionOptions,
   type TemporalConnectionConfig,
   TemporalSetupError,
-} from './temporal-connection';
+} from '../temporal/connection';
 import { workflowBundlePath } from './workflow-bundle';
 
 /**

@@ -1,13 +1,13 @@
 import { ServiceError, WorkflowNotFoundError, type Client, type Connection } from '@temporalio/client';
 import type pg from 'pg';
-import { findClaim } from './db/claims';
-import { findEvent } from './db/events';
-import { listLedgerForShipment } from './db/ledger';
-import { listOutboxForEvent } from './db/outbox';
-import { findShipment } from './db/shipments';
-import { findStartOutcomeUnknown } from './db/start-outcomes';
-import { paymentWorkflowId } from './domain/ids';
-import { classifyTemporalError } from './temporal-connection';
+import { findClaim } from '../db/claims';
+import { findEvent } from '../db/events';
+import { listLedgerForShipment } from '../db/ledger';
+import { listOutboxForEvent } from '../db/outbox';
+import { findShipment } from '../db/shipments';
+import { findStartOutcomeUnknown } from '../db/start-outcomes';
+import { paymentWorkflowId } from '../domain/ids';
+import { classifyTemporalError } from '../temporal/connection';
 
 /** The JSON of `GET /events/<id>` and `settle inspect <id> --json`. */
 export type EventInspection = {

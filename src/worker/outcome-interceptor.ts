@@ -7,7 +7,7 @@ import type {
 } from '@temporalio/worker';
 import type pg from 'pg';
 import { eventToCommitSeconds as readEventToCommit, recordRepeatClaim } from '../db/repeats';
-import { codeForSqlState } from '../errors';
+import { codeForSqlState } from '../domain/errors';
 import { shortHash } from '../lib/hash';
 import { logger, redactIds } from '../lib/logger';
 import {
@@ -17,7 +17,7 @@ import {
   reconcileOutcomesTotal,
   transactionFailuresTotal,
 } from '../metrics/settle-metrics';
-import type { ReconcileResult } from './reconcile-payment';
+import type { ReconcileResult } from '../activities/reconcile-payment';
 
 /**
  * One JSON log line per activity attempt (type, attempt, outcome, duration, the event as a short hash)

@@ -27,11 +27,11 @@ import {
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
-import { PROJECT_ROOT, stateDir } from './stack/paths';
+import { PROJECT_ROOT, stateDir } from '../stack/paths';
 
-const WORKFLOWS_PATH = require.resolve('./workflows');
+const WORKFLOWS_PATH = require.resolve('../workflows');
 /** src/: everything the workflows can import lies under it. */
-const SOURCE_ROOT = __dirname;
+const SOURCE_ROOT = join(__dirname, '..');
 
 const BUNDLE_PREFIX = 'workflow-bundle-';
 /** Bundles of other source versions unused for this long are deleted when a new one is built. */

@@ -1,13 +1,13 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type pg from 'pg';
-import type { ReconcileResult } from './activities';
-import { startPaymentWorkflow } from './client';
-import { findClaim, type ClaimOutcome } from './db/claims';
-import { findEvent } from './db/events';
-import { listOutboxForEvent, type OutboxStatus } from './db/outbox';
-import type { PaymentEvent } from './domain/payment-event';
-import { reconciledQuery } from './workflows/payment';
+import type { ReconcileResult } from '../activities';
+import { startPaymentWorkflow } from '../temporal/client';
+import { findClaim, type ClaimOutcome } from '../db/claims';
+import { findEvent } from '../db/events';
+import { listOutboxForEvent, type OutboxStatus } from '../db/outbox';
+import type { PaymentEvent } from '../domain/payment-event';
+import { reconciledQuery } from '../workflows/payment';
 
 /** How often a replay asks the run whether its reconcile has decided, and the outbox how deliveries go. */
 const POLL_MS = 300;

@@ -9,7 +9,7 @@ import {
   type ConfigDataSource,
 } from '@temporalio/envconfig';
 import { z } from 'zod';
-import { parseDuration } from './domain/duration';
+import { parseDuration } from '../domain/duration';
 
 /** Where settle listens when HOST is unset: this machine only. */
 export const DEFAULT_HOST = '127.0.0.1';
@@ -124,7 +124,7 @@ const configSchema = z.object({
   SETTLE_ALLOW_PRIVATE_TARGETS: booleanFlag,
   /** Port of `settle worker`'s own /metrics (and /healthz) endpoint; 0 picks a free one. */
   SETTLE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
-  /** Workflow runs a worker keeps in memory between tasks; unset: settle's default (see worker.ts). */
+  /** Workflow runs a worker keeps in memory between tasks; unset: settle's default (see src/worker/run.ts). */
   SETTLE_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(2).optional(),
 });
 

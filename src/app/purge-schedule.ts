@@ -1,8 +1,8 @@
 import { ScheduleAlreadyRunning, type Client } from '@temporalio/client';
-import type { Config } from './config';
-import { formatDuration } from './domain/duration';
-import type { Logger } from './lib/logger';
-import type { purgeClaimsWorkflow } from './workflows';
+import type { Config } from '../config';
+import { formatDuration } from '../domain/duration';
+import type { Logger } from '../lib/logger';
+import type { purgeClaimsWorkflow } from '../workflows';
 
 /** One Schedule per deployment (task queue); every worker and `settle start` ensures the same one. */
 export function purgeScheduleId(taskQueue: string): string {

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { purgeExpiredClaims, type PurgeResult } from '../db/retention';
+import { purgeExpiredClaims, type PurgeResult } from '../db/purge';
 import { logger } from '../lib/logger';
 import { purgedClaimsTotal } from '../metrics/settle-metrics';
 

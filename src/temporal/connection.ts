@@ -2,7 +2,7 @@ import type { Client, Connection, ConnectionOptions } from '@temporalio/client';
 import type { NativeConnectionOptions } from '@temporalio/worker';
 import { isIP } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
-import type { Config } from './config';
+import type { Config } from '../config';
 
 export type TemporalConnectionConfig = Pick<
   Config,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { PaymentEvent, PaymentEventType } from './domain/payment-event';
-import { signWebhook } from './gateway/signature';
-import { providerRequestFor, type ProviderSigning } from './providers/simulated';
+import type { PaymentEvent, PaymentEventType } from '../domain/payment-event';
+import { signWebhook } from '../domain/webhook-signature';
+import { providerRequestFor, type ProviderSigning } from '../providers/simulated';
 
 export type SimulateOptions = {
   gatewayUrl: string;

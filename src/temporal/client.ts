@@ -6,12 +6,12 @@ import {
   WorkflowIdReusePolicy,
 } from '@temporalio/client';
 import type { SearchAttributePair } from '@temporalio/common';
-import type { Config } from './config';
-import { paymentWorkflowId, reminderWorkflowId } from './domain/ids';
-import type { PaymentEvent } from './domain/payment-event';
-import { temporalConnectionOptions, type TemporalConnectionConfig } from './temporal-connection';
-import { paymentStartSearchAttributes, paymentSummary, reminderSummary } from './domain/search-attributes';
-import type { paymentWorkflow, reminderWorkflow } from './workflows';
+import type { Config } from '../config';
+import { paymentWorkflowId, reminderWorkflowId } from '../domain/ids';
+import type { PaymentEvent } from '../domain/payment-event';
+import { temporalConnectionOptions, type TemporalConnectionConfig } from './connection';
+import { paymentStartSearchAttributes, paymentSummary, reminderSummary } from '../domain/search-attributes';
+import type { paymentWorkflow, reminderWorkflow } from '../workflows';
 
 /** How long a start may take before the caller treats Temporal as unavailable. */
 const START_DEADLINE_MS = 5_000;

@@ -2,13 +2,13 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { ingestPaymentEvent, type IngestOutcome } from './app/ingest';
-import { admitProviderEvent } from './app/provider-ingest';
-import { describeIssues, readPaymentEvent } from './domain/payment-event';
-import { parseUntrustedJson } from './domain/untrusted-json';
-import { ErrorCode } from './errors';
-import { exportAdapter } from './providers';
-import type { ProviderName } from './providers/types';
+import { ingestPaymentEvent, type IngestOutcome } from './ingest';
+import { admitProviderEvent } from './provider-ingest';
+import { describeIssues, readPaymentEvent } from '../domain/payment-event';
+import { parseUntrustedJson } from '../domain/untrusted-json';
+import { ErrorCode } from '../domain/errors';
+import { exportAdapter } from '../providers';
+import type { ProviderName } from '../providers/types';
 
 export type ImportCounts = {
   accepted: number;
