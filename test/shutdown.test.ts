@@ -7,12 +7,14 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { addShipments } from '../src/db/shipments';
 import { freePort } from '../src/lib/free-port';
 import {
+  newSecret,
   paymentEvent,
   postWebhook,
   startTestStack,
@@ -71,6 +73,18 @@ function assertStopped(result: CliRun & { ms: number }, what: string) {
   // Exited by itself (a code), not killed by the signal's default action, and in time.
   assert.notEqual(result.code, null, `${what} was killed by ${result.signal}\n${result.stderr}`);
   assert.ok(result.ms < STOP_BUDGET_MS, `${what} took ${result.ms} ms to stop\n${result.stderr}`);
+}
+
+/** Whether something accepts TCP connections on the port (a stopped process's port refuses). */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }
 
 /** Whether any stored event's ID matches the LIKE pattern. */
@@ -201,16 +215,21 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
 
     test(`replay waiting on a workflow no worker runs: ${signal}`, async () => {
       const eventId = await storedEventWithoutWorker();
-      const connections = async () => {
-        const { rows } = await stack.pool.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database()`,
-        );
-        return rows[0]!.n;
-      };
-      const before = await connections();
-      const { child, run } = spawnWithOutput(['replay', eventId], env());
+      // The replay's PostgreSQL sessions carry this name (libpq's PGAPPNAME, honoured by pg).
+      const applicationName = uniqueId('replay');
+      const { child, run } = spawnWithOutput(['replay', eventId], env({ PGAPPNAME: applicationName }));
       // The replay has read the event; from there it waits on a run that no worker will ever finish.
-      await waitFor('the replay to read the event', async () => (await connections()) > before, 60_000);
+      await waitFor(
+        'the replay to read the event',
+        async () => {
+          const { rows } = await stack.pool.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1`,
+            [applicationName],
+          );
+          return rows[0]!.n > 0;
+        },
+        60_000,
+      );
       const result = await stopWith(child, run, signal);
       assertStopped(result, 'replay');
       assert.notEqual(result.code, 0);
@@ -244,33 +263,62 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
     });
   }
 
-  test('settle start: SIGTERM stops the whole stack', async () => {
-    const startHome = mkdtempSync(join(tmpdir(), 'settle-home-'));
-    const { child, run, output } = spawnWithOutput(['start'], {
-      SETTLE_HOME: startHome,
-      PORT: String(await freePort()),
-      SETTLE_DEV_POSTGRES_PORT: String(await freePort()),
-      SETTLE_DEV_TEMPORAL_PORT: String(await freePort()),
-      SETTLE_DEV_TEMPORAL_UI_PORT: String(await freePort()),
-      SETTLE_DEV_DOWNSTREAM_PORT: String(await freePort()),
-      DATABASE_URL: '',
-      TEMPORAL_ADDRESS: '',
-      SETTLE_CARRIER_URL: '',
-      SETTLE_ERP_URL: '',
+  for (const signal of SIGNALS) {
+    test(`settle start under requests: ${signal} stops the gateway, the worker and the dev servers`, async () => {
+      const startHome = mkdtempSync(join(tmpdir(), 'settle-home-'));
+      const ports = {
+        gateway: await freePort(),
+        postgres: await freePort(),
+        temporal: await freePort(),
+        temporalUi: await freePort(),
+        downstream: await freePort(),
+      };
+      const secret = newSecret();
+      const { child, run, output } = spawnWithOutput(['start'], {
+        SETTLE_HOME: startHome,
+        PORT: String(ports.gateway),
+        SETTLE_DEV_POSTGRES_PORT: String(ports.postgres),
+        SETTLE_DEV_TEMPORAL_PORT: String(ports.temporal),
+        SETTLE_DEV_TEMPORAL_UI_PORT: String(ports.temporalUi),
+        SETTLE_DEV_DOWNSTREAM_PORT: String(ports.downstream),
+        SETTLE_WEBHOOK_SECRETS: secret,
+        DATABASE_URL: '',
+        TEMPORAL_ADDRESS: '',
+        SETTLE_CARRIER_URL: '',
+        SETTLE_ERP_URL: '',
+      });
+      let load = true;
+      let clients: Promise<void>[] = [];
+      try {
+        await waitFor(
+          'settle start to run',
+          async () => output.text.includes('Ctrl-C stops everything'),
+          300_000,
+        );
+        const gateway = { gatewayUrl: `http://127.0.0.1:${ports.gateway}`, secret };
+        let accepted = 0;
+        // Four clients posting back to back until the stack is gone: the worker has runs in flight.
+        clients = Array.from({ length: 4 }, async () => {
+          while (load) {
+            const posted = await postWebhook(gateway, paymentEvent()).catch(() => undefined);
+            if (!posted) break;
+            if (posted.status === 202) accepted += 1;
+          }
+        });
+        await waitFor('events to be accepted', async () => accepted >= 10, 120_000);
+        const result = await stopWith(child, run, signal);
+        assertStopped(result, 'settle start');
+        for (const [name, port] of Object.entries(ports)) {
+          assert.equal(await listening(port), false, `the ${name} (port ${port}) still listens`);
+        }
+      } finally {
+        load = false;
+        await Promise.all(clients);
+        // SIGTERM, not SIGKILL: a stack still starting stops its dev servers too.
+        if (child.exitCode === null) child.kill('SIGTERM');
+        await run.catch(() => undefined);
+        rmSync(startHome, { recursive: true, force: true });
+      }
     });
-    try {
-      await waitFor(
-        'settle start to run',
-        async () => output.text.includes('Ctrl-C stops everything'),
-        300_000,
-      );
-      const result = await stopWith(child, run, 'SIGTERM');
-      assertStopped(result, 'settle start');
-    } finally {
-      // SIGTERM, not SIGKILL: a stack still starting stops its dev servers too.
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await run.catch(() => undefined);
-      rmSync(startHome, { recursive: true, force: true });
-    }
-  });
+  }
 });

@@ -6,7 +6,7 @@ import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { startGateway } from '../gateway/run';
 import { logger } from '../lib/logger';
-import { onShutdown } from '../lib/shutdown';
+import { onShutdown, SHUTDOWN_DEADLINE_MS } from '../lib/shutdown';
 import { prepareRetention } from '../app/purge-schedule';
 import { createWorker, installTemporalRuntime } from '../worker/run';
 import { startDevDownstream, type DevDownstream } from './dev-downstream';
@@ -32,6 +32,17 @@ function devPort(which: keyof typeof DEV_PORTS): number {
   return value;
 }
 
+/** The share of the shutdown deadline (lib/shutdown.ts) settle's own parts get to drain. */
+const PARTS_STOP_BUDGET_MS = SHUTDOWN_DEADLINE_MS / 2;
+/** How long the Temporal dev server gets after SIGTERM before SIGKILL. */
+const SERVER_STOP_GRACE_MS = SHUTDOWN_DEADLINE_MS / 4;
+
+function waitAtMost(work: Promise<unknown>, ms: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise((resolve) => (timer = setTimeout(resolve, ms)));
+  return Promise.race([work, elapsed]).finally(() => clearTimeout(timer));
+}
+
 /**
  * `settle start` / `npm start`: everything on one machine. An embedded PostgreSQL and a Temporal dev
  * server (both persisted under .settle/, settle's search attributes registered) unless DATABASE_URL /
@@ -49,13 +60,21 @@ export async function runDevStack(): Promise<void> {
   env.SETTLE_API_TOKEN ||= secrets.apiToken;
   env.SETTLE_OUTBOUND_SECRET ||= secrets.outboundSecret;
 
+  // settle's own parts (gateway, worker, pool), stopped in reverse order of start; then the servers
+  // they use (stand-in downstream, Temporal, PostgreSQL), together.
   const cleanups: (() => Promise<void>)[] = [];
+  const serverStops: (() => Promise<void>)[] = [];
+  const warnFailed = (error: unknown) => logger.warn({ err: String(error) }, 'stop step failed');
   const stopAll = async () => {
-    for (const cleanup of cleanups.reverse())
-      await cleanup().catch((error) => logger.warn({ err: String(error) }, 'stop step failed'));
-    cleanups.length = 0;
+    const parts = cleanups.splice(0).reverse();
+    const inOrder = (async () => {
+      for (const cleanup of parts) await cleanup().catch(warnFailed);
+    })();
+    // A drain that outlasts its share of the shutdown deadline must not leave the servers running.
+    await waitAtMost(inOrder, PARTS_STOP_BUDGET_MS);
+    await Promise.all(serverStops.splice(0).map((stop) => stop().catch(warnFailed)));
   };
-  // Ctrl-C or SIGTERM (lib/shutdown.ts) stops the parts in reverse order of start.
+  // Ctrl-C or SIGTERM (lib/shutdown.ts) stops it all.
   const stopped = new Promise<void>((resolve) => {
     onShutdown('settle start (gateway, worker, Temporal dev server, PostgreSQL)', () =>
       stopAll().then(resolve),
@@ -67,7 +86,7 @@ export async function runDevStack(): Promise<void> {
     if (!env.DATABASE_URL) {
       const port = devPort('postgres');
       postgres = await startEmbeddedPostgres({ dataDir: join(dir, 'postgres'), port });
-      cleanups.push(() => postgres!.stop());
+      serverStops.push(() => postgres!.stop());
       await postgres.createDatabase('settle');
       env.DATABASE_URL = postgres.urlFor('settle');
     }
@@ -83,7 +102,7 @@ export async function runDevStack(): Promise<void> {
         sqlitePragmas: ['journal_mode=wal', 'synchronous=full'],
         namespace: env.TEMPORAL_NAMESPACE || 'default',
       });
-      cleanups.push(() => temporal!.stop());
+      serverStops.push(() => temporal!.stop(SERVER_STOP_GRACE_MS));
       env.TEMPORAL_ADDRESS = temporal.address;
     }
 
@@ -91,7 +110,7 @@ export async function runDevStack(): Promise<void> {
     let downstream: DevDownstream | undefined;
     if (!env.SETTLE_CARRIER_URL || !env.SETTLE_ERP_URL) {
       downstream = await startDevDownstream(devPort('downstream'));
-      cleanups.push(() => downstream!.close());
+      serverStops.push(() => downstream!.close());
       env.SETTLE_CARRIER_URL ||= `${downstream.url}/carrier`;
       env.SETTLE_ERP_URL ||= `${downstream.url}/erp`;
     }

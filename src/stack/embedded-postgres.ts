@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 
@@ -51,6 +51,18 @@ export async function startEmbeddedPostgres(options: {
       `PostgreSQL did not start on port ${options.port} with data in ${options.dataDir} (is the port in use?).`,
     );
   }
+  // Whatever ends this process (a forced exit at the shutdown deadline included), PostgreSQL ends too:
+  // SIGQUIT is its immediate shutdown (the next start recovers from the WAL, as after a crash).
+  const postmasterPid = readPostmasterPid(options.dataDir);
+  const quitOnExit = () => {
+    if (postmasterPid === undefined) return;
+    try {
+      process.kill(postmasterPid, 'SIGQUIT');
+    } catch {
+      // Already gone.
+    }
+  };
+  process.once('exit', quitOnExit);
   const urlFor = (database: string) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/${database}`;
   return {
     port: options.port,
@@ -65,8 +77,21 @@ export async function startEmbeddedPostgres(options: {
         await client.end();
       }
     },
-    stop: () => server.stop(),
+    stop: async () => {
+      await server.stop();
+      process.removeListener('exit', quitOnExit);
+    },
   };
+}
+
+/** The postmaster's PID: the first line of `postmaster.pid` in the data folder while it runs. */
+function readPostmasterPid(dataDir: string): number | undefined {
+  try {
+    const pid = Number.parseInt(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]!, 10);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -7,7 +7,8 @@ export type DevServer = {
   uiUrl: string | undefined;
   process: ChildProcess;
   /** SIGTERM, then SIGKILL after a grace period. */
-  stop(): Promise<void>;
+  /** SIGTERM, then SIGKILL after `graceMs` (10 s unless given). */
+  stop(graceMs?: number): Promise<void>;
   /** SIGKILL at once, as a crash would. */
   kill(): Promise<void>;
 };
@@ -63,6 +64,10 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   child.stdout?.on('data', collect);
   child.stderr?.on('data', collect);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // Whatever ends this process (a forced exit at the shutdown deadline included), the server ends too.
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  void exited.then(() => process.removeListener('exit', killOnExit));
 
   const waitForExit = async (signal: NodeJS.Signals, graceMs: number) => {
     if (child.exitCode !== null || child.signalCode !== null) return;
@@ -75,7 +80,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     address,
     uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : undefined,
     process: child,
-    stop: () => waitForExit('SIGTERM', 10_000),
+    stop: (graceMs = 10_000) => waitForExit('SIGTERM', graceMs),
     kill: () => waitForExit('SIGKILL', 0),
   };
 
