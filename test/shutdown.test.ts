@@ -96,6 +96,15 @@ async function eventsLike(pattern: string): Promise<boolean> {
   return rows[0]!.n > 0;
 }
 
+/** Whether the event's claim is committed (a worker reconciled it). */
+async function eventsClaimed(eventId: string): Promise<boolean> {
+  const { rows } = await stack.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM claims WHERE event_id = $1`,
+    [eventId],
+  );
+  return rows[0]!.n > 0;
+}
+
 async function storedEventWithoutWorker(): Promise<string> {
   const event = paymentEvent({ shipmentId: uniqueId('SHP') });
   const posted = await postWebhook(stack, event);
@@ -210,6 +219,41 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
       load = false;
       await Promise.all(clients);
       assertStopped(result, 'the gateway');
+      assert.equal(result.code, 0, result.stderr);
+    });
+
+    test(`serve (gateway and worker in one process) under requests: ${signal}`, async () => {
+      const port = await freePort();
+      const downstream = await startReceiver(() => ({ status: 200 }));
+      after(() => downstream.close());
+      const { child, run, output } = spawnWithOutput(
+        ['serve'],
+        env({
+          PORT: String(port),
+          SETTLE_CARRIER_URL: downstream.url,
+          SETTLE_ERP_URL: downstream.url,
+          SETTLE_ALLOW_PRIVATE_TARGETS: 'true',
+        }),
+      );
+      await waitFor('serve to listen', async () => output.text.includes('gateway listening'), 120_000);
+      const gateway = { gatewayUrl: `http://127.0.0.1:${port}`, secret: stack.secret };
+      // Its own worker applies what its gateway accepted (this suite runs no other worker).
+      const shipmentId = uniqueId('SHP');
+      await addShipments(stack.pool, [shipmentId]);
+      const first = paymentEvent({ shipmentId });
+      assert.equal((await postWebhook(gateway, first)).status, 202);
+      await waitFor('the first event to be claimed', () => eventsClaimed(first.id), 120_000);
+      let load = true;
+      const clients = Array.from({ length: 4 }, async () => {
+        while (load) await postWebhook(gateway, paymentEvent()).catch(() => (load = false));
+      });
+      await waitFor('requests to be answered', async () =>
+        output.text.includes('"route":"/webhooks/payments"'),
+      );
+      const result = await stopWith(child, run, signal);
+      load = false;
+      await Promise.all(clients);
+      assertStopped(result, 'serve');
       assert.equal(result.code, 0, result.stderr);
     });
 

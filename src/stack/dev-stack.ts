@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { connectClient } from '../temporal/client';
+import { clientOnWorkerConnection } from '../temporal/client';
 import { loadConfig } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
@@ -130,8 +130,9 @@ export async function runDevStack(): Promise<void> {
       await connection.close();
     });
 
-    const client = await connectClient(config);
-    cleanups.push(() => client.connection.close());
+    // The gateway's starts share the worker's connection, so Temporal hands each new run's first task
+    // straight back to this worker (eager start); the worker's stop closes the connection.
+    const client = clientOnWorkerConnection(connection, config.temporalNamespace);
     await prepareRetention(client, config, logger);
     const gateway = await startGateway({ config, pool, client });
     cleanups.push(() => gateway.app.close());

@@ -6,6 +6,7 @@ import {
   WorkflowIdReusePolicy,
 } from '@temporalio/client';
 import type { SearchAttributePair } from '@temporalio/common';
+import type { NativeConnection } from '@temporalio/worker';
 import type { Config } from '../config';
 import { paymentWorkflowId, reminderWorkflowId } from '../domain/ids';
 import type { PaymentEvent } from '../domain/payment-event';
@@ -24,8 +25,24 @@ export async function connectClient(
   return new Client({ connection, namespace: config.temporalNamespace });
 }
 
+/** Clients on the connection a worker of this same process polls with (`clientOnWorkerConnection`). */
+const onWorkerConnection = new WeakSet<Client>();
+
+/**
+ * A client on the connection a worker of this process polls with (`settle start`, `settle serve`). Its
+ * payment starts ask for eager dispatch: Temporal answers the start with the run's first workflow task
+ * for this process's worker, skipping the trip through matching; with no free slot on that worker it
+ * queues the task as usual. Closing the worker's connection closes this client.
+ */
+export function clientOnWorkerConnection(connection: NativeConnection, namespace: string): Client {
+  const client = new Client({ connection, namespace });
+  onWorkerConnection.add(client);
+  return client;
+}
+
 export type StartResult =
-  { started: true; workflowId: string; runId: string } | { started: false; workflowId: string };
+  | { started: true; workflowId: string; runId: string; eagerlyStarted: boolean }
+  | { started: false; workflowId: string };
 
 type ReusePolicy = 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE';
 
@@ -46,6 +63,8 @@ async function startOnce(
     /** The run's one line in the Temporal UI, naming its business. */
     summary: string;
     searchAttributes?: SearchAttributePair[];
+    /** Ask for eager dispatch when this process's own worker shares the client's connection. */
+    eager?: boolean;
   },
 ): Promise<StartResult> {
   const { taskQueue, workflowId, args } = options;
@@ -59,9 +78,10 @@ async function startOnce(
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
         staticSummary: options.summary,
         ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
+        requestEagerStart: options.eager === true && onWorkerConnection.has(client),
       }),
     );
-    return { started: true, workflowId, runId: handle.firstExecutionRunId };
+    return { started: true, workflowId, runId: handle.firstExecutionRunId, eagerlyStarted: handle.eagerlyStarted };
   } catch (error) {
     if (error instanceof WorkflowExecutionAlreadyStartedError) return { started: false, workflowId };
     throw error;
@@ -87,6 +107,7 @@ export function startPaymentWorkflow(
     reusePolicy: options.reusePolicy,
     summary: paymentSummary(event),
     searchAttributes: paymentStartSearchAttributes(event),
+    eager: true,
   });
 }
 

@@ -1,12 +1,13 @@
 import type { Command } from 'commander';
-import { connectClient } from '../../temporal/client';
+import type { FastifyInstance } from 'fastify';
+import { clientOnWorkerConnection, connectClient } from '../../temporal/client';
 import { createPool } from '../../db/pool';
 import { startGateway } from '../../gateway/run';
 import { logger } from '../../lib/logger';
 import { startMetricsServer } from '../../metrics/metrics-server';
 import { prepareRetention } from '../../app/purge-schedule';
 import { runDevStack } from '../../stack/dev-stack';
-import { missingDownstreamVariables, runWorker } from '../../worker/run';
+import { createWorker, missingDownstreamVariables, runWorker } from '../../worker/run';
 import { onShutdown } from '../../lib/shutdown';
 import { checkNamespace, probeTls } from '../../temporal/connection';
 import { CliError, commandConfig } from '../context';
@@ -17,7 +18,7 @@ const GATEWAY_START_CHECK_MS = 10_000;
 /** How long a stopping gateway lets open connections finish before cutting them. */
 const GATEWAY_CLOSE_GRACE_MS = 3_000;
 
-/** `settle start`, `settle worker`, `settle gateway`: the long-running processes. */
+/** `settle start`, `settle worker`, `settle gateway`, `settle serve`: the long-running processes. */
 export function registerRoles(program: Command) {
   program
     .command('start')
@@ -105,17 +106,68 @@ export function registerRoles(program: Command) {
       const { app, url } = await startGateway({ config, pool, client });
       logger.info({ url }, 'gateway listening');
       await new Promise<void>((resolve) => {
-        onShutdown('gateway (finishing open requests)', async () => {
-          const closing = app.close();
-          // A client sending back to back on a keep-alive connection would hold close() open: after
-          // the grace its connections are cut (its requests were answered 503 since close began).
-          const cut = setTimeout(() => app.server.closeAllConnections(), GATEWAY_CLOSE_GRACE_MS);
-          await closing;
-          clearTimeout(cut);
-          resolve();
-        });
+        onShutdown('gateway (finishing open requests)', () => closeGateway(app).then(resolve));
       });
       await client.connection.close();
       await pool.end();
     });
+
+  program
+    .command('serve')
+    .description(
+      'Run a gateway and a worker in one process on one Temporal connection, for the lowest latency: ' +
+        "each payment's run is started eagerly, its first task handed by Temporal straight to this " +
+        "process's worker (docs/performance.md). Configured as `settle gateway` and `settle worker` " +
+        'together; SIGTERM or SIGINT stops accepting, drains, and exits within 8 s.',
+    )
+    .action(async () => {
+      const { config } = commandConfig();
+      const missing = missingDownstreamVariables(config);
+      if (missing.length)
+        throw new CliError(`${missing.join(' and ')} not set: see \`settle worker --help\`.`);
+      const pool = createPool(config.databaseUrl);
+      try {
+        const refused = await probeTls(config);
+        if (refused) throw new CliError(refused);
+        const { worker, connection } = await createWorker({ config, pool });
+        const client = clientOnWorkerConnection(connection, config.temporalNamespace);
+        try {
+          const problem = await checkNamespace(
+            client,
+            GATEWAY_START_CHECK_MS,
+            config.temporalTls !== undefined && config.temporalTls !== false,
+          );
+          if (problem) throw new CliError(problem.message);
+          await prepareRetention(client, config, logger);
+          const running = worker.run();
+          const { app, url } = await startGateway({ config, pool, client });
+          logger.info({ url, taskQueue: config.taskQueue }, 'gateway listening, worker running');
+          const off = onShutdown('gateway and worker (finishing requests, draining tasks)', async () => {
+            await closeGateway(app);
+            if (worker.getState() === 'RUNNING') worker.shutdown();
+            await running.catch(() => {});
+          });
+          try {
+            await running;
+          } finally {
+            off();
+            await app.close().catch(() => {});
+          }
+        } finally {
+          await connection.close();
+        }
+      } finally {
+        await pool.end();
+      }
+    });
+}
+
+/** Stops accepting and finishes open requests; keep-alive connections are cut after a grace. */
+async function closeGateway(app: FastifyInstance): Promise<void> {
+  const closing = app.close();
+  // A client sending back to back on a keep-alive connection would hold close() open: after the
+  // grace its connections are cut (its requests were answered 503 since close began).
+  const cut = setTimeout(() => app.server.closeAllConnections(), GATEWAY_CLOSE_GRACE_MS);
+  await closing;
+  clearTimeout(cut);
 }
