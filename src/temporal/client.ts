@@ -47,6 +47,13 @@ export type StartResult =
 type ReusePolicy = 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE';
 
 /**
+ * Temporal task priority (1 first … 5 last; unset is 3). Live traffic (webhooks, replays) keeps the
+ * default; bulk work (`settle import`) waits behind it on the same task queue, its activities too.
+ */
+export const BULK_PRIORITY_KEY = 5;
+export type StartPriority = 'live' | 'bulk';
+
+/**
  * Starts a workflow under its deterministic ID. REJECT_DUPLICATE and FAIL make Temporal refuse a
  * second start while it remembers the ID: the cheap first layer; the claim in PostgreSQL is the one
  * that decides. A refused start is `started: false`, not an error; anything else (Temporal
@@ -65,6 +72,7 @@ async function startOnce(
     searchAttributes?: SearchAttributePair[];
     /** Ask for eager dispatch when this process's own worker shares the client's connection. */
     eager?: boolean;
+    priority?: StartPriority;
   },
 ): Promise<StartResult> {
   const { taskQueue, workflowId, args } = options;
@@ -79,9 +87,15 @@ async function startOnce(
         staticSummary: options.summary,
         ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
         requestEagerStart: options.eager === true && onWorkerConnection.has(client),
+        ...(options.priority === 'bulk' ? { priority: { priorityKey: BULK_PRIORITY_KEY } } : {}),
       }),
     );
-    return { started: true, workflowId, runId: handle.firstExecutionRunId, eagerlyStarted: handle.eagerlyStarted };
+    return {
+      started: true,
+      workflowId,
+      runId: handle.firstExecutionRunId,
+      eagerlyStarted: handle.eagerlyStarted,
+    };
   } catch (error) {
     if (error instanceof WorkflowExecutionAlreadyStartedError) return { started: false, workflowId };
     throw error;
@@ -97,7 +111,7 @@ export function startPaymentWorkflow(
   client: Client,
   taskQueue: string,
   event: PaymentEvent,
-  options: { reusePolicy?: ReusePolicy } = {},
+  options: { reusePolicy?: ReusePolicy; priority?: StartPriority } = {},
 ): Promise<StartResult> {
   const args: Parameters<typeof paymentWorkflow> = [{ event }];
   return startOnce(client, 'paymentWorkflow', {
@@ -108,6 +122,7 @@ export function startPaymentWorkflow(
     summary: paymentSummary(event),
     searchAttributes: paymentStartSearchAttributes(event),
     eager: true,
+    priority: options.priority,
   });
 }
 
