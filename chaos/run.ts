@@ -15,6 +15,7 @@ import { appliedThen504, permanentRefusalMidSaga, throttledWithRetryAfter } from
 import { concurrentDeliveries, redeliveryAfterTemporalForgot } from './scenarios/duplicates';
 import { gatewayFuzz } from './scenarios/fuzz';
 import { postgresCrash, temporalCrash, temporalDownDuringIngest } from './scenarios/outages';
+import { steadySoak } from './scenarios/steady-soak';
 
 const SCENARIOS: Scenario[] = [
   concurrentDeliveries,
@@ -30,6 +31,7 @@ const SCENARIOS: Scenario[] = [
   gracefulShutdown,
   soak,
   gatewayFuzz,
+  steadySoak,
 ];
 
 const short = process.argv.includes('--short');
@@ -56,6 +58,7 @@ async function main() {
     await stack.startWorker();
     for (const scenario of SCENARIOS) {
       if (only && !only.includes(scenario.id)) continue;
+      if (short && scenario.fullOnly) continue;
       const scenarioStarted = Date.now();
       let failures: string[];
       let figures: Record<string, number | string> = {};

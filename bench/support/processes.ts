@@ -197,3 +197,8 @@ export function round(value: number, digits: number): number {
 }
 
 export const PROJECT_FILE = (path: string) => join(PROJECT_ROOT, path);
+
+/** Resident memory of a process and all its descendants, in MB, now. */
+export function treeRssMb(pid: number): number {
+  return processTree(pid).reduce((sum, stat) => sum + stat.rssBytes, 0) / 1024 / 1024;
+}

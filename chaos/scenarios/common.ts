@@ -8,7 +8,13 @@ import type { Provider } from '../provider';
 
 export type ScenarioContext = { stack: ProofStack; provider: Provider; short: boolean };
 export type ScenarioResult = { figures: Record<string, number | string>; failures: string[] };
-export type Scenario = { id: string; name: string; run(ctx: ScenarioContext): Promise<ScenarioResult> };
+export type Scenario = {
+  id: string;
+  name: string;
+  /** Run by the full form of `npm run chaos` only (too long for `--short`). */
+  fullOnly?: boolean;
+  run(ctx: ScenarioContext): Promise<ScenarioResult>;
+};
 
 /** `count` captured events for fresh held shipments; their IDs share the returned prefix. */
 export async function freshEvents(
