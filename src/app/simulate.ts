@@ -93,7 +93,10 @@ export function planTraffic(options: PlanOptions): TrafficPlan {
         currency: 'EUR',
       },
     }));
-    if (random() < options.outOfOrderShare) {
+    // Only a payment sent whole is reordered: the report's last payment, cut by `count`, keeps its
+    // first events in order (a settled event never goes out without the capture it follows).
+    const reorder = random() < options.outOfOrderShare;
+    if (reorder && events.length + payment.length <= options.count) {
       outOfOrder += 1;
       [payment[1], payment[2]] = [payment[2]!, payment[1]!];
     }
