@@ -28,6 +28,7 @@ import { startEmbeddedPostgres } from '../src/stack/embedded-postgres';
 import { findTemporalCli } from '../src/stack/temporal-binaries';
 import { startTemporalDevServer } from '../src/stack/temporal-dev-server';
 import { createWorker } from '../src/worker/run';
+import { afterReconcileCommit } from '../test/support/after-commit';
 
 const run = promisify(execFile);
 const OUT_DIR = join(__dirname, '..', 'test', 'histories');
@@ -91,15 +92,15 @@ async function main() {
         allowPrivateTargets: true,
       },
       pool,
-      hooks: {
+      interceptors: [
         // One scenario loses the activity's completion after COMMIT, as a crashed worker would.
-        afterCommit: (eventId, attempt) => {
+        afterReconcileCommit((eventId, attempt) => {
           if (eventId === 'pay_rec_lost_ack' && attempt === 1 && !failedOnce) {
             failedOnce = true;
             throw new Error('injected: completion lost after commit');
           }
-        },
-      },
+        }),
+      ],
     });
     const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
     const gateway = buildGateway({

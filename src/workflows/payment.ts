@@ -198,14 +198,14 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
         view.on
           ? reholdShipment.executeWithOptions(
               { summary: 'carrier hold · compensate: re-hold the shipment' },
-              [{ outboxId: row.outboxId, eventId: event.id }],
+              [{ outboxId: row.outboxId }],
             )
-          : reholdShipment({ outboxId: row.outboxId, eventId: event.id }),
+          : reholdShipment({ outboxId: row.outboxId }),
       );
     }
     if (!isDeliverable(row.status)) continue;
 
-    const input = { outboxId: row.outboxId, eventId: event.id };
+    const input = { outboxId: row.outboxId };
     const step = { name: `deliver to ${row.target}`, summary: view.summary(`${row.target} ${row.action}`) };
     view.deliveryState('delivering', `${step.summary ?? step.name}: sending`);
     const deliver = (summary?: string) =>
