@@ -2,9 +2,9 @@
  * `npm run record-histories`: runs each workflow scenario on a real Temporal dev server and
  * PostgreSQL, with local downstream receivers, and writes its event history to test/histories/.
  * test/replay-histories.test.ts replays them against the current workflow code, so a change that
- * breaks determinism fails the build. Re-record only for a change that is meant to be incompatible
- * and before anything is deployed; otherwise move the old histories into a subfolder named for the
- * change (they keep replaying) and guard the change with workflow.patched().
+ * breaks determinism fails the build. Before a version is deployed, re-record freely; after, guard a
+ * change in the commands a workflow emits with workflow.patched() and move the old histories into a
+ * subfolder named for the change first (they keep replaying), then re-record.
  */
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
