@@ -18,8 +18,8 @@ export async function recordConflict(
   );
 }
 
-/** Counts a repeat delivery of a known event (answered `duplicate`), for the duplicate-rate SLO. */
-export async function recordDuplicateDelivery(db: Queryable, eventId: string): Promise<void> {
+/** Counts a redelivery of a known event (answered `duplicate`), for the duplicate-rate SLO. */
+export async function recordRedelivery(db: Queryable, eventId: string): Promise<void> {
   await db.query(
     `UPDATE events SET duplicate_deliveries = duplicate_deliveries + 1, last_duplicate_at = now()
       WHERE event_id = $1::text`,

@@ -8,7 +8,7 @@ import {
 import type pg from 'pg';
 import { createActivities, type ActivityDependencies } from '../activities';
 import { activityOutcomeInterceptor } from './outcome-interceptor';
-import { createRetentionActivities } from '../activities/purge-claims';
+import { createPurgeActivities } from '../activities/purge-claims';
 import type { Config } from '../config';
 import { logger, redactIds, redactMeta } from '../lib/logger';
 import { onShutdown } from '../lib/shutdown';
@@ -157,7 +157,7 @@ export async function createWorker({ config, pool, interceptors = [], tuning }: 
       }),
       ...(config.claimRetentionMs === undefined
         ? {}
-        : createRetentionActivities({ pool, claimRetentionMs: config.claimRetentionMs })),
+        : createPurgeActivities({ pool, claimRetentionMs: config.claimRetentionMs })),
     },
     interceptors: { activity: [activityOutcomeInterceptor, ...interceptors] },
     // Under lib/shutdown.ts's deadline: activities still running then are cancelled, so the drain ends.
