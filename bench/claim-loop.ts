@@ -108,7 +108,7 @@ export async function benchReconcileActivity(
   const env = new MockActivityEnvironment({ attempt: 1 });
   try {
     const ms = await closedLoop(count, CLAIM_LOOP_CONCURRENCY, async (i) => {
-      const result = (await env.run(reconcilePayment, pool, events[i]!, {})) as ReconcileResult;
+      const result = (await env.run(reconcilePayment, pool, events[i]!)) as ReconcileResult;
       if (result.outcome !== 'applied') throw new Error(`B1 expected applied, got ${result.outcome}`);
     });
     return { eventsPerSecond: count / (ms / 1000) };

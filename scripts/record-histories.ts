@@ -2,9 +2,9 @@
  * `npm run record-histories`: runs each workflow scenario on a real Temporal dev server and
  * PostgreSQL, with local downstream receivers, and writes its event history to test/histories/.
  * test/replay-histories.test.ts replays them against the current workflow code, so a change that
- * breaks determinism fails the build. Re-record only for a change that is meant to be incompatible
- * and before anything is deployed; otherwise move the old histories into a subfolder named for the
- * change (they keep replaying) and guard the change with workflow.patched().
+ * breaks determinism fails the build. Before a version is deployed, re-record freely; after, guard a
+ * change in the commands a workflow emits with workflow.patched() and move the old histories into a
+ * subfolder named for the change first (they keep replaying), then re-record.
  */
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -28,6 +28,7 @@ import { startEmbeddedPostgres } from '../src/stack/embedded-postgres';
 import { findTemporalCli } from '../src/stack/temporal-binaries';
 import { startTemporalDevServer } from '../src/stack/temporal-dev-server';
 import { createWorker } from '../src/worker/run';
+import { afterReconcileCommit } from '../test/support/after-commit';
 
 const run = promisify(execFile);
 const OUT_DIR = join(__dirname, '..', 'test', 'histories');
@@ -91,15 +92,15 @@ async function main() {
         allowPrivateTargets: true,
       },
       pool,
-      hooks: {
+      interceptors: [
         // One scenario loses the activity's completion after COMMIT, as a crashed worker would.
-        afterCommit: (eventId, attempt) => {
+        afterReconcileCommit((eventId, attempt) => {
           if (eventId === 'pay_rec_lost_ack' && attempt === 1 && !failedOnce) {
             failedOnce = true;
             throw new Error('injected: completion lost after commit');
           }
-        },
-      },
+        }),
+      ],
     });
     const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
     const gateway = buildGateway({

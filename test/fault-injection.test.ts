@@ -21,14 +21,12 @@ const attemptsSeen = new Map<string, string[]>();
 let stack: TestStack;
 before(async () => {
   stack = await startTestStack({
-    hooks: {
-      afterCommit: (eventId, attempt) => {
-        const path = Context.current().info.isLocal ? 'local' : 'activity';
-        attemptsSeen.set(eventId, [...(attemptsSeen.get(eventId) ?? []), `${path} ${attempt}`]);
-        if (loseFirstCompletion.has(eventId) && attemptsSeen.get(eventId)!.length === 1) {
-          throw new Error('injected fault: the worker lost the activity completion after COMMIT');
-        }
-      },
+    afterCommit: (eventId, attempt) => {
+      const path = Context.current().info.isLocal ? 'local' : 'activity';
+      attemptsSeen.set(eventId, [...(attemptsSeen.get(eventId) ?? []), `${path} ${attempt}`]);
+      if (loseFirstCompletion.has(eventId) && attemptsSeen.get(eventId)!.length === 1) {
+        throw new Error('injected fault: the worker lost the activity completion after COMMIT');
+      }
     },
   });
 });

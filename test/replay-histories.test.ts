@@ -8,8 +8,9 @@ import { installTemporalRuntime } from '../src/worker/run';
 import { workflowBundlePath } from '../src/worker/workflow-bundle';
 
 const HISTORIES = join(__dirname, 'histories');
-// The current version's histories, and in subfolders those recorded before a patched() change: runs
-// started before a deploy must keep replaying after it.
+// The current version's histories (`npm run record-histories`). Once a version is deployed, a change to
+// the commands a workflow emits goes behind patched(), and the histories recorded before it move into a
+// subfolder named for the change, so that runs started before a deploy keep replaying after it.
 const histories = readdirSync(HISTORIES, { recursive: true, encoding: 'utf8' })
   .filter((name) => name.endsWith('.json'))
   .sort()
@@ -29,10 +30,6 @@ test('recorded histories are committed for every workflow and scenario', () => {
     'payment-delivery-retried',
     'reminder-delivered',
     'reminder-cancelled',
-    'before-operator-view/payment-applied-delivered',
-    'before-operator-view/payment-saga-compensated',
-    'before-local-first/payment-applied-delivered',
-    'before-local-first/payment-lost-ack-retried',
   ]) {
     assert.ok(names.includes(expected), `test/histories has no ${expected}.json`);
   }
@@ -49,15 +46,18 @@ test('the workflow bundle the worker runs replays every recorded history determi
   assert.deepEqual(failures, []);
 });
 
-test('a workflow changed incompatibly fails the replay (the guard works)', async () => {
-  const [first] = histories;
-  assert.ok(first);
-  await assert.rejects(
-    Worker.runReplayHistory(
-      { workflowsPath: require.resolve('./support/nondeterministic-workflows') },
-      first.history,
-      first.workflowId,
-    ),
-    DeterminismViolationError,
+test('a workflow changed incompatibly fails the replay of every payment history (the guard works)', async () => {
+  const payments = histories.filter((h) => h.workflowId.startsWith('payment-'));
+  assert.ok(payments.length >= 8, `only ${payments.length} payment histories`);
+  const verdicts: Record<string, string> = {};
+  for await (const result of Worker.runReplayHistories(
+    { workflowsPath: require.resolve('./support/nondeterministic-workflows') },
+    payments,
+  )) {
+    verdicts[result.workflowId] = result.error?.constructor.name ?? 'replayed';
+  }
+  assert.deepEqual(
+    verdicts,
+    Object.fromEntries(payments.map((h) => [h.workflowId, DeterminismViolationError.name])),
   );
 });

@@ -16,6 +16,7 @@ import { loadConfig } from '../../src/config';
 import { createPool } from '../../src/db/pool';
 import { installShutdown, onShutdown } from '../../src/lib/shutdown';
 import { createWorker } from '../../src/worker/run';
+import { afterReconcileCommit } from '../../test/support/after-commit';
 
 /** SETTLE_BENCH_WORKER_CPU_PROFILE=<file>: a CPU profile of the main thread, written when it drains. */
 async function startProfile(): Promise<(() => Promise<void>) | undefined> {
@@ -40,15 +41,15 @@ async function main() {
   const { worker, connection } = await createWorker({
     config,
     pool,
-    hooks: pausePrefix
-      ? {
-          afterCommit: async (eventId) => {
+    interceptors: pausePrefix
+      ? [
+          afterReconcileCommit(async (eventId) => {
             if (!eventId.startsWith(pausePrefix)) return;
             process.stdout.write('committed\n');
             await new Promise(() => {});
-          },
-        }
-      : undefined,
+          }),
+        ]
+      : [],
   });
   const running = worker.run();
   // SIGTERM drains, as `settle worker` does (the Temporal runtime no longer owns the signals).

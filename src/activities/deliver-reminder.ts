@@ -24,10 +24,11 @@ export type ReminderDeliveryResult = { state: ReminderState; attempts: number };
 /** A little past the lease, so the retry finds it expired on the database clock. */
 const LEASE_MARGIN_MS = 250;
 
-type Claim =
+/** What an attempt found on the reminder row: finished, leased to another attempt, or leased to this one. */
+type Lease =
   | { kind: 'finished'; state: ReminderState; attempts: number }
-  | { kind: 'leased'; remainingMs: number }
-  | { kind: 'claimed'; reminder: Reminder; attempt: number };
+  | { kind: 'held'; remainingMs: number }
+  | { kind: 'taken'; reminder: Reminder; attempt: number };
 
 /**
  * Delivers a due reminder once. The reminder row decides: a cancelled or finished one is not sent;
@@ -42,29 +43,29 @@ export async function deliverReminder(
   deps: DeliveryDependencies,
   input: { deliveryId: string },
 ): Promise<ReminderDeliveryResult> {
-  const claim = await withTransaction(deps.pool, async (tx): Promise<Claim | undefined> => {
+  const lease = await withTransaction(deps.pool, async (tx): Promise<Lease | undefined> => {
     const reminder = await lockReminder(tx, input.deliveryId);
     if (!reminder) return undefined;
     if (reminder.state !== 'scheduled' && reminder.state !== 'processing') {
       return { kind: 'finished', state: reminder.state, attempts: reminder.attempts };
     }
     if (reminder.state === 'processing' && reminder.leaseRemainingMs > 0) {
-      return { kind: 'leased', remainingMs: reminder.leaseRemainingMs };
+      return { kind: 'held', remainingMs: reminder.leaseRemainingMs };
     }
     const attempt = await beginReminderAttempt(tx, input.deliveryId, deps.tuning.reminderLeaseMs);
-    return { kind: 'claimed', reminder, attempt };
+    return { kind: 'taken', reminder, attempt };
   });
-  if (!claim) throw ApplicationFailure.nonRetryable('no such reminder', ErrorCode.InvalidWorkflowInput);
-  if (claim.kind === 'finished') return { state: claim.state, attempts: claim.attempts };
-  if (claim.kind === 'leased') {
+  if (!lease) throw ApplicationFailure.nonRetryable('no such reminder', ErrorCode.InvalidWorkflowInput);
+  if (lease.kind === 'finished') return { state: lease.state, attempts: lease.attempts };
+  if (lease.kind === 'held') {
     throw ApplicationFailure.create({
       message: 'another attempt holds the delivery lease',
       type: ErrorCode.LeaseHeld,
-      nextRetryDelay: Math.ceil(claim.remainingMs) + LEASE_MARGIN_MS,
+      nextRetryDelay: Math.ceil(lease.remainingMs) + LEASE_MARGIN_MS,
     });
   }
 
-  const { reminder, attempt } = claim;
+  const { reminder, attempt } = lease;
   const secret = deps.config.outboundSecret;
   if (!secret) {
     const error = 'not sent: SETTLE_OUTBOUND_SECRET is not configured';

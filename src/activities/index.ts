@@ -10,7 +10,7 @@ import {
   type DeliveryTuning,
   type DownstreamConfig,
 } from './downstream';
-import { reconcilePayment, type ReconcileHooks } from './reconcile-payment';
+import { reconcilePayment } from './reconcile-payment';
 
 export type ActivityDependencies = {
   pool: pg.Pool;
@@ -20,12 +20,10 @@ export type ActivityDependencies = {
   config?: DownstreamConfig;
   /** Request timeout and reminder lease; the defaults suit production, tests shorten them. */
   tuning?: Partial<DeliveryTuning>;
-  /** Test seams for fault injection; empty in production. */
-  hooks?: ReconcileHooks;
 };
 
-/** An outbox row to deliver or undo; `eventId`, when given, is for the logs only. */
-type OutboxInput = { outboxId: number; eventId?: string };
+/** An outbox row to deliver or undo. */
+type OutboxInput = { outboxId: number };
 
 /** Builds the activities with their dependencies injected; workflows import this type only. */
 export function createActivities({
@@ -33,7 +31,6 @@ export function createActivities({
   http = createHttpClient(),
   config = {},
   tuning,
-  hooks = {},
 }: ActivityDependencies) {
   const delivery: DeliveryDependencies = {
     pool,
@@ -46,8 +43,7 @@ export function createActivities({
     throw new Error('the reminder lease must be longer than the request timeout');
   }
   return {
-    reconcilePayment: (event: PaymentEvent) => reconcilePayment(pool, event, hooks),
-    // `eventId` only names the event in the activity's log line (as a short hash); the row is the input.
+    reconcilePayment: (event: PaymentEvent) => reconcilePayment(pool, event),
     deliverOutboxRow: (input: OutboxInput) => deliverOutboxRow(delivery, input),
     reholdShipment: (input: OutboxInput) => reholdShipment(delivery, input),
     compensatePaymentEffects: (input: { eventId: string; reason: string }) =>

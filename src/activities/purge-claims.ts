@@ -4,10 +4,10 @@ import { logger } from '../lib/logger';
 import { purgedClaimsTotal } from '../metrics/settle-metrics';
 
 /**
- * The daily purge, run by the retention Schedule. The worker's own SETTLE_CLAIM_RETENTION decides the
+ * The daily purge, run by the purge Schedule. The worker's own SETTLE_CLAIM_RETENTION decides the
  * cutoff, so changing it needs no change to the Schedule. Safe to retry: a second run finds less.
  */
-export function createRetentionActivities({
+export function createPurgeActivities({
   pool,
   claimRetentionMs,
 }: {
@@ -15,7 +15,7 @@ export function createRetentionActivities({
   claimRetentionMs: number;
 }) {
   return {
-    async purgeExpiredClaims(): Promise<PurgeResult> {
+    async purgeClaimsPastRetention(): Promise<PurgeResult> {
       const result = await purgeExpiredClaims(pool, claimRetentionMs);
       purgedClaimsTotal.inc(result.claims);
       logger.info(
@@ -32,4 +32,4 @@ export function createRetentionActivities({
   };
 }
 
-export type RetentionActivities = ReturnType<typeof createRetentionActivities>;
+export type PurgeActivities = ReturnType<typeof createPurgeActivities>;

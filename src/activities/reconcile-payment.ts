@@ -1,15 +1,23 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import type pg from 'pg';
 import { findClaim, insertClaim, lockEventId, updateClaimOutcome, type ClaimOutcome } from '../db/claims';
 import { appendLedgerEntry } from '../db/ledger';
 import { insertOutboxRowsAndList, type NewOutboxRow, type OutboxEntry } from '../db/outbox';
+import { recordRepeatClaim } from '../db/repeats';
 import { findShipment, lockShipment, setPaymentStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
 import { downstreamIdempotencyKey } from '../domain/ids';
 import { paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
 import { capturesMoney, decideTransition, type PaymentStatus } from '../domain/payment-rules';
-import { ErrorCode } from '../domain/errors';
-import { payloadSha256 } from '../lib/hash';
+import { ErrorCode, errorCodeOf } from '../domain/errors';
+import { payloadSha256, shortHash } from '../lib/hash';
+import { logger } from '../lib/logger';
+import {
+  duplicateClaimsTotal,
+  eventToCommitSeconds,
+  reconcileOutcomesTotal,
+  transactionFailuresTotal,
+} from '../metrics/settle-metrics';
 
 export type ReconcileResult = {
   outcome: ClaimOutcome;
@@ -21,40 +29,58 @@ export type ReconcileResult = {
   outbox: OutboxEntry[];
 };
 
-export type ReconcileHooks = {
-  /** Test seam: runs after COMMIT and before the activity reports completion. */
-  afterCommit?: (eventId: string, attempt: number) => void | Promise<void>;
-};
-
 /**
  * One transaction: claim the event ID and apply its business effect together. A repeat returns the
- * stored outcome and changes nothing; a repeat with another payload is a non-retryable
- * `idempotency_key_reused`. An `unmatched` claim is retried against the shipment, so a replay applies
- * it once the shipment exists. Connection and serialization failures are thrown as-is and retried.
+ * stored outcome and changes nothing but the claim's repeat count; a repeat with another payload is a
+ * non-retryable `idempotency_key_reused`. An `unmatched` claim is retried against the shipment, so a
+ * replay applies it once the shipment exists. Connection and serialization failures are thrown as-is
+ * and retried. Each attempt counts itself in the reconcile metrics and logs what it decided.
  */
-export async function reconcilePayment(
-  pool: pg.Pool,
-  rawEvent: PaymentEvent,
-  hooks: ReconcileHooks = {},
-): Promise<ReconcileResult> {
-  const parsed = paymentEventSchema.safeParse(rawEvent);
-  if (!parsed.success) {
-    throw ApplicationFailure.nonRetryable('payment event failed validation', ErrorCode.InvalidWorkflowInput);
+export async function reconcilePayment(pool: pg.Pool, rawEvent: PaymentEvent): Promise<ReconcileResult> {
+  try {
+    const parsed = paymentEventSchema.safeParse(rawEvent);
+    if (!parsed.success) {
+      throw ApplicationFailure.nonRetryable(
+        'payment event failed validation',
+        ErrorCode.InvalidWorkflowInput,
+      );
+    }
+    const event = parsed.data;
+    const sha = payloadSha256(rawEvent);
+    const { result, secondsSinceReceipt } = await withTransaction(pool, (tx) =>
+      claimAndApply(tx, event, sha),
+    );
+    reconcileOutcomesTotal.inc({ outcome: result.outcome });
+    if (result.claimExisted) duplicateClaimsTotal.inc();
+    if (secondsSinceReceipt !== undefined) eventToCommitSeconds.observe(secondsSinceReceipt);
+    logger.info(
+      {
+        component: 'activity',
+        activity: 'reconcilePayment',
+        event: shortHash(event.id),
+        result: result.outcome,
+        claimExisted: result.claimExisted,
+      },
+      'payment event reconciled',
+    );
+    return result;
+  } catch (error) {
+    transactionFailuresTotal.inc({ code: errorCodeOf(error) });
+    throw error;
   }
-  const event = parsed.data;
-  const sha = payloadSha256(rawEvent);
-
-  const result = await withTransaction(pool, (tx) => claimAndApply(tx, event, sha));
-  await hooks.afterCommit?.(event.id, Context.current().info.attempt);
-  return result;
 }
 
 /**
  * The claim check and, for a new (or parked) event, the business effect, inside one transaction; then
  * what the workflow needs, read on the same connection before COMMIT (the same answer as after it):
- * one pool connection per reconcile, with up to 100 activities on a pool of 20.
+ * one pool connection per reconcile, with up to 100 activities on a pool of 20. A claim found already
+ * there is counted on the claim (the duplicate-claim rate); a new one reports its event-to-commit time.
  */
-async function claimAndApply(tx: pg.PoolClient, event: PaymentEvent, sha: string): Promise<ReconcileResult> {
+async function claimAndApply(
+  tx: pg.PoolClient,
+  event: PaymentEvent,
+  sha: string,
+): Promise<{ result: ReconcileResult; secondsSinceReceipt?: number }> {
   const shipmentId = event.data.shipment_id;
   await lockEventId(tx, event.id);
   const claim = await findClaim(tx, event.id);
@@ -64,23 +90,31 @@ async function claimAndApply(tx: pg.PoolClient, event: PaymentEvent, sha: string
       ErrorCode.IdempotencyKeyReused,
     );
   }
+  if (claim) await recordRepeatClaim(tx, event.id);
   if (claim && claim.outcome !== 'unmatched') {
     const shipment = await findShipment(tx, shipmentId);
-    return {
+    const result: ReconcileResult = {
       outcome: claim.outcome,
       claimExisted: true,
       shipmentId,
       paymentStatus: shipment?.paymentStatus ?? null,
       outbox: await insertOutboxRowsAndList(tx, { eventId: event.id, shipmentId }, []),
     };
+    return { result };
   }
   const applied = await applyPaymentTransition(tx, event);
+  const result: ReconcileResult = { ...applied, claimExisted: claim !== undefined, shipmentId };
   if (claim) {
     if (applied.outcome !== 'unmatched') await updateClaimOutcome(tx, event.id, applied.outcome);
-  } else {
-    await insertClaim(tx, { eventId: event.id, payloadSha256: sha, outcome: applied.outcome, shipmentId });
+    return { result };
   }
-  return { ...applied, claimExisted: claim !== undefined, shipmentId };
+  const secondsSinceReceipt = await insertClaim(tx, {
+    eventId: event.id,
+    payloadSha256: sha,
+    outcome: applied.outcome,
+    shipmentId,
+  });
+  return { result, secondsSinceReceipt };
 }
 
 /**

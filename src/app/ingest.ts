@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { startPaymentWorkflow } from '../temporal/client';
 import { findEvent, insertEvent, type EventSource } from '../db/events';
-import { recordConflict, recordDuplicateDelivery } from '../db/repeats';
+import { recordConflict, recordRedelivery } from '../db/repeats';
 import { recordStartOutcomeUnknown } from '../db/start-outcomes';
 import { withTransaction } from '../db/transaction';
 import { paymentWorkflowId } from '../domain/ids';
@@ -40,7 +40,7 @@ export async function ingestPaymentEvent(
   const sha = payloadSha256(event);
   const outcome = await admitPaymentEvent(deps, event, sha, source);
   try {
-    if (outcome.status === 'duplicate') await recordDuplicateDelivery(deps.pool, event.id);
+    if (outcome.status === 'duplicate') await recordRedelivery(deps.pool, event.id);
     if (outcome.status === 'conflict') {
       await recordConflict(deps.pool, {
         eventId: event.id,

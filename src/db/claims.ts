@@ -34,16 +34,24 @@ export async function findClaim(db: Queryable, eventId: string): Promise<Claim |
   return rows[0];
 }
 
+/**
+ * Inserts the claim. Returns the seconds from the event's receipt (its `events` row) to this claim, the
+ * event-to-commit latency (the claim commits with the transaction that writes it), or undefined for an
+ * event that has no `events` row (a workflow started without the gateway).
+ */
 export async function insertClaim(
   db: Queryable,
   claim: { eventId: string; payloadSha256: string; outcome: ClaimOutcome; shipmentId: string },
-): Promise<void> {
-  await db.query({
+): Promise<number | undefined> {
+  const { rows } = await db.query<{ seconds: number | null }>({
     name: 'claims.insert',
     text: `INSERT INTO claims (event_id, payload_sha256, outcome, shipment_id)
-           VALUES ($1::text, $2::text, $3::text, $4::text)`,
+           VALUES ($1::text, $2::text, $3::text, $4::text)
+           RETURNING EXTRACT(EPOCH FROM claimed_at -
+             (SELECT received_at FROM events WHERE event_id = $1::text))::float8 AS seconds`,
     values: [claim.eventId, claim.payloadSha256, claim.outcome, claim.shipmentId],
   });
+  return rows[0]?.seconds ?? undefined;
 }
 
 export async function updateClaimOutcome(

@@ -18,8 +18,8 @@ export async function recordConflict(
   );
 }
 
-/** Counts a repeat delivery of a known event (answered `duplicate`), for the duplicate-rate SLO. */
-export async function recordDuplicateDelivery(db: Queryable, eventId: string): Promise<void> {
+/** Counts a redelivery of a known event (answered `duplicate`), for the duplicate-rate SLO. */
+export async function recordRedelivery(db: Queryable, eventId: string): Promise<void> {
   await db.query(
     `UPDATE events SET duplicate_deliveries = duplicate_deliveries + 1, last_duplicate_at = now()
       WHERE event_id = $1::text`,
@@ -30,15 +30,4 @@ export async function recordDuplicateDelivery(db: Queryable, eventId: string): P
 /** Counts a reconcile that found its claim already there (the claim refused a second effect). */
 export async function recordRepeatClaim(db: Queryable, eventId: string): Promise<void> {
   await db.query(`UPDATE claims SET repeat_claims = repeat_claims + 1 WHERE event_id = $1::text`, [eventId]);
-}
-
-/** Seconds from receipt to claim of one event: the event-to-commit latency. */
-export async function eventToCommitSeconds(db: Queryable, eventId: string): Promise<number | undefined> {
-  const { rows } = await db.query<{ seconds: number }>(
-    `SELECT EXTRACT(EPOCH FROM c.claimed_at - e.received_at)::float8 AS seconds
-       FROM claims c JOIN events e USING (event_id)
-      WHERE c.event_id = $1::text`,
-    [eventId],
-  );
-  return rows[0]?.seconds;
 }

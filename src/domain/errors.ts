@@ -87,3 +87,13 @@ export function classifyDatabaseFailure(error: unknown): 'unavailable' | 'invali
   if (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError) return 'bug';
   return 'unavailable';
 }
+
+/**
+ * The stable code of a failure, for logs and metric labels: an ApplicationFailure's type, else the code
+ * of a PostgreSQL error's SQLSTATE, else `unknown`.
+ */
+export function errorCodeOf(error: unknown): string {
+  const e = error as { type?: unknown; code?: unknown };
+  if (typeof e?.type === 'string' && e.type) return e.type;
+  return codeForSqlState(typeof e?.code === 'string' ? e.code : undefined) ?? 'unknown';
+}

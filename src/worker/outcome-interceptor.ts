@@ -5,41 +5,31 @@ import type {
   ActivityInterceptorsFactory,
   Next,
 } from '@temporalio/worker';
-import type pg from 'pg';
-import { eventToCommitSeconds as readEventToCommit, recordRepeatClaim } from '../db/repeats';
-import { codeForSqlState } from '../domain/errors';
+import { errorCodeOf } from '../domain/errors';
+import { subjectOfWorkflowId } from '../domain/ids';
 import { shortHash } from '../lib/hash';
 import { logger, redactIds } from '../lib/logger';
-import {
-  activityOutcomesTotal,
-  duplicateClaimsTotal,
-  eventToCommitSeconds,
-  reconcileOutcomesTotal,
-  transactionFailuresTotal,
-} from '../metrics/settle-metrics';
-import type { ReconcileResult } from '../activities/reconcile-payment';
+import { activityOutcomesTotal } from '../metrics/settle-metrics';
 
 /**
- * One JSON log line per activity attempt (type, attempt, outcome, duration, the event as a short hash)
- * and the SLO metrics that only the worker sees: reconcile outcomes, duplicate claims, event-to-commit
- * latency and transaction failures. Observes only: results and errors pass through unchanged.
+ * One JSON log line per activity attempt (type, attempt, outcome, duration, and the event or reminder
+ * delivery it works for, as a short hash of the ID its workflow ID carries) and
+ * `settle_activity_outcomes_total`. Observes only: it reads nothing, writes nothing, and passes results
+ * and errors through unchanged. What one activity must record (reconcile's figures) it records itself.
  */
-export function activityOutcomeInterceptor(deps: { pool: pg.Pool }): ActivityInterceptorsFactory {
-  return (ctx: Context) => ({ inbound: new ActivityOutcomeInterceptor(ctx, deps.pool) });
-}
+export const activityOutcomeInterceptor: ActivityInterceptorsFactory = (ctx) => ({
+  inbound: new ActivityOutcomeInterceptor(ctx),
+});
 
 class ActivityOutcomeInterceptor implements ActivityInboundCallsInterceptor {
-  constructor(
-    private readonly ctx: Context,
-    private readonly pool: pg.Pool,
-  ) {}
+  constructor(private readonly ctx: Context) {}
 
   async execute(
     input: ActivityExecuteInput,
     next: Next<ActivityInboundCallsInterceptor, 'execute'>,
   ): Promise<unknown> {
-    const { activityType, attempt } = this.ctx.info;
-    const subjectId = subjectOf(input.args[0]);
+    const { activityType, attempt, workflowExecution } = this.ctx.info;
+    const subjectId = workflowExecution ? subjectOfWorkflowId(workflowExecution.workflowId) : undefined;
     const base = {
       component: 'activity',
       activity: activityType,
@@ -51,57 +41,24 @@ class ActivityOutcomeInterceptor implements ActivityInboundCallsInterceptor {
       const result = await next(input);
       const ms = Math.round(performance.now() - started);
       activityOutcomesTotal.inc({ activity: activityType, outcome: 'completed' });
-      const details =
-        activityType === 'reconcilePayment' && subjectId
-          ? await this.observeReconcile(subjectId, result as ReconcileResult)
-          : {};
-      logger.info({ ...base, outcome: 'completed', ms, ...details }, 'activity completed');
+      logger.info({ ...base, outcome: 'completed', ms }, 'activity completed');
       return result;
     } catch (error) {
       const ms = Math.round(performance.now() - started);
-      const code = errorCode(error);
       activityOutcomesTotal.inc({ activity: activityType, outcome: 'failed' });
-      if (activityType === 'reconcilePayment') transactionFailuresTotal.inc({ code });
       logger.warn(
-        { ...base, outcome: 'failed', ms, code, error: scrub(errorMessage(error), subjectId) },
+        {
+          ...base,
+          outcome: 'failed',
+          ms,
+          code: errorCodeOf(error),
+          error: scrub(errorMessage(error), subjectId),
+        },
         'activity failed',
       );
       throw error;
     }
   }
-
-  private async observeReconcile(eventId: string, result: ReconcileResult) {
-    reconcileOutcomesTotal.inc({ outcome: result.outcome });
-    try {
-      if (result.claimExisted) {
-        duplicateClaimsTotal.inc();
-        await recordRepeatClaim(this.pool, eventId);
-      } else {
-        const seconds = await readEventToCommit(this.pool, eventId);
-        if (seconds !== undefined) eventToCommitSeconds.observe(seconds);
-      }
-    } catch {
-      // Statistics only; the effect already committed.
-    }
-    return { result: result.outcome, claimExisted: result.claimExisted };
-  }
-}
-
-/** The event (or delivery) an activity works for, whatever shape its first argument has. */
-function subjectOf(arg: unknown): string | undefined {
-  if (!arg || typeof arg !== 'object') return undefined;
-  const record = arg as Record<string, unknown>;
-  for (const key of ['eventId', 'deliveryId', 'id']) {
-    if (typeof record[key] === 'string') return record[key];
-  }
-  const nested = record.event;
-  return nested && typeof nested === 'object' ? subjectOf(nested) : undefined;
-}
-
-function errorCode(error: unknown): string {
-  const e = error as { type?: unknown; code?: unknown };
-  if (typeof e?.type === 'string' && e.type) return e.type;
-  return codeForSqlState(typeof e?.code === 'string' ? e.code : undefined) ?? 'unknown';
 }
 
 function errorMessage(error: unknown): string {

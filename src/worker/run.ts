@@ -1,8 +1,14 @@
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import {
+  type ActivityInterceptorsFactory,
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  Worker,
+} from '@temporalio/worker';
 import type pg from 'pg';
 import { createActivities, type ActivityDependencies } from '../activities';
 import { activityOutcomeInterceptor } from './outcome-interceptor';
-import { createRetentionActivities } from '../activities/purge-claims';
+import { createPurgeActivities } from '../activities/purge-claims';
 import type { Config } from '../config';
 import { logger, redactIds, redactMeta } from '../lib/logger';
 import { onShutdown } from '../lib/shutdown';
@@ -70,7 +76,8 @@ export type WorkerOptions = {
       Pick<Config, 'carrierUrl' | 'erpUrl' | 'outboundSecret' | 'allowPrivateTargets' | 'maxCachedWorkflows'>
     >;
   pool: pg.Pool;
-  hooks?: ActivityDependencies['hooks'];
+  /** Activity interceptors run inside settle's own (tests use one to lose a completion after COMMIT). */
+  interceptors?: ActivityInterceptorsFactory[];
   /** Shorter delivery timeouts and leases for tests; production uses the defaults. */
   tuning?: ActivityDependencies['tuning'];
 };
@@ -127,7 +134,7 @@ export function missingDownstreamVariables(config: Pick<Config, 'carrierUrl' | '
 }
 
 /** A worker polling settle's task queue; the caller runs it and closes the connection. */
-export async function createWorker({ config, pool, hooks, tuning }: WorkerOptions) {
+export async function createWorker({ config, pool, interceptors = [], tuning }: WorkerOptions) {
   installTemporalRuntime();
   const codePath = await workflowBundlePath();
   const connection = await connectWorker(config);
@@ -140,7 +147,6 @@ export async function createWorker({ config, pool, hooks, tuning }: WorkerOption
     activities: {
       ...createActivities({
         pool,
-        hooks,
         tuning,
         config: {
           carrierUrl: config.carrierUrl,
@@ -151,9 +157,9 @@ export async function createWorker({ config, pool, hooks, tuning }: WorkerOption
       }),
       ...(config.claimRetentionMs === undefined
         ? {}
-        : createRetentionActivities({ pool, claimRetentionMs: config.claimRetentionMs })),
+        : createPurgeActivities({ pool, claimRetentionMs: config.claimRetentionMs })),
     },
-    interceptors: { activity: [activityOutcomeInterceptor({ pool })] },
+    interceptors: { activity: [activityOutcomeInterceptor, ...interceptors] },
     // Under lib/shutdown.ts's deadline: activities still running then are cancelled, so the drain ends.
     shutdownGraceTime: '4s',
   });

@@ -1,9 +1,11 @@
 import {
   ActivityFailure,
+  type ActivityFunction,
+  type ActivityFunctionWithOptions,
+  type LocalActivityFunctionWithOptions,
   ApplicationFailure,
   defineQuery,
   log,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -11,6 +13,7 @@ import {
   sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
+import type { Duration } from '@temporalio/common';
 import type { Activities, OutboxDeliveryResult, ReconcileResult } from '../activities';
 import type { PaymentCompensationResult } from '../activities/compensate-payment';
 import type { RetryAfterDetails } from '../activities/downstream';
@@ -44,14 +47,15 @@ export const reconciledQuery = defineQuery<ReconcileResult | null>('reconciled')
  * infrastructure failures (PostgreSQL down, a serialization race), and the claim makes every retry safe.
  * Only the codes in NON_RETRYABLE_ERROR_TYPES stop them, and they fail the workflow with that code.
  */
-const { reconcilePayment, compensatePaymentEffects } = proxyActivities<Activities>({
+const TRANSACTION_RETRY = {
+  initialInterval: '500 milliseconds',
+  backoffCoefficient: 2,
+  maximumInterval: '30 seconds',
+  nonRetryableErrorTypes: NON_RETRYABLE_ERROR_TYPES,
+} as const;
+const transactions = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
-  retry: {
-    initialInterval: '500 milliseconds',
-    backoffCoefficient: 2,
-    maximumInterval: '30 seconds',
-    nonRetryableErrorTypes: NON_RETRYABLE_ERROR_TYPES,
-  },
+  retry: TRANSACTION_RETRY,
 });
 
 /**
@@ -60,15 +64,16 @@ const { reconcilePayment, compensatePaymentEffects } = proxyActivities<Activitie
  * A 429/503 Retry-After sets the next delay exactly (nextRetryDelay, above maximumInterval if need be).
  * A 4xx is `downstream_rejected`, non-retryable. The heartbeat notices a vanished worker within 10 s.
  */
-const { deliverOutboxRow, reholdShipment } = proxyActivities<Activities>({
+const DOWNSTREAM_RETRY = {
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval: '5 minutes',
+  nonRetryableErrorTypes: NON_RETRYABLE_ERROR_TYPES,
+} as const;
+const downstream = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
   heartbeatTimeout: '10 seconds',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '5 minutes',
-    nonRetryableErrorTypes: NON_RETRYABLE_ERROR_TYPES,
-  },
+  retry: DOWNSTREAM_RETRY,
 });
 
 /**
@@ -85,35 +90,45 @@ const local = proxyLocalActivities<Activities>({
   retry: { maximumAttempts: 1 },
 });
 
-/** Marks runs that take the fast path; runs started before it replay the durable-only path. */
-const LOCAL_FIRST_PATCH = 'payment-steps-local-first';
+/** What a step runs: its activity through both proxies, and the durable retry policy's first wait. */
+type Step<F extends ActivityFunction> = {
+  local: LocalActivityFunctionWithOptions<F>;
+  durable: ActivityFunctionWithOptions<F>;
+  firstRetryDelay: Duration;
+};
 
-/** Marks runs that carry search attributes, summaries and final states; older runs replay without them. */
-const OPERATOR_VIEW_PATCH = 'payment-operator-view';
-
-/** What a step is, for the UI (activity summaries, the run's current details). */
-type Step = { name: string; summary?: string };
+/** The steps of a payment run. */
+const RECONCILE: Step<Activities['reconcilePayment']> = {
+  local: local.reconcilePayment,
+  durable: transactions.reconcilePayment,
+  firstRetryDelay: TRANSACTION_RETRY.initialInterval,
+};
+const DELIVER: Step<Activities['deliverOutboxRow']> = {
+  local: local.deliverOutboxRow,
+  durable: downstream.deliverOutboxRow,
+  firstRetryDelay: DOWNSTREAM_RETRY.initialInterval,
+};
 
 /**
- * Runs `step` as a local activity once, and after a failure hands it to the durable activity: at once
- * for a failure no retry can fix (the durable attempt meets the same stored state and fails the same
- * way, so the workflow's failure names the activity as before), after `firstRetryDelayMs` (or the
- * downstream's Retry-After) otherwise. `onRetry` runs before a retryable failure's wait: the durable
- * activity's summary says why it runs, so a failed local attempt is never mistaken for a good one.
+ * Runs a step as a local activity once, and after a failure as the durable activity: at once for a
+ * failure no retry can fix (the durable attempt meets the same stored state and fails the same way, so
+ * the workflow's failure names the activity), otherwise after the durable retry policy's first interval
+ * (or the downstream's Retry-After). `onRetry` runs before a retryable failure's wait. The summary names
+ * the step in the UI; the durable activity's summary adds why it runs, so a failed local attempt is
+ * never mistaken for a good one.
  */
-async function locallyFirst<T>(
-  step: Step,
-  runLocally: () => Promise<T>,
-  runDurably: (summary: string | undefined) => Promise<T>,
-  firstRetryDelayMs: number,
+async function runStep<F extends ActivityFunction>(
+  step: Step<F>,
+  args: Parameters<F>,
+  summary: string,
   onRetry: (reason: string) => void = () => {},
-): Promise<T> {
+): Promise<Awaited<ReturnType<F>>> {
   try {
-    return await runLocally();
+    return await step.local.executeWithOptions({ summary }, args);
   } catch (error) {
     const failure = applicationFailureOf(error);
     log.info('a local attempt failed; the durable activity takes over', {
-      step: step.name,
+      step: summary,
       errorType: failure?.type,
     });
     const why = `${failure?.type ?? 'error'}${failure?.message ? ` (${failure.message})` : ''}`;
@@ -122,13 +137,9 @@ async function locallyFirst<T>(
       : `retrying, first attempt failed: ${why}`;
     if (!failure?.nonRetryable) {
       onRetry(reason);
-      const waitSummary = step.summary ? `wait, then retry ${step.summary}` : undefined;
-      await sleep(
-        retryAfterMs(failure) ?? firstRetryDelayMs,
-        waitSummary ? { summary: waitSummary } : undefined,
-      );
+      await sleep(retryAfterMs(failure) ?? step.firstRetryDelay, { summary: `wait, then retry ${summary}` });
     }
-    return runDurably(step.summary ? `${step.summary} · ${reason}` : undefined);
+    return step.durable.executeWithOptions({ summary: `${summary} · ${reason}` }, args);
   }
 }
 
@@ -145,38 +156,18 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
   const { event } = input;
   let decided: ReconcileResult | null = null;
   setHandler(reconciledQuery, () => decided);
-  const localFirst = patched(LOCAL_FIRST_PATCH);
-  const view = new OperatorView(localFirst && patched(OPERATOR_VIEW_PATCH));
+  const view = new OperatorView();
   const saga = new Saga();
   let compensation: PaymentCompensationResult | undefined;
   // Registered before reconcile runs; like every compensation it runs only after a downstream refusal.
   saga.add('reverse ledger entries and flag for review', async (reason) => {
-    const args = [{ eventId: event.id, reason }] as const;
-    compensation = await (view.on
-      ? compensatePaymentEffects.executeWithOptions(
-          { summary: 'compensate: reverse ledger entries, outcome needs_review' },
-          [...args],
-        )
-      : compensatePaymentEffects(...args));
+    compensation = await transactions.compensatePaymentEffects.executeWithOptions(
+      { summary: 'compensate: reverse ledger entries, outcome needs_review' },
+      [{ eventId: event.id, reason }],
+    );
   });
 
-  const reconcileStep = {
-    name: 'reconcile',
-    summary: view.summary(`reconcile ${event.type} · ${event.data.shipment_id}`),
-  };
-  const reconcile = (summary?: string) =>
-    summary ? reconcilePayment.executeWithOptions({ summary }, [event]) : reconcilePayment(event);
-  const reconciled = localFirst
-    ? await locallyFirst(
-        reconcileStep,
-        () =>
-          reconcileStep.summary
-            ? local.reconcilePayment.executeWithOptions({ summary: reconcileStep.summary }, [event])
-            : local.reconcilePayment(event),
-        reconcile,
-        500,
-      )
-    : await reconcile();
+  const reconciled = await runStep(RECONCILE, [event], `reconcile ${event.type} · ${event.data.shipment_id}`);
   decided = reconciled;
   log.info('payment event reconciled', {
     eventType: event.type,
@@ -195,34 +186,19 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
     // A release delivered by an earlier run is undone too if this run's later step is refused.
     if (row.target === 'carrier' && (isDeliverable(row.status) || row.status === 'delivered')) {
       saga.add('re-hold the shipment at the carrier', () =>
-        view.on
-          ? reholdShipment.executeWithOptions(
-              { summary: 'carrier hold · compensate: re-hold the shipment' },
-              [{ outboxId: row.outboxId, eventId: event.id }],
-            )
-          : reholdShipment({ outboxId: row.outboxId, eventId: event.id }),
+        downstream.reholdShipment.executeWithOptions(
+          { summary: 'carrier hold · compensate: re-hold the shipment' },
+          [{ outboxId: row.outboxId }],
+        ),
       );
     }
     if (!isDeliverable(row.status)) continue;
 
-    const input = { outboxId: row.outboxId, eventId: event.id };
-    const step = { name: `deliver to ${row.target}`, summary: view.summary(`${row.target} ${row.action}`) };
-    view.deliveryState('delivering', `${step.summary ?? step.name}: sending`);
-    const deliver = (summary?: string) =>
-      summary ? deliverOutboxRow.executeWithOptions({ summary }, [input]) : deliverOutboxRow(input);
-    const delivery = localFirst
-      ? locallyFirst(
-          step,
-          () =>
-            step.summary
-              ? local.deliverOutboxRow.executeWithOptions({ summary: step.summary }, [input])
-              : local.deliverOutboxRow(input),
-          deliver,
-          1_000,
-          (reason) => view.deliveryState('retrying', `${step.summary ?? step.name}: ${reason}`),
-        )
-      : deliver();
-    const delivered = await delivery.catch((error: unknown) => {
+    const summary = `${row.target} ${row.action}`;
+    view.deliveryState('delivering', `${summary}: sending`);
+    const delivered = await runStep(DELIVER, [{ outboxId: row.outboxId }], summary, (reason) =>
+      view.deliveryState('retrying', `${summary}: ${reason}`),
+    ).catch((error: unknown) => {
       if (isRefusal(error)) return undefined;
       throw error;
     });
@@ -247,43 +223,34 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
     await saga.compensate(reason);
     view.outcome('needs_review');
     view.deliveryState('compensated', `needs review: ${reason}`);
-    const outbox = view.on ? finalOutbox(reconciled.outbox, deliveries, compensation) : reconciled.outbox;
+    const outbox = finalOutbox(reconciled.outbox, deliveries, compensation);
     return {
       ...reconciled,
       outcome: 'needs_review',
       outbox,
-      deliveries: view.on ? withFinalStatus(deliveries, outbox) : deliveries,
+      deliveries: withFinalStatus(deliveries, outbox),
       compensated: true,
     };
   }
-  const outbox = view.on ? finalOutbox(reconciled.outbox, deliveries) : reconciled.outbox;
+  const outbox = finalOutbox(reconciled.outbox, deliveries);
   view.deliveryState(storedDeliveryState(outbox));
   return { ...reconciled, outbox, deliveries, compensated: false };
 }
 
 /**
  * What an operator sees of a run in the Temporal UI: the search attributes SettleOutcome and
- * SettleDeliveryState (upserted only when they change: each upsert is a command in the history), the
- * run's current details, and activity summaries. Off for runs started before it (they replay as they
- * were recorded).
+ * SettleDeliveryState (upserted only when they change: each upsert is a command in the history) and
+ * the run's current details. Activity summaries are set where each activity runs.
  */
 class OperatorView {
   private state: DeliveryState | null | undefined;
 
-  constructor(readonly on: boolean) {}
-
-  summary(text: string): string | undefined {
-    return this.on ? text : undefined;
-  }
-
   outcome(outcome: PaymentWorkflowResult['outcome']): void {
-    if (!this.on) return;
     upsertSearchAttributes([{ key: SettleOutcomeKey, value: outcome }]);
     setCurrentDetails(`outcome ${outcome}`);
   }
 
   deliveryState(state: DeliveryState | null, details?: string): void {
-    if (!this.on) return;
     if (state !== this.state) upsertSearchAttributes([{ key: SettleDeliveryStateKey, value: state }]);
     this.state = state;
     setCurrentDetails(details ?? (state ? `deliveries ${state}` : 'nothing to deliver'));

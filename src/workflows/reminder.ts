@@ -67,12 +67,10 @@ export async function reminderWorkflow(input: ReminderWorkflowInput): Promise<Re
   } catch (error) {
     if (!(error instanceof ActivityFailure)) throw error;
     const reason = `gave up: ${error.cause?.message ?? 'delivery failed'}`;
-    // Runs recorded before failReminder reported the attempts replay an empty result.
-    const failed = (await failReminder({ deliveryId: input.deliveryId, reason })) as
-      { attempts: number } | undefined;
+    const { attempts } = await failReminder({ deliveryId: input.deliveryId, reason });
     log.warn('reminder delivery gave up', {
       errorType: (error.cause as ApplicationFailure | undefined)?.type,
     });
-    return { state: 'failed', attempts: failed?.attempts ?? 0 };
+    return { state: 'failed', attempts };
   }
 }

@@ -12,7 +12,7 @@ import { signWebhook } from '../../src/domain/webhook-signature';
 import { logger } from '../../src/lib/logger';
 import { createWorker } from '../../src/worker/run';
 import type { ActivityDependencies } from '../../src/activities';
-import type { ReconcileHooks } from '../../src/activities/reconcile-payment';
+import { afterReconcileCommit, type AfterCommit } from './after-commit';
 
 export const TEMPORAL_ADDRESS = required('TEMPORAL_ADDRESS');
 const ADMIN_URL = required('SETTLE_TEST_ADMIN_DATABASE_URL');
@@ -60,8 +60,8 @@ export type TestStack = {
   apiToken: string;
   gatewayUrl: string;
   config: Config;
-  /** Starts (again) a worker on this stack's task queue. */
-  startWorker(hooks?: ReconcileHooks): Promise<void>;
+  /** Starts (again) a worker on this stack's task queue, with `afterCommit` injected when given. */
+  startWorker(afterCommit?: AfterCommit): Promise<void>;
   stopWorker(): Promise<void>;
   close(): Promise<void>;
 };
@@ -69,7 +69,8 @@ export type TestStack = {
 /** A database, a worker and a gateway on a fresh task queue of the shared Temporal dev server. */
 export async function startTestStack(
   options: {
-    hooks?: ReconcileHooks;
+    /** Runs after each reconcile attempt commits (see ./after-commit.ts). */
+    afterCommit?: AfterCommit;
     temporalAddress?: string;
     worker?: boolean;
     /** Secrets accepted besides `secret`, as during a rotation. */
@@ -127,11 +128,11 @@ export async function startTestStack(
     apiToken,
     gatewayUrl: `http://127.0.0.1:${port}`,
     config,
-    async startWorker(hooks) {
+    async startWorker(afterCommit) {
       const { worker, connection } = await createWorker({
         config,
         pool: db.pool,
-        hooks,
+        interceptors: afterCommit ? [afterReconcileCommit(afterCommit)] : [],
         tuning: options.tuning,
       });
       const done = worker.run();
@@ -154,7 +155,7 @@ export async function startTestStack(
       await db.drop();
     },
   };
-  if (options.worker !== false) await stack.startWorker(options.hooks);
+  if (options.worker !== false) await stack.startWorker(options.afterCommit);
   return stack;
 }
 
