@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { connectClient } from '../../temporal/client';
 import { createPool } from '../../db/pool';
-import { startGateway } from '../../gateway/run';
+import { missingWebhookSecrets, startGateway } from '../../gateway/run';
 import { logger } from '../../lib/logger';
 import { startMetricsServer } from '../../metrics/metrics-server';
 import { prepareRetention } from '../../app/purge-schedule';
@@ -9,7 +9,7 @@ import { runDevStack } from '../../stack/dev-stack';
 import { missingDownstreamVariables, runWorker } from '../../worker/run';
 import { onShutdown } from '../../lib/shutdown';
 import { checkNamespace, probeTls } from '../../temporal/connection';
-import { CliError, commandConfig } from '../context';
+import { CliError, roleConfig } from '../context';
 
 /** How long a starting gateway waits for Temporal's answer about its namespace. */
 const GATEWAY_START_CHECK_MS = 10_000;
@@ -41,7 +41,7 @@ export function registerRoles(program: Command) {
         'the runs it keeps in memory. Refuses to start without SETTLE_CARRIER_URL and SETTLE_ERP_URL.',
     )
     .action(async () => {
-      const { config } = commandConfig();
+      const config = roleConfig();
       const missing = missingDownstreamVariables(config);
       if (missing.length) {
         throw new CliError(
@@ -50,7 +50,7 @@ export function registerRoles(program: Command) {
         );
       }
       const pool = createPool(config.databaseUrl);
-      const metrics = await startMetricsServer({ port: config.metricsPort ?? 0, host: config.host });
+      const metrics = await startMetricsServer({ port: config.metricsPort, host: config.host });
       logger.info({ url: `${metrics.url}/metrics` }, 'worker metrics listening');
       try {
         const client = await connectClient(config);
@@ -80,7 +80,9 @@ export function registerRoles(program: Command) {
         'requests (within 8 s). /readyz is 503 while the namespace is missing or Temporal unreachable.',
     )
     .action(async () => {
-      const { config } = commandConfig();
+      const config = roleConfig();
+      const missingSecrets = missingWebhookSecrets(config);
+      if (missingSecrets) throw new CliError(missingSecrets);
       const pool = createPool(config.databaseUrl);
       const refused = await probeTls(config);
       if (refused) {
