@@ -29,15 +29,18 @@ function parseVariables<V extends Variables>(
   );
   const parsed = objectSchema(variables).safeParse(raw);
   if (parsed.success) return parsed.data as Parsed<V>;
+  // One message per variable: the first rule it breaks.
+  const issues = new Map<string, string>();
+  for (const issue of parsed.error.issues) {
+    const key = String(issue.path[0]);
+    if (issues.has(key)) continue;
+    issues.set(key, raw[key] === undefined ? 'is not set' : issue.message);
+  }
   throw new ConfigError(
-    parsed.error.issues.map((issue) => {
-      const key = String(issue.path[0]);
-      const name = variables[key]?.name ?? 'environment';
-      return {
-        variable: describe(name),
-        message: raw[key] === undefined ? 'is not set' : issue.message,
-      };
-    }),
+    [...issues].map(([key, message]) => ({
+      variable: describe(variables[key]?.name ?? 'environment'),
+      message,
+    })),
   );
 }
 
