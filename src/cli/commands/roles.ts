@@ -38,7 +38,8 @@ export function registerRoles(program: Command) {
         'namespace is missing, the credentials are refused or TLS fails. ' +
         'Serves /metrics on HOST:SETTLE_METRICS_PORT and ensures the daily claim purge Schedule. ' +
         'Runs the workflow bundle built once into .settle/cache; SETTLE_MAX_CACHED_WORKFLOWS bounds ' +
-        'the runs it keeps in memory. Refuses to start without SETTLE_CARRIER_URL and SETTLE_ERP_URL.',
+        'the runs it keeps in memory. Refuses to start without SETTLE_CARRIER_URL and SETTLE_ERP_URL. ' +
+        'Configured by its environment alone (never a running stack or the development secrets of .settle/).',
     )
     .action(async () => {
       const config = roleConfig();
@@ -77,7 +78,9 @@ export function registerRoles(program: Command) {
     .command('gateway')
     .description(
       'Run one gateway process (HTTP on HOST:PORT); SIGTERM or SIGINT stops accepting and finishes open ' +
-        'requests (within 8 s). /readyz is 503 while the namespace is missing or Temporal unreachable.',
+        'requests (within 8 s). /readyz is 503 while the namespace is missing or Temporal unreachable. ' +
+        'Refuses to start without SETTLE_WEBHOOK_SECRETS (or a provider secret). Configured by its ' +
+        'environment alone (never a running stack or the development secrets of .settle/).',
     )
     .action(async () => {
       const config = roleConfig();
