@@ -2,6 +2,10 @@ import type { TLSConfig } from '@temporalio/client';
 import { z } from 'zod';
 import { parseDuration } from '../domain/duration';
 
+// Every environment variable settle reads is declared here, once; the `Config` and `Settings` types
+// are inferred from these declarations. A new variable is one entry below, plus its row in the
+// README's configuration table and its line in .env.example (test/unit/config.test.ts checks both).
+
 /**
  * One environment variable: its name, the zod schema its text is parsed with, and the default
  * applied when it is unset or empty, written as a person would set it (so the README and
