@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { connectClient } from '../temporal/client';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createPool } from '../db/pool';
-import { resolveEnvironment, resolveStackEnvironment } from '../stack/dev-state';
+import { resolveEnvironment, resolveStackEnvironment, withDevSecrets } from '../stack/dev-state';
 
 export type Services = { config: Config; pool: pg.Pool; client: Client; env: NodeJS.ProcessEnv };
 
@@ -18,9 +18,31 @@ export class CliError extends Error {
   }
 }
 
-/** Loads the configuration for a command, naming every bad variable and how to get a running stack. */
-export function commandConfig(): { config: Config; env: NodeJS.ProcessEnv } {
-  const { env, devStack } = resolveStackEnvironment();
+/**
+ * The configuration of `settle worker` and `settle gateway`, production processes: their own
+ * environment only. Nothing is taken from `.settle/` (no running stack, no development secrets), so a
+ * missing variable stops them naming it.
+ */
+export function roleConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CliError(error.message);
+    throw error;
+  }
+}
+
+/**
+ * Loads the configuration for a command, naming every bad variable and how to get a running stack.
+ * `devSecrets` fills unset secrets from `.settle/dev-secrets.json`: only for the commands that send to
+ * the local stack's gateway as a provider would (`example`, `simulate`).
+ */
+export function commandConfig(
+  options: { devSecrets?: boolean; env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): { config: Config; env: NodeJS.ProcessEnv } {
+  const resolved = resolveStackEnvironment(options.env, options.cwd);
+  const env = options.devSecrets ? withDevSecrets(resolved.env, options.cwd) : resolved.env;
+  const devStack = resolved.devStack;
   if (!env.DATABASE_URL) {
     throw new CliError(
       'No running settle found: start one in this folder with `npm start`, or set DATABASE_URL and ' +
@@ -36,8 +58,11 @@ export function commandConfig(): { config: Config; env: NodeJS.ProcessEnv } {
 }
 
 /** Runs `fn` with a pool and a Temporal client, and closes both afterwards. */
-export async function withServices<T>(fn: (services: Services) => Promise<T>): Promise<T> {
-  const { config, env } = commandConfig();
+export async function withServices<T>(
+  fn: (services: Services) => Promise<T>,
+  options: { devSecrets?: boolean } = {},
+): Promise<T> {
+  const { config, env } = commandConfig(options);
   const pool = createPool(config.databaseUrl, { max: 5 });
   const client = await connectClient(config);
   try {
@@ -46,6 +71,11 @@ export async function withServices<T>(fn: (services: Services) => Promise<T>): P
     await client.connection.close().catch(() => {});
     await pool.end();
   }
+}
+
+/** withServices with the development secrets filled in (see commandConfig): `settle example`. */
+export function withDevServices<T>(fn: (services: Services) => Promise<T>): Promise<T> {
+  return withServices(fn, { devSecrets: true });
 }
 
 /** Prints `value` as JSON with --json, otherwise as the human text `render` makes of it. */

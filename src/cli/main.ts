@@ -11,6 +11,7 @@ import { registerShipments } from './commands/shipments';
 import { registerSimulate } from './commands/simulate';
 import { registerStats } from './commands/stats';
 import { installShutdown, stopping } from '../lib/shutdown';
+import { ConfigError } from '../config';
 import { TemporalSetupError } from '../temporal/connection';
 import { CliError } from './context';
 
@@ -39,7 +40,7 @@ registerExample(program);
 void program
   .parseAsync(process.argv)
   .catch((error: unknown) => {
-    if (error instanceof CliError || error instanceof TemporalSetupError) {
+    if (error instanceof CliError || error instanceof TemporalSetupError || error instanceof ConfigError) {
       process.stderr.write(`settle: ${error.message}\n`);
       process.exitCode = error instanceof CliError ? error.exitCode : 1;
     } else {

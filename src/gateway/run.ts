@@ -1,9 +1,21 @@
 import type { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
-import { DEFAULT_HOST, type Config } from '../config';
+import type { Config } from '../config';
 import { logger } from '../lib/logger';
 import { buildGateway } from './server';
+
+/** Why a gateway with this configuration could verify no payment webhook, or undefined. */
+export function missingWebhookSecrets(
+  config: Pick<Config, 'webhookSecrets' | 'stripeWebhookSecrets' | 'adyenHmacKeys'>,
+): string | undefined {
+  const providerSecrets = config.stripeWebhookSecrets.length + config.adyenHmacKeys.length;
+  if (config.webhookSecrets.length > 0 || providerSecrets > 0) return undefined;
+  return (
+    'SETTLE_WEBHOOK_SECRETS is not set (nor SETTLE_STRIPE_WEBHOOK_SECRETS or SETTLE_ADYEN_HMAC_KEYS): ' +
+    'the gateway cannot verify payment webhooks without it.'
+  );
+}
 
 /** Builds the gateway from the configuration and listens on HOST:PORT. */
 export async function startGateway(deps: {
@@ -13,13 +25,8 @@ export async function startGateway(deps: {
   host?: string;
 }): Promise<{ app: FastifyInstance; url: string }> {
   const { config } = deps;
-  const providerSecrets = (config.stripeWebhookSecrets?.length ?? 0) + (config.adyenHmacKeys?.length ?? 0);
-  if (config.webhookSecrets.length === 0 && providerSecrets === 0) {
-    throw new Error(
-      'SETTLE_WEBHOOK_SECRETS is not set (nor SETTLE_STRIPE_WEBHOOK_SECRETS or SETTLE_ADYEN_HMAC_KEYS): ' +
-        'the gateway cannot verify payment webhooks without it.',
-    );
-  }
+  const missing = missingWebhookSecrets(config);
+  if (missing) throw new Error(missing);
   const app = buildGateway({
     pool: deps.pool,
     client: deps.client,
@@ -33,7 +40,7 @@ export async function startGateway(deps: {
     deliveryStuckAfterMs: config.deliveryStuckAfterMs,
     logger,
   });
-  const host = deps.host ?? config.host ?? DEFAULT_HOST;
+  const host = deps.host ?? config.host;
   await app.listen({ port: config.port, host });
   const shownHost = host === '0.0.0.0' ? '127.0.0.1' : host;
   return { app, url: `http://${shownHost}:${config.port}` };

@@ -1,5 +1,10 @@
 import pino from 'pino';
+import { loadSettings } from '../config';
 import { shortHash } from './hash';
+
+// Read when this module loads, before the rest of the configuration: a bad SETTLE_LOG_LEVEL or
+// SETTLE_LOG_FILE throws ConfigError naming it, which stops the process (bin/settle.js prints it).
+const { logLevel, logFile } = loadSettings();
 
 /**
  * Structured JSON logs on stdout, or appended to SETTLE_LOG_FILE when set (synchronously, so a
@@ -9,13 +14,11 @@ import { shortHash } from './hash';
 export const logger = pino(
   {
     base: { service: 'settle' },
-    level: process.env.SETTLE_LOG_LEVEL ?? 'info',
+    level: logLevel,
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
   },
-  process.env.SETTLE_LOG_FILE
-    ? pino.destination({ dest: process.env.SETTLE_LOG_FILE, append: true, sync: true, mkdir: true })
-    : undefined,
+  logFile ? pino.destination({ dest: logFile, append: true, sync: true, mkdir: true }) : undefined,
 );
 export type Logger = pino.Logger;
 

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { clientOnWorkerConnection } from '../temporal/client';
-import { loadConfig } from '../config';
+import { loadConfig, loadSettings } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { startGateway } from '../gateway/run';
@@ -15,22 +15,6 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgre
 import { stateDir } from './paths';
 import { findTemporalCli } from './temporal-binaries';
 import { startTemporalDevServer, type DevServer } from './temporal-dev-server';
-
-/** Ports of the one-machine stack; each can be moved with its variable when taken. */
-const DEV_PORTS = {
-  postgres: { variable: 'SETTLE_DEV_POSTGRES_PORT', fallback: 5433 },
-  temporal: { variable: 'SETTLE_DEV_TEMPORAL_PORT', fallback: 7233 },
-  temporalUi: { variable: 'SETTLE_DEV_TEMPORAL_UI_PORT', fallback: 8233 },
-  downstream: { variable: 'SETTLE_DEV_DOWNSTREAM_PORT', fallback: 8234 },
-};
-
-function devPort(which: keyof typeof DEV_PORTS): number {
-  const { variable, fallback } = DEV_PORTS[which];
-  const value = Number(process.env[variable] ?? fallback);
-  if (!Number.isInteger(value) || value < 1 || value > 65535)
-    throw new Error(`${variable} must be a port number`);
-  return value;
-}
 
 /** The share of the shutdown deadline (lib/shutdown.ts) settle's own parts get to drain. */
 const PARTS_STOP_BUDGET_MS = SHUTDOWN_DEADLINE_MS / 2;
@@ -51,6 +35,8 @@ function waitAtMost(work: Promise<unknown>, ms: number): Promise<unknown> {
  * stopped it all.
  */
 export async function runDevStack(): Promise<void> {
+  // Ports of the one-machine stack (SETTLE_DEV_*_PORT), each movable when taken.
+  const settings = loadSettings();
   const dir = stateDir();
   const displayPath = (path: string) => relative(process.cwd(), path) || '.';
   mkdirSync(dir, { recursive: true });
@@ -84,7 +70,7 @@ export async function runDevStack(): Promise<void> {
   try {
     let postgres: EmbeddedDatabase | undefined;
     if (!env.DATABASE_URL) {
-      const port = devPort('postgres');
+      const port = settings.devPostgresPort;
       postgres = await startEmbeddedPostgres({ dataDir: join(dir, 'postgres'), port });
       serverStops.push(() => postgres!.stop());
       await postgres.createDatabase('settle');
@@ -94,8 +80,8 @@ export async function runDevStack(): Promise<void> {
     if (!env.TEMPORAL_ADDRESS && !env.TEMPORAL_PROFILE && !env.TEMPORAL_CONFIG_FILE) {
       temporal = await startTemporalDevServer({
         cliPath: await findTemporalCli(),
-        port: devPort('temporal'),
-        uiPort: devPort('temporalUi'),
+        port: settings.devTemporalPort,
+        uiPort: settings.devTemporalUiPort,
         dbFile: join(dir, 'temporal.db'),
         // WAL with every commit still fsynced: fewer syncs per commit than SQLite's rollback journal,
         // as durable (docs/performance.md has what each journal mode costs).
@@ -109,7 +95,7 @@ export async function runDevStack(): Promise<void> {
     // The stand-ins take the place of whichever target is unset: the worker needs both.
     let downstream: DevDownstream | undefined;
     if (!env.SETTLE_CARRIER_URL || !env.SETTLE_ERP_URL) {
-      downstream = await startDevDownstream(devPort('downstream'));
+      downstream = await startDevDownstream(settings.devDownstreamPort);
       serverStops.push(() => downstream!.close());
       env.SETTLE_CARRIER_URL ||= `${downstream.url}/carrier`;
       env.SETTLE_ERP_URL ||= `${downstream.url}/erp`;

@@ -35,7 +35,7 @@ export function loadOrCreateDevSecrets(cwd?: string): DevSecrets {
   return secrets;
 }
 
-export function readDevSecrets(cwd?: string): DevSecrets | undefined {
+function readDevSecrets(cwd?: string): DevSecrets | undefined {
   const file = secretsFile(cwd);
   return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as DevSecrets) : undefined;
 }
@@ -69,7 +69,8 @@ const OWN_SERVICES = ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_PROFILE', 'T
  * The environment a command runs with: the process environment, completed from the stack that
  * `npm start` runs in this folder when none of DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_PROFILE and
  * TEMPORAL_CONFIG_FILE is set. `devStack` says the Temporal is that stack's dev server (plain
- * connection, no profile).
+ * connection, no profile). No secret is filled in here: see withDevSecrets. `settle worker` and
+ * `settle gateway` never call this: they read their own environment only.
  */
 export function resolveStackEnvironment(
   env: NodeJS.ProcessEnv = process.env,
@@ -88,13 +89,24 @@ export function resolveStackEnvironment(
       resolved.SETTLE_GATEWAY_URL ??= stack.gatewayUrl;
     }
   }
-  const secrets = readDevSecrets(cwd);
-  if (secrets) {
-    resolved.SETTLE_WEBHOOK_SECRETS ||= secrets.webhookSecret;
-    resolved.SETTLE_API_TOKEN ||= secrets.apiToken;
-    resolved.SETTLE_OUTBOUND_SECRET ||= secrets.outboundSecret;
-  }
   return { env: resolved, devStack };
+}
+
+/**
+ * `env` with the development secrets `npm start` generated (`.settle/dev-secrets.json`) in place of
+ * unset SETTLE_WEBHOOK_SECRETS, SETTLE_API_TOKEN and SETTLE_OUTBOUND_SECRET. Only for the commands
+ * that talk to the local stack as its provider would (`settle example`, `settle simulate`); `settle
+ * start` generates them itself. A production role never reads them.
+ */
+export function withDevSecrets(env: NodeJS.ProcessEnv, cwd?: string): NodeJS.ProcessEnv {
+  const secrets = readDevSecrets(cwd);
+  if (!secrets) return env;
+  return {
+    ...env,
+    SETTLE_WEBHOOK_SECRETS: env.SETTLE_WEBHOOK_SECRETS || secrets.webhookSecret,
+    SETTLE_API_TOKEN: env.SETTLE_API_TOKEN || secrets.apiToken,
+    SETTLE_OUTBOUND_SECRET: env.SETTLE_OUTBOUND_SECRET || secrets.outboundSecret,
+  };
 }
 
 /** The environment of {@link resolveStackEnvironment}, for commands that need no Temporal. */

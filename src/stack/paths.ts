@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { loadSettings } from '../config';
 
 /** The settle checkout (where package.json is): home of `.tools/`, the project-local binaries. */
 export const PROJECT_ROOT = (() => {
@@ -13,5 +14,5 @@ export const PROJECT_ROOT = (() => {
  * SETTLE_HOME moves it (tests run a second stack beside a developer's own).
  */
 export function stateDir(cwd: string = process.cwd()): string {
-  return process.env.SETTLE_HOME || join(cwd, '.settle');
+  return loadSettings().home ?? join(cwd, '.settle');
 }

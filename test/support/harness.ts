@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
 import { connectClient } from '../../src/temporal/client';
-import type { Config } from '../../src/config';
+import { loadConfig, type Config } from '../../src/config';
 import { createPool } from '../../src/db/pool';
 import { migrate } from '../../src/db/migrate';
 import type { PaymentEvent } from '../../src/domain/payment-event';
@@ -86,18 +86,12 @@ export async function startTestStack(
   const secret = newSecret();
   const apiToken = randomBytes(24).toString('hex');
   const config: Config = {
-    databaseUrl: db.url,
-    temporalAddress,
-    temporalNamespace: 'default',
+    // The defaults, as settle's own schema gives them.
+    ...loadConfig({ DATABASE_URL: db.url, TEMPORAL_ADDRESS: temporalAddress }, { temporal: 'dev-stack' }),
     taskQueue,
     port: 0,
     webhookSecrets: [secret, ...(options.otherSecrets ?? [])],
-    outboundSecret: undefined,
     apiToken,
-    carrierUrl: undefined,
-    erpUrl: undefined,
-    claimRetentionMs: 90 * 86_400_000,
-    deliveryStuckAfterMs: 5 * 60_000,
     allowPrivateTargets: true,
     ...options.config,
   };

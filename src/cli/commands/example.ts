@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import { addShipments } from '../../db/shipments';
 import { signWebhook } from '../../domain/webhook-signature';
 import { inspectEvent, type EventInspection } from '../../app/inspect';
-import { CliError, output, withServices } from '../context';
+import { loadSettings } from '../../config';
+import { CliError, output, withDevServices } from '../context';
 import { renderInspection } from './inspect';
 
 export function registerExample(program: Command) {
@@ -18,11 +19,11 @@ export function registerExample(program: Command) {
     .option('--type <type>', 'event type', 'payment.settled')
     .option('--json', 'print the response and the inspection as JSON')
     .action(async (options: { id?: string; shipment?: string; type: string; json?: boolean }) => {
-      await withServices(async ({ pool, client, config, env }) => {
+      await withDevServices(async ({ pool, client, config, env }) => {
         const secret = config.webhookSecrets[0];
         if (!secret)
           throw new CliError('SETTLE_WEBHOOK_SECRETS is not set and no development secret exists.');
-        const gatewayUrl = env.SETTLE_GATEWAY_URL ?? `http://127.0.0.1:${config.port}`;
+        const gatewayUrl = loadSettings(env).gatewayUrl ?? `http://127.0.0.1:${config.port}`;
         const eventId = options.id ?? `pay_example_${randomBytes(4).toString('hex')}`;
         const shipmentId = options.shipment ?? `SHP-${eventId.slice(-8)}`;
         await addShipments(pool, [shipmentId]);

@@ -10,6 +10,7 @@ import {
 } from '../../app/exceptions';
 import { EXCEPTION_KINDS, type ExceptionKind } from '../../db/exceptions';
 import { formatDuration, parseDuration } from '../../domain/duration';
+import { loadSettings } from '../../config';
 import { CliError, output, withServices } from '../context';
 
 export function registerExceptions(program: Command) {
@@ -103,7 +104,7 @@ function operatorName(): string {
   try {
     return userInfo().username;
   } catch {
-    return process.env.USER ?? 'unknown';
+    return loadSettings().user ?? 'unknown';
   }
 }
 

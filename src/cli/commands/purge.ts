@@ -3,9 +3,8 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../../config';
 import { purgeExpiredClaims } from '../../db/purge';
 import { formatDuration, parseDuration } from '../../domain/duration';
-import { resolveEnvironment } from '../../stack/dev-state';
 import { checkRetention } from '../../app/purge-schedule';
-import { CliError, output, withServices } from '../context';
+import { CliError, commandConfig, output, withServices } from '../context';
 
 export function registerPurge(program: Command) {
   program
@@ -22,15 +21,11 @@ export function registerPurge(program: Command) {
     )
     .option('--json', 'print the result as JSON')
     .action(async (options: { olderThan?: string; dryRun?: boolean; force?: boolean; json?: boolean }) => {
-      const retention = resolveEnvironment().SETTLE_CLAIM_RETENTION || '90d';
-      const olderThanMs = parseDuration(options.olderThan ?? retention);
-      if (olderThanMs === undefined) {
-        throw new CliError(
-          options.olderThan
-            ? '--older-than must be a duration such as 90d, 36h or 30m'
-            : 'SETTLE_CLAIM_RETENTION must be a duration such as 90d, 36h or 30m',
-        );
-      }
+      const olderThanMs = options.olderThan
+        ? parseDuration(options.olderThan)
+        : commandConfig().config.claimRetentionMs;
+      if (olderThanMs === undefined)
+        throw new CliError('--older-than must be a duration such as 90d, 36h or 30m');
       const result = await withServices(async ({ pool, client, config }) => {
         if (!options.dryRun && !options.force) await refuseShortRetention(client, config, olderThanMs);
         return purgeExpiredClaims(pool, olderThanMs, { dryRun: options.dryRun });

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
 import { clientOnWorkerConnection, connectClient } from '../../temporal/client';
 import { createPool } from '../../db/pool';
-import { startGateway } from '../../gateway/run';
+import { missingWebhookSecrets, startGateway } from '../../gateway/run';
 import { logger } from '../../lib/logger';
 import { startMetricsServer } from '../../metrics/metrics-server';
 import { prepareRetention } from '../../app/purge-schedule';
@@ -10,7 +10,7 @@ import { runDevStack } from '../../stack/dev-stack';
 import { createWorker, missingDownstreamVariables, runWorker } from '../../worker/run';
 import { onShutdown } from '../../lib/shutdown';
 import { checkNamespace, probeTls } from '../../temporal/connection';
-import { CliError, commandConfig } from '../context';
+import { CliError, roleConfig } from '../context';
 
 /** How long a starting gateway waits for Temporal's answer about its namespace. */
 const GATEWAY_START_CHECK_MS = 10_000;
@@ -39,10 +39,11 @@ export function registerRoles(program: Command) {
         'namespace is missing, the credentials are refused or TLS fails. ' +
         'Serves /metrics on HOST:SETTLE_METRICS_PORT and ensures the daily claim purge Schedule. ' +
         'Runs the workflow bundle built once into .settle/cache; SETTLE_MAX_CACHED_WORKFLOWS bounds ' +
-        'the runs it keeps in memory. Refuses to start without SETTLE_CARRIER_URL and SETTLE_ERP_URL.',
+        'the runs it keeps in memory. Refuses to start without SETTLE_CARRIER_URL and SETTLE_ERP_URL. ' +
+        'Configured by its environment alone (never a running stack or the development secrets of .settle/).',
     )
     .action(async () => {
-      const { config } = commandConfig();
+      const config = roleConfig();
       const missing = missingDownstreamVariables(config);
       if (missing.length) {
         throw new CliError(
@@ -51,7 +52,7 @@ export function registerRoles(program: Command) {
         );
       }
       const pool = createPool(config.databaseUrl);
-      const metrics = await startMetricsServer({ port: config.metricsPort ?? 0, host: config.host });
+      const metrics = await startMetricsServer({ port: config.metricsPort, host: config.host });
       logger.info({ url: `${metrics.url}/metrics` }, 'worker metrics listening');
       try {
         const client = await connectClient(config);
@@ -78,10 +79,14 @@ export function registerRoles(program: Command) {
     .command('gateway')
     .description(
       'Run one gateway process (HTTP on HOST:PORT); SIGTERM or SIGINT stops accepting and finishes open ' +
-        'requests (within 8 s). /readyz is 503 while the namespace is missing or Temporal unreachable.',
+        'requests (within 8 s). /readyz is 503 while the namespace is missing or Temporal unreachable. ' +
+        'Refuses to start without SETTLE_WEBHOOK_SECRETS (or a provider secret). Configured by its ' +
+        'environment alone (never a running stack or the development secrets of .settle/).',
     )
     .action(async () => {
-      const { config } = commandConfig();
+      const config = roleConfig();
+      const missingSecrets = missingWebhookSecrets(config);
+      if (missingSecrets) throw new CliError(missingSecrets);
       const pool = createPool(config.databaseUrl);
       const refused = await probeTls(config);
       if (refused) {
@@ -118,10 +123,13 @@ export function registerRoles(program: Command) {
       'Run a gateway and a worker in one process on one Temporal connection, for the lowest latency: ' +
         "each payment's run is started eagerly, its first task handed by Temporal straight to this " +
         "process's worker (docs/performance.md). Configured as `settle gateway` and `settle worker` " +
-        'together; SIGTERM or SIGINT stops accepting, drains, and exits within 8 s.',
+        'together, by its environment alone; SIGTERM or SIGINT stops accepting, drains, and exits ' +
+        'within 8 s.',
     )
     .action(async () => {
-      const { config } = commandConfig();
+      const config = roleConfig();
+      const missingSecrets = missingWebhookSecrets(config);
+      if (missingSecrets) throw new CliError(missingSecrets);
       const missing = missingDownstreamVariables(config);
       if (missing.length)
         throw new CliError(`${missing.join(' and ')} not set: see \`settle worker --help\`.`);

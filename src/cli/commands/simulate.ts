@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { loadProviderSecrets } from '../../config';
+import { ConfigError, loadConfigPart, loadSettings } from '../../config';
 import { addShipments } from '../../db/shipments';
 import { parseDuration } from '../../domain/duration';
 import {
@@ -12,7 +12,7 @@ import {
 } from '../../app/simulate';
 import { onShutdown, stopping } from '../../lib/shutdown';
 import type { ProviderSigning } from '../../providers/simulated';
-import { resolveEnvironment } from '../../stack/dev-state';
+import { resolveEnvironment, withDevSecrets } from '../../stack/dev-state';
 import { CliError, output, withDatabase } from '../context';
 
 type Options = {
@@ -60,16 +60,15 @@ export function registerSimulate(program: Command) {
     .option('--json', 'print the summary as JSON')
     .action(async (options: Options) => {
       if (options.out) return writeReport(options, options.out);
-      const env = resolveEnvironment();
-      const provider = providerSigning(options.provider, env);
-      const secret = (env.SETTLE_WEBHOOK_SECRETS ?? '').split(',')[0]?.trim() ?? '';
+      const config = simulatorConfig();
+      const provider = providerSigning(options.provider, config);
+      const secret = config.webhookSecrets[0] ?? '';
       if (!secret && !provider)
         throw new CliError('SETTLE_WEBHOOK_SECRETS is not set and no development secret exists.');
-      const gatewayUrl = (
-        options.gateway ??
-        env.SETTLE_GATEWAY_URL ??
-        `http://127.0.0.1:${env.PORT ?? 8080}`
-      ).replace(/\/$/, '');
+      const gatewayUrl = (options.gateway ?? config.gatewayUrl ?? `http://127.0.0.1:${config.port}`).replace(
+        /\/$/,
+        '',
+      );
       if (!/^https?:\/\//.test(gatewayUrl)) throw new CliError('--gateway must be an http(s) URL');
       const count = integer('--count', options.count, 1, 1_000_000);
       const rate = number('--rate', options.rate, 0.01, 10_000);
@@ -110,21 +109,38 @@ export function registerSimulate(program: Command) {
     });
 }
 
-function providerSigning(name: string | undefined, env: NodeJS.ProcessEnv): ProviderSigning | undefined {
-  if (name === undefined) return undefined;
-  let secrets;
+/**
+ * What the simulator signs with and sends to: the running stack's gateway and, as for `settle
+ * example`, the development secrets when no secret is set.
+ */
+function simulatorConfig() {
+  const env = withDevSecrets(resolveEnvironment());
   try {
-    secrets = loadProviderSecrets(env);
+    return {
+      ...loadConfigPart(
+        ['webhookSecrets', 'stripeWebhookSecrets', 'adyenHmacKeys', 'adyenBasicAuth', 'port'],
+        env,
+      ),
+      gatewayUrl: loadSettings(env).gatewayUrl,
+    };
   } catch (error) {
-    throw new CliError(error instanceof Error ? error.message : String(error));
+    if (error instanceof ConfigError) throw new CliError(error.message);
+    throw error;
   }
+}
+
+function providerSigning(
+  name: string | undefined,
+  secrets: ReturnType<typeof simulatorConfig>,
+): ProviderSigning | undefined {
+  if (name === undefined) return undefined;
   if (name === 'stripe') {
-    const secret = secrets.stripeWebhookSecrets?.[0];
+    const secret = secrets.stripeWebhookSecrets[0];
     if (!secret) throw new CliError('--provider stripe needs SETTLE_STRIPE_WEBHOOK_SECRETS.');
     return { name, secret };
   }
   if (name === 'adyen') {
-    const hmacKey = secrets.adyenHmacKeys?.[0];
+    const hmacKey = secrets.adyenHmacKeys[0];
     if (!hmacKey) throw new CliError('--provider adyen needs SETTLE_ADYEN_HMAC_KEYS.');
     return { name, hmacKey, basicAuth: secrets.adyenBasicAuth };
   }

@@ -4,7 +4,7 @@ import type { ExceptionKind } from '../../db/exceptions';
 import { computeSloFigures, type Percentiles, type SloFigures } from '../../db/slo';
 import { parseDuration } from '../../domain/duration';
 import { histogramQuantile, parsePrometheusText, sumOf } from '../../metrics/prometheus-text';
-import { resolveEnvironment } from '../../stack/dev-state';
+import { loadSettings } from '../../config';
 import { CliError, output, withServices } from '../context';
 
 const OUTCOMES = ['accepted', 'duplicate', 'ignored', 'conflict', 'rejected', 'unavailable'] as const;
@@ -38,7 +38,9 @@ export function registerStats(program: Command) {
     .action(async (options: { since: string; metricsUrl?: string; json?: boolean }) => {
       const windowMs = parseDuration(options.since);
       if (windowMs === undefined) throw new CliError('--since must be a duration such as 24h or 7d');
-      const figures = await withServices(async ({ pool, client, config }) => {
+      let gateway: string | undefined;
+      const figures = await withServices(async ({ pool, client, config, env }) => {
+        gateway = loadSettings(env).gatewayUrl;
         const slo = await computeSloFigures(pool, { windowMs });
         const open = await openExceptions(
           { db: pool, client },
@@ -51,7 +53,6 @@ export function registerStats(program: Command) {
         const byKind = countByKind(open.exceptions);
         return { ...slo, open_exceptions: { ...byKind, total: open.exceptions.length } };
       });
-      const gateway = resolveEnvironment().SETTLE_GATEWAY_URL;
       const metricsUrl = options.metricsUrl ?? (gateway ? `${gateway}/metrics` : undefined);
       const live = metricsUrl ? await readLiveFigures(metricsUrl) : null;
       output(options.json, { ...figures, live }, renderStats);

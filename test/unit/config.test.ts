@@ -1,0 +1,276 @@
+/**
+ * The configuration schema, without PostgreSQL or Temporal: defaults, a bad value named, the README
+ * and .env.example in step with the schema, and development secrets only where they belong.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import {
+  ConfigError,
+  configVariables,
+  loadConfig,
+  loadSettings,
+  settingsVariables,
+  TEMPORAL_SYSTEM_VARIABLES,
+  TEMPORAL_VARIABLES,
+  type Variable,
+} from '../../src/config';
+import { commandConfig, roleConfig } from '../../src/cli/context';
+import { PROJECT_ROOT } from '../../src/stack/paths';
+
+// The dev-secrets cases below place `.settle/` in a folder of their own.
+delete process.env.SETTLE_HOME;
+
+const REQUIRED = {
+  DATABASE_URL: 'postgres://settle@127.0.0.1:5432/settle',
+  TEMPORAL_ADDRESS: '127.0.0.1:7233',
+};
+const load = (env: NodeJS.ProcessEnv) => loadConfig({ ...REQUIRED, ...env }, { temporal: 'dev-stack' });
+
+/** The variables named by a ConfigError, or a failure when none was thrown. */
+function rejected(fn: () => unknown): { variables: string[]; message: string } {
+  try {
+    fn();
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
+    return { variables: error.issues.map((issue) => issue.variable), message: error.message };
+  }
+  assert.fail('the configuration was accepted');
+}
+
+describe('config schema', () => {
+  test('defaults', () => {
+    const config = load({});
+    assert.equal(config.databaseUrl, REQUIRED.DATABASE_URL);
+    assert.equal(config.temporalAddress, '127.0.0.1:7233');
+    assert.equal(config.temporalNamespace, 'default');
+    assert.equal(config.taskQueue, 'settle');
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.port, 8080);
+    assert.deepEqual(config.webhookSecrets, []);
+    assert.deepEqual(config.stripeWebhookSecrets, []);
+    assert.deepEqual(config.adyenHmacKeys, []);
+    assert.equal(config.adyenBasicAuth, undefined);
+    assert.equal(config.outboundSecret, undefined);
+    assert.equal(config.apiToken, undefined);
+    assert.equal(config.carrierUrl, undefined);
+    assert.equal(config.erpUrl, undefined);
+    assert.equal(config.claimRetentionMs, 90 * 86_400_000);
+    assert.equal(config.deliveryStuckAfterMs, 5 * 60_000);
+    assert.equal(config.allowPrivateTargets, false);
+    assert.equal(config.metricsPort, 9464);
+    assert.equal(config.maxCachedWorkflows, 250);
+
+    const settings = loadSettings({});
+    assert.equal(settings.logLevel, 'info');
+    assert.equal(settings.logFile, undefined);
+    assert.equal(settings.temporalLogLevel, 'WARN');
+    assert.equal(settings.home, undefined);
+    assert.equal(settings.gatewayUrl, undefined);
+    assert.equal(settings.devPostgresPort, 5433);
+    assert.equal(settings.devTemporalPort, 7233);
+    assert.equal(settings.devTemporalUiPort, 8233);
+    assert.equal(settings.devDownstreamPort, 8234);
+  });
+
+  test('values are parsed; an empty variable is an unset one', () => {
+    const config = load({
+      SETTLE_TASK_QUEUE: 'payments',
+      PORT: '9090',
+      SETTLE_WEBHOOK_SECRETS:
+        ' whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw , whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD',
+      SETTLE_CLAIM_RETENTION: '36h',
+      SETTLE_ALLOW_PRIVATE_TARGETS: '1',
+      SETTLE_MAX_CACHED_WORKFLOWS: '40',
+      HOST: '',
+      SETTLE_DELIVERY_STUCK_AFTER: '',
+    });
+    assert.equal(config.taskQueue, 'payments');
+    assert.equal(config.port, 9090);
+    assert.deepEqual(config.webhookSecrets, [
+      'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD',
+    ]);
+    assert.equal(config.claimRetentionMs, 36 * 3_600_000);
+    assert.equal(config.allowPrivateTargets, true);
+    assert.equal(config.maxCachedWorkflows, 40);
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.deliveryStuckAfterMs, 5 * 60_000);
+    assert.equal(loadSettings({ SETTLE_TEMPORAL_LOG_LEVEL: 'debug' }).temporalLogLevel, 'DEBUG');
+    assert.equal(loadSettings({ SETTLE_LOG_LEVEL: '' }).logLevel, 'info');
+  });
+
+  const BAD: [string, string][] = [
+    ['TEMPORAL_ADDRESS', 'localhost'],
+    ['HOST', 'two words'],
+    ['PORT', '70000'],
+    ['PORT', 'eighty'],
+    ['SETTLE_WEBHOOK_SECRETS', 'not-a-secret'],
+    ['SETTLE_STRIPE_WEBHOOK_SECRETS', 'sk_live_123'],
+    ['SETTLE_ADYEN_HMAC_KEYS', 'zz'],
+    ['SETTLE_ADYEN_BASIC_AUTH', 'nopassword'],
+    ['SETTLE_OUTBOUND_SECRET', 'secret'],
+    ['SETTLE_API_TOKEN', 'short'],
+    ['SETTLE_CARRIER_URL', 'ftp://carrier.example/holds'],
+    ['SETTLE_ERP_URL', 'not a url'],
+    ['SETTLE_CLAIM_RETENTION', 'forever'],
+    ['SETTLE_DELIVERY_STUCK_AFTER', '5 minutes'],
+    ['SETTLE_ALLOW_PRIVATE_TARGETS', 'yes'],
+    ['SETTLE_METRICS_PORT', '-1'],
+    ['SETTLE_MAX_CACHED_WORKFLOWS', '1'],
+    ['SETTLE_LOG_LEVEL', 'loud'],
+    ['SETTLE_TEMPORAL_LOG_LEVEL', 'chatty'],
+    ['SETTLE_GATEWAY_URL', 'gateway:8080'],
+    ['SETTLE_DEV_POSTGRES_PORT', '0'],
+    ['SETTLE_DEV_TEMPORAL_PORT', 'x'],
+    ['SETTLE_DEV_TEMPORAL_UI_PORT', '65536'],
+    ['SETTLE_DEV_DOWNSTREAM_PORT', '1.5'],
+  ];
+  for (const [variable, value] of BAD) {
+    test(`${variable}=${value} stops the start, naming ${variable}`, () => {
+      const { variables, message } = rejected(() => load({ [variable]: value }));
+      assert.deepEqual(variables, [variable]);
+      assert.match(message, new RegExp(`^  ${variable}: \\S`, 'm'));
+    });
+  }
+
+  test('a process setting is refused before the rest of the configuration is read', () => {
+    assert.deepEqual(rejected(() => loadSettings({ SETTLE_LOG_LEVEL: 'loud' })).variables, [
+      'SETTLE_LOG_LEVEL',
+    ]);
+  });
+
+  test('every missing or bad variable is named at once; a missing one as not set', () => {
+    const { variables, message } = rejected(() =>
+      loadConfig({ PORT: 'x', SETTLE_LOG_LEVEL: 'loud' }, { temporal: 'dev-stack' }),
+    );
+    assert.deepEqual(variables.sort(), ['DATABASE_URL', 'PORT', 'SETTLE_LOG_LEVEL', 'TEMPORAL_ADDRESS']);
+    assert.match(message, /^ {2}DATABASE_URL: is not set$/m);
+  });
+});
+
+/** The README's configuration table: each variable with its default cell. */
+function readmeTable(): { readme: string; defaults: Map<string, string> } {
+  const readme = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('\n## Configuration'));
+  const table = section.slice(0, section.indexOf('\n## ', 1));
+  const defaults = new Map<string, string>();
+  for (const line of table.split('\n').filter((row) => row.startsWith('| `'))) {
+    const [names = '', defaultCell = ''] = line.split('|').slice(1);
+    let previous = '';
+    for (const [, token] of names.matchAll(/`([A-Z_][A-Z0-9_<>]*)`/g)) {
+      // `TEMPORAL_TLS_CLIENT_CERT_PATH` / `_DATA`: the suffix replaces the previous one's.
+      const name = token!.startsWith('_') ? previous.replace(/_[A-Z]+$/, token!) : token!;
+      defaults.set(name, defaultCell.trim());
+      previous = name;
+    }
+  }
+  return { readme, defaults };
+}
+
+/** .env.example's variables and their example values (a commented `NAME=` line counts). */
+function envExample(): Map<string, string> {
+  const text = readFileSync(join(PROJECT_ROOT, '.env.example'), 'utf8');
+  return new Map(
+    [...text.matchAll(/^#?\s*([A-Z][A-Z0-9_]*(?:<NAME>)?)=(.*)$/gm)].map(([, name, value]) => [
+      name!,
+      value!.trim(),
+    ]),
+  );
+}
+
+describe('config documentation', () => {
+  const all: Variable[] = [...Object.values(settingsVariables), ...Object.values(configVariables)];
+  const operatorSet = all.filter((v) => !v.system).map((v) => v.name);
+  const documented = [...new Set([...operatorSet, ...TEMPORAL_VARIABLES])];
+
+  test("every variable is in the README's table and in .env.example, and nothing else is", () => {
+    const { defaults } = readmeTable();
+    const example = envExample();
+    assert.deepEqual(
+      documented.filter((name) => !defaults.has(name)),
+      [],
+      'missing from the README table',
+    );
+    assert.deepEqual(
+      documented.filter((name) => !example.has(name)),
+      [],
+      'missing from .env.example',
+    );
+    assert.deepEqual(
+      [...defaults.keys()].filter((name) => !documented.includes(name)),
+      [],
+      'unknown in README',
+    );
+    assert.deepEqual(
+      [...example.keys()].filter((name) => !documented.includes(name)),
+      [],
+      'unknown in .env.example',
+    );
+  });
+
+  test('each default is the one the README shows and .env.example sets', () => {
+    const { defaults } = readmeTable();
+    const example = envExample();
+    for (const v of all.filter((v) => v.default !== undefined && !v.system)) {
+      assert.ok(
+        defaults.get(v.name)?.includes(`\`${v.default}\``),
+        `README: ${v.name} defaults to ${v.default}`,
+      );
+      assert.equal(example.get(v.name), v.default, `.env.example: ${v.name}`);
+    }
+  });
+
+  test('the system variables settle reads are named in the README', () => {
+    const { readme } = readmeTable();
+    const system = [...all.filter((v) => v.system).map((v) => v.name), ...TEMPORAL_SYSTEM_VARIABLES];
+    for (const name of system) assert.ok(readme.includes(`\`${name}\``), `${name} is not in the README`);
+  });
+});
+
+describe('development secrets', () => {
+  const secrets = {
+    webhookSecret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    apiToken: 'dev-token-0123456789abcdef',
+    outboundSecret: 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD',
+  };
+  const folder = () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'settle-config-'));
+    mkdirSync(join(cwd, '.settle'));
+    writeFileSync(join(cwd, '.settle', 'dev-secrets.json'), JSON.stringify(secrets));
+    return cwd;
+  };
+
+  test('settle worker and settle gateway never take them', () => {
+    const cwd = folder();
+    const previous = process.cwd();
+    process.chdir(cwd);
+    try {
+      const config = roleConfig(REQUIRED);
+      assert.deepEqual(config.webhookSecrets, []);
+      assert.equal(config.apiToken, undefined);
+      assert.equal(config.outboundSecret, undefined);
+    } finally {
+      process.chdir(previous);
+    }
+  });
+
+  test('operator commands do not take them; example and simulate do, where a secret is unset', () => {
+    const cwd = folder();
+    const plain = commandConfig({ env: REQUIRED, cwd }).config;
+    assert.deepEqual(plain.webhookSecrets, []);
+    assert.equal(plain.apiToken, undefined);
+    assert.equal(plain.outboundSecret, undefined);
+
+    const dev = commandConfig({ env: REQUIRED, cwd, devSecrets: true }).config;
+    assert.deepEqual(dev.webhookSecrets, [secrets.webhookSecret]);
+    assert.equal(dev.apiToken, secrets.apiToken);
+    assert.equal(dev.outboundSecret, secrets.outboundSecret);
+
+    const own = 'whsec_b3duLXNlY3JldC1vZi10aGUtb3BlcmF0b3I=';
+    const set = commandConfig({ env: { ...REQUIRED, SETTLE_WEBHOOK_SECRETS: own }, cwd, devSecrets: true });
+    assert.deepEqual(set.config.webhookSecrets, [own]);
+  });
+});
