@@ -1,8 +1,7 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { METHODS, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type pg from 'pg';
 import { eventIdSchema } from '../domain/payment-event';
 import { classifyDatabaseFailure, ErrorCode } from '../domain/errors';
@@ -16,6 +15,7 @@ import { registerProviderRoutes, type ProviderRouteDeps } from './providers';
 import { registerReminderRoutes } from './reminders';
 import { MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_PARAM_LENGTH } from './limits';
 import { checkIdParam, refuseOtherMethods, reject } from './replies';
+import { requireBearerToken } from './auth';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -107,6 +107,7 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
 
   app.setNotFoundHandler((_request, reply) => reject(reply, 404, ErrorCode.NotFound, 'no such route'));
 
+  requireBearerToken(app, deps.apiToken);
   registerOperatorRoutes(app, deps);
   registerPaymentRoutes(app, deps);
   refuseOtherMethods(app, '/webhooks/payments', ['POST']);
@@ -141,10 +142,7 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
     });
   });
 
-  app.get('/events/:eventId', async (request, reply) => {
-    if (!authorized(request, deps.apiToken)) {
-      return reject(reply, 401, ErrorCode.Unauthorized, 'a valid bearer token is required');
-    }
+  app.get('/events/:eventId', { config: { bearerToken: true } }, async (request, reply) => {
     const { eventId } = request.params as { eventId: string };
     const paramIssue = checkIdParam(eventId, 'eventId', eventIdSchema);
     if (paramIssue) {
@@ -224,13 +222,4 @@ function answerClientError(error: Error & { code?: string }, socket: Socket) {
     );
   }
   socket.destroy();
-}
-
-/** Constant-time bearer token check; no configured token means the endpoint is closed. */
-export function authorized(request: FastifyRequest, token: string | undefined): boolean {
-  if (!token) return false;
-  const header = request.headers.authorization ?? '';
-  const presented = Buffer.from(header.startsWith('Bearer ') ? header.slice(7) : '');
-  const expected = Buffer.from(token);
-  return presented.length === expected.length && timingSafeEqual(presented, expected);
 }
