@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
-import { PROJECT_ROOT } from './paths';
+import { PROJECT_ROOT } from '../lib/paths';
 
 const run = promisify(execFile);
 
