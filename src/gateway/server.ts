@@ -6,11 +6,11 @@ import type pg from 'pg';
 import { eventIdSchema } from '../domain/payment-event';
 import { classifyDatabaseFailure, ErrorCode } from '../domain/errors';
 import { inspectEvent } from '../app/inspect';
+import { readinessCheck } from '../app/readiness';
 import { shortHash } from '../lib/hash';
 import type { Logger } from '../lib/logger';
 import { registerOperatorRoutes } from './operations';
 import { registerPaymentRoutes } from './payments';
-import { checkNamespace, type TemporalProblem } from '../temporal/connection';
 import { registerProviderRoutes, type ProviderRouteDeps } from './providers';
 import { registerReminderRoutes } from './reminders';
 import { MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_PARAM_LENGTH } from './limits';
@@ -120,16 +120,9 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   for (const url of ['/healthz', '/readyz', '/metrics', '/openapi.json'])
     refuseOtherMethods(app, url, ['GET']);
 
-  const namespaceCheck = cachedNamespaceCheck(deps.client);
+  const readiness = readinessCheck(deps);
   app.get('/readyz', async (_request, reply) => {
-    const [postgres, problem] = await Promise.all([
-      deps.pool.query('SELECT 1').then(
-        () => true,
-        () => false,
-      ),
-      namespaceCheck(),
-    ]);
-    const temporal = problem === undefined;
+    const { postgres, temporal, problem } = await readiness();
     const ready = postgres && temporal;
     return reply.code(ready ? 200 : 503).send({
       status: ready ? 'ready' : 'not_ready',
@@ -158,23 +151,6 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   refuseOtherMethods(app, '/events/:eventId', ['GET']);
 
   return app;
-}
-
-/** How long one DescribeNamespace answer stands for /readyz, so probes do not each cost a call. */
-const READINESS_CACHE_MS = 2_000;
-
-/** /readyz's Temporal check: the namespace exists and answers (DescribeNamespace), cached briefly. */
-function cachedNamespaceCheck(client: Client): () => Promise<TemporalProblem | undefined> {
-  let cached: { at: number; result: Promise<TemporalProblem | undefined> } | undefined;
-  return () => {
-    if (!cached || Date.now() - cached.at > READINESS_CACHE_MS) {
-      cached = {
-        at: Date.now(),
-        result: checkNamespace(client, 4_000),
-      };
-    }
-    return cached.result;
-  };
 }
 
 function answerRouterError(error: { code: string; message: string }, reply: FastifyReply, logger: Logger) {
