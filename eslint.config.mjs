@@ -2,6 +2,20 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+// Workflow code is replayed: no Node built-ins, no I/O, no configuration.
+const workflowPatterns = [
+  { group: ['node:*'], message: 'Workflow code must not import Node built-ins.' },
+  {
+    group: ['fs', 'path', 'http', 'https', 'net', 'crypto', 'child_process', 'os', 'pg', 'fastify', 'pino'],
+    message: 'Workflow code must stay deterministic: no I/O.',
+  },
+  {
+    group: ['../activities', '../activities/*', '../db/*', '../gateway/*', '../config', '../stack/*'],
+    allowTypeImports: true,
+    message: 'Import activities as types only; no I/O modules in workflows.',
+  },
+];
+
 export default tseslint.config(
   { ignores: ['node_modules/**', '.settle/**', '.tools/**', 'bin/**'] },
   js.configs.recommended,
@@ -23,46 +37,52 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
     },
   },
-  {
-    // Workflow code is replayed: no Node built-ins, no I/O, no configuration.
-    files: ['src/workflows/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            { group: ['node:*'], message: 'Workflow code must not import Node built-ins.' },
-            {
-              group: [
-                'fs',
-                'path',
-                'http',
-                'https',
-                'net',
-                'crypto',
-                'child_process',
-                'os',
-                'pg',
-                'fastify',
-                'pino',
-              ],
-              message: 'Workflow code must stay deterministic: no I/O.',
-            },
-            {
-              group: [
-                '../activities',
-                '../activities/*',
-                '../db/*',
-                '../gateway/*',
-                '../config',
-                '../stack/*',
-              ],
-              allowTypeImports: true,
-              message: 'Import activities as types only; no I/O modules in workflows.',
-            },
-          ],
-        },
-      ],
-    },
-  },
+  ...layerRules(),
 );
+
+/**
+ * The layers of src/, bottom first (docs/architecture.md, "Layers"). A folder imports from its own
+ * layer and the layers below, never from above: the edges (gateway, worker, then stack and cli, the
+ * composition roots) translate and wire; the use cases (app) and side effects (activities) sit on the
+ * SQL, Temporal and provider modules; domain, lib and config are the floor. Cycles, within a layer
+ * too, are refused by scripts/check-cycles.ts (`npm run lint` runs both).
+ */
+function layerRules() {
+  const layers = [
+    ['domain', 'lib', 'config'],
+    ['db', 'temporal', 'workflows', 'providers', 'metrics'],
+    ['app', 'activities'],
+    ['gateway', 'worker'],
+    ['stack', 'cli'],
+  ];
+  /** Narrower than the layer: what a folder must not import even though the layer would allow it. */
+  const alsoForbidden = {
+    // Pure rules, safe inside workflows: nothing with I/O, no configuration.
+    domain: ['lib', 'config'],
+    // The edges do not reach into each other: only the composition roots (stack, cli) wire them.
+    gateway: ['worker'],
+    worker: ['gateway'],
+    stack: ['cli'],
+  };
+  const folderPattern = (folders) => `^(\\.\\./)+(${folders.join('|')})(/|$)`;
+  return layers.flat().map((folder) => {
+    const level = layers.findIndex((layer) => layer.includes(folder));
+    const above = layers.slice(level + 1).flat();
+    const forbidden = [...above, ...(alsoForbidden[folder] ?? [])];
+    const layerPattern = {
+      regex: folderPattern(forbidden),
+      // Workflows name their activities' types (proxyActivities<Activities>); that costs no import at run time.
+      allowTypeImports: folder === 'workflows',
+      message: `${folder}/ sits below ${forbidden.join(', ')}: imports point downwards only (docs/architecture.md).`,
+    };
+    return {
+      files: [`src/${folder}/**/*.ts`],
+      rules: {
+        'no-restricted-imports': [
+          'error',
+          { patterns: folder === 'workflows' ? [...workflowPatterns, layerPattern] : [layerPattern] },
+        ],
+      },
+    };
+  });
+}

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../src/lib/free-port';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/stack/embedded-postgres';
-import { PROJECT_ROOT } from '../src/stack/paths';
+import { PROJECT_ROOT } from '../src/lib/paths';
 import { findTemporalCli } from '../src/stack/temporal-binaries';
 import { startTemporalDevServer, type DevServer } from '../src/stack/temporal-dev-server';
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { EventInspection } from '../src/app/inspect';
 import { freePort } from '../src/lib/free-port';
-import { PROJECT_ROOT } from '../src/stack/paths';
+import { PROJECT_ROOT } from '../src/lib/paths';
 import {
   paymentEvent,
   postWebhook,

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { PROJECT_ROOT } from '../src/stack/paths';
+import { PROJECT_ROOT } from '../src/lib/paths';
 import { startTestStack, waitFor, type TestStack } from './support/harness';
 import { ledgerOf, paymentStatusOf } from './support/providers';
 import { runSettle, stackEnv } from './support/settle-cli';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { PROJECT_ROOT } from '../src/stack/paths';
+import { PROJECT_ROOT } from '../src/lib/paths';
 import { paymentEvent, postWebhook, startTestStack, uniqueId, type TestStack } from './support/harness';
 import { startReceiver, type Receiver } from './support/receiver';
 import { runSettle, stackEnv } from './support/settle-cli';

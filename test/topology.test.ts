@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parse } from 'yaml';
-import { PROJECT_ROOT } from '../src/stack/paths';
+import { PROJECT_ROOT } from '../src/lib/paths';
 import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION } from '../topology/binaries';
 import { DYNAMIC_CONFIG, SERVER_CONFIG_TEMPLATE } from '../topology/cluster';
 import { startTestStack, type TestStack } from './support/harness';

@@ -17,7 +17,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Child } from '../bench/support/processes';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/stack/embedded-postgres';
-import { PROJECT_ROOT } from '../src/stack/paths';
+import { PROJECT_ROOT } from '../src/lib/paths';
 import { findTemporalCli } from '../src/stack/temporal-binaries';
 import { ensureTemporalServerTools, type TemporalServerTools } from './binaries';
 import { generateRunCertificates, type RunCertificates } from './certs';

@@ -31,7 +31,7 @@ import { checkInvariants } from '../chaos/invariants';
 import { Provider } from '../chaos/provider';
 import { addShipments } from '../src/db/shipments';
 import { createPool } from '../src/db/pool';
-import { PROJECT_ROOT } from '../src/stack/paths';
+import { PROJECT_ROOT } from '../src/lib/paths';
 import { TemporalCluster, type Identity } from './cluster';
 import { startProgram } from './processes';
 

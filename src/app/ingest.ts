@@ -4,12 +4,11 @@ import { startPaymentWorkflow } from '../temporal/client';
 import { findEvent, insertEvent, type EventSource } from '../db/events';
 import { recordConflict, recordRedelivery } from '../db/repeats';
 import { recordStartOutcomeUnknown } from '../db/start-outcomes';
-import { withTransaction } from '../db/transaction';
 import { paymentWorkflowId } from '../domain/ids';
 import { isHandledPaymentType, type FieldIssue, type PaymentEvent } from '../domain/payment-event';
-import { classifyDatabaseFailure } from '../domain/errors';
 import { payloadSha256 } from '../lib/hash';
 import { startOutcomeUnknownTotal } from '../metrics/settle-metrics';
+import { admitThenStart, refusedByDatabase } from './admit';
 
 export type IngestOutcome =
   | { status: 'accepted'; eventId: string; workflowId: string; runId: string }
@@ -62,20 +61,13 @@ async function admitPaymentEvent(
   source: EventSource,
 ): Promise<IngestOutcome> {
   const workflowId = paymentWorkflowId(event.id);
-  const known = (stored: { payloadSha256: string }): IngestOutcome =>
-    stored.payloadSha256 === sha
+  const known = (stored: { payloadSha256: string } | undefined): IngestOutcome =>
+    !stored || stored.payloadSha256 === sha
       ? { status: 'duplicate', eventId: event.id, workflowId }
       : { status: 'conflict', eventId: event.id };
   const databaseFailure = (error: unknown): IngestOutcome => {
-    const kind = classifyDatabaseFailure(error);
-    if (kind === 'bug') throw error;
-    return kind === 'invalid_data'
-      ? {
-          status: 'invalid',
-          eventId: event.id,
-          issues: [{ path: '(body)', message: 'holds a value PostgreSQL cannot store' }],
-        }
-      : { status: 'unavailable', dependency: 'postgres' };
+    const refusal = refusedByDatabase(error);
+    return refusal.status === 'invalid' ? { ...refusal, eventId: event.id } : refusal;
   };
 
   let stored;
@@ -87,43 +79,36 @@ async function admitPaymentEvent(
   if (stored) return known(stored);
   if (!isHandledPaymentType(event.type)) return { status: 'ignored', eventId: event.id };
 
-  // Which dependency the transaction is waiting on, and the start's own error, for the answer when it fails.
-  const waitingOn: { dependency: 'temporal' | 'postgres'; startError?: unknown } = { dependency: 'postgres' };
-  try {
-    return await withTransaction(deps.pool, async (tx) => {
-      const inserted = await insertEvent(tx, {
+  const admission = await admitThenStart(deps.pool, {
+    insert: (tx) =>
+      insertEvent(tx, {
         eventId: event.id,
         type: event.type,
         payload: event,
         payloadSha256: sha,
         workflowId,
         source,
-      });
-      if (!inserted) {
-        const winner = await findEvent(tx, event.id);
-        return winner ? known(winner) : { status: 'duplicate', eventId: event.id, workflowId };
-      }
-      waitingOn.dependency = 'temporal';
-      // A handled type passed the full schema in readPaymentEvent.
-      const start = await startPaymentWorkflow(deps.client, deps.taskQueue, event as PaymentEvent).catch(
-        (error: unknown) => {
-          waitingOn.startError = error;
-          throw error;
-        },
-      );
-      waitingOn.dependency = 'postgres';
+      }),
+    whenKnown: (tx) => findEvent(tx, event.id),
+    // A handled type passed the full schema in readPaymentEvent.
+    start: () => startPaymentWorkflow(deps.client, deps.taskQueue, event as PaymentEvent),
+  });
+  switch (admission.kind) {
+    case 'known':
+      return known(admission.known);
+    case 'started':
       // Temporal already knows the ID (its row was purged, or a commit was lost): a duplicate.
-      if (!start.started) return { status: 'duplicate', eventId: event.id, workflowId };
-      return { status: 'accepted', eventId: event.id, workflowId, runId: start.runId };
-    });
-  } catch (error) {
-    if (waitingOn.startError !== undefined && startOutcomeUnknown(waitingOn.startError)) {
-      // Answered 503 all the same (nothing acknowledged); recorded so the retry's `duplicate` is explained.
-      startOutcomeUnknownTotal.inc();
-      await recordStartOutcomeUnknown(deps.pool, { eventId: event.id, workflowId }).catch(() => {});
-    }
-    if (waitingOn.dependency === 'temporal') return { status: 'unavailable', dependency: 'temporal' };
-    return databaseFailure(error);
+      return admission.started.started
+        ? { status: 'accepted', eventId: event.id, workflowId, runId: admission.started.runId }
+        : { status: 'duplicate', eventId: event.id, workflowId };
+    case 'failed':
+      if (admission.dependency === 'postgres') return databaseFailure(admission.error);
+      if (startOutcomeUnknown(admission.error)) {
+        // Answered 503 all the same (nothing acknowledged); recorded so the retry's `duplicate` is explained.
+        startOutcomeUnknownTotal.inc();
+        await recordStartOutcomeUnknown(deps.pool, { eventId: event.id, workflowId }).catch(() => {});
+      }
+      return { status: 'unavailable', dependency: 'temporal' };
   }
 }
 

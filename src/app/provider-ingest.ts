@@ -50,3 +50,26 @@ export async function admitProviderEvent(
       return { status: 'unmatched', eventId: adapted.eventId };
   }
 }
+
+/**
+ * Admits a provider's batch (Adyen's notificationItems) item by item, in order. The batch may be
+ * acknowledged only once every item is durably admitted (or durably recorded as a repeat, ignored or
+ * unmatched): the first item that cannot be admitted stops it, and the provider's retry then finds
+ * the items already admitted as duplicates. `counts`: the items by outcome.
+ */
+export async function admitProviderBatch(
+  deps: { pool: pg.Pool; client: Client; taskQueue: string },
+  provider: ProviderName,
+  batch: readonly AdaptedEvent[],
+): Promise<
+  | { status: 'admitted'; counts: Record<string, number> }
+  | { status: 'unavailable'; dependency: 'temporal' | 'postgres' }
+> {
+  const counts: Record<string, number> = {};
+  for (const adapted of batch) {
+    const outcome = await admitProviderEvent(deps, provider, adapted);
+    if (outcome.status === 'unavailable') return outcome;
+    counts[outcome.status] = (counts[outcome.status] ?? 0) + 1;
+  }
+  return { status: 'admitted', counts };
+}

@@ -63,6 +63,59 @@ export type ReplayOptions = {
 
 const DEFAULT_OPTIONS: ReplayOptions = { decideTimeoutMs: 60_000 };
 
+export type ReplayReport = {
+  /** In the order of the IDs asked for; an ID not reached before the signal is missing. */
+  results: ReplayResult[];
+  summary: {
+    replayed: number;
+    applied_now: number;
+    unchanged: number;
+    undecided: number;
+    not_found: number;
+    deliveries_started: number;
+    deliveries_pending: number;
+    interrupted: boolean;
+  };
+};
+
+/**
+ * Replays each event (`replayEvent`), `concurrency` at a time, until all are done or `options.signal`
+ * aborts (what was replayed stands), and sums up what happened. `onResult` hears each as it ends.
+ */
+export async function replayEvents(
+  deps: { pool: pg.Pool; client: Client; taskQueue: string },
+  eventIds: readonly string[],
+  options: ReplayOptions & { concurrency: number; onResult?: (result: ReplayResult, done: number) => void },
+): Promise<ReplayReport> {
+  const results: ReplayResult[] = [];
+  let next = 0;
+  const replayNext = async (): Promise<void> => {
+    while (next < eventIds.length && !options.signal?.aborted) {
+      const result = await replayEvent(deps, eventIds[next++]!, options);
+      results.push(result);
+      options.onResult?.(result, results.length);
+    }
+  };
+  await Promise.all(Array.from({ length: options.concurrency }, replayNext));
+  results.sort((a, b) => eventIds.indexOf(a.event_id) - eventIds.indexOf(b.event_id));
+  return { results, summary: summarise(results, options.signal?.aborted ?? false) };
+}
+
+function summarise(results: ReplayResult[], interrupted: boolean): ReplayReport['summary'] {
+  const replayed = results.flatMap((r) => (r.status === 'replayed' ? [r] : []));
+  const deliveries = replayed.flatMap((r) => r.deliveries);
+  return {
+    replayed: replayed.length,
+    applied_now: replayed.filter((r) => r.changed && r.after === 'applied').length,
+    unchanged: replayed.filter((r) => !r.changed).length,
+    undecided: results.filter((r) => r.status === 'undecided').length,
+    not_found: results.filter((r) => r.status === 'not_found').length,
+    deliveries_started: deliveries.filter((d) => d.action_taken === 'started').length,
+    deliveries_pending: deliveries.filter((d) => d.status === 'pending').length,
+    interrupted,
+  };
+}
+
 /**
  * Pushes one stored event through the same workflow again and says what it did. The claim decides:
  * an applied event changes nothing (but its pending deliveries are sent again, by the new run), an

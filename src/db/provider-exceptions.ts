@@ -1,4 +1,4 @@
-import { storableJson } from '../providers/types';
+import { storableJson } from '../domain/untrusted-json';
 import type { Queryable } from './pool';
 
 /**

@@ -26,6 +26,16 @@ export function unstorableText(text: string): string | undefined {
     : 'contains an unpaired UTF-16 surrogate, which PostgreSQL cannot store';
 }
 
+/**
+ * A JSON text jsonb can store, for a payload kept as it came (an unmatched provider event): NULs and
+ * unpaired surrogates in strings become U+FFFD.
+ */
+export function storableJson(value: unknown): string {
+  return JSON.stringify(value, (_key, child: unknown) =>
+    typeof child === 'string' ? child.replace(UNSTORABLE_GLOBAL, '\uFFFD') : child,
+  );
+}
+
 /** A key shown in a field path with its unstorable characters written as `\uXXXX` escapes. */
 function printable(key: string): string {
   return key.replace(

@@ -2,9 +2,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { DEFAULT_DELIVERY_STUCK_AFTER_MS } from '../config';
+import { gatewayMetrics } from '../app/stats';
 import {
   METRICS_CONTENT_TYPE,
-  renderMetrics,
   webhookAckSeconds,
   webhooksTotal,
   type WebhookOutcome,
@@ -53,7 +53,7 @@ export function registerOperatorRoutes(
 
   app.get('/metrics', async (_request, reply) =>
     reply.header('content-type', METRICS_CONTENT_TYPE).send(
-      await renderMetrics({
+      await gatewayMetrics({
         db: deps.pool,
         client: deps.client,
         deliveryStuckAfterMs: deps.deliveryStuckAfterMs ?? DEFAULT_DELIVERY_STUCK_AFTER_MS,

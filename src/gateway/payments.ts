@@ -7,9 +7,6 @@ import { ErrorCode } from '../domain/errors';
 import { answerAdmission, reject } from './replies';
 import { createSignatureVerifier } from '../domain/webhook-signature';
 
-// The admission path lives in src/app/ingest.ts (shared with `settle import` and the provider routes).
-export { ingestPaymentEvent, type IngestOutcome, type ReadPaymentEvent } from '../app/ingest';
-
 type Deps = { pool: pg.Pool; client: Client; taskQueue: string; webhookSecrets: string[] };
 
 export function registerPaymentRoutes(app: FastifyInstance, deps: Deps) {

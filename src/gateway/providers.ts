@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
-import { admitProviderEvent, type ProviderOutcome } from '../app/provider-ingest';
+import { admitProviderBatch, admitProviderEvent, type ProviderOutcome } from '../app/provider-ingest';
 import { describeIssues } from '../domain/payment-event';
 import { parseUntrustedJson } from '../domain/untrusted-json';
 import { ErrorCode } from '../domain/errors';
@@ -60,19 +60,13 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
         issues: [{ path, message: item.message }],
       });
     }
-    // `[accepted]` only once every item is durably admitted (or durably recorded as a repeat,
-    // ignored or unmatched). One that cannot be admitted leaves the batch unacknowledged: Adyen
-    // retries it, and the items already admitted are duplicates then.
-    const counts: Record<string, number> = {};
-    for (const adapted of batch) {
-      const outcome = await admitProviderEvent(deps, 'adyen', adapted);
-      counts[outcome.status] = (counts[outcome.status] ?? 0) + 1;
-      if (outcome.status === 'unavailable') {
-        request.ingestOutcome = 'unavailable';
-        return refuseUnavailable(reply, outcome.dependency);
-      }
+    // `[accepted]` only once every item is durably admitted (src/app/provider-ingest.ts).
+    const admitted = await admitProviderBatch(deps, 'adyen', batch);
+    if (admitted.status === 'unavailable') {
+      request.ingestOutcome = 'unavailable';
+      return refuseUnavailable(reply, admitted.dependency);
     }
-    request.ingestOutcome = Object.entries(counts)
+    request.ingestOutcome = Object.entries(admitted.counts)
       .map(([status, n]) => `${status}:${n}`)
       .join(',');
     return reply.code(200).type('text/plain; charset=utf-8').send(ADYEN_ACCEPTED);

@@ -1,21 +1,21 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { METHODS, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type pg from 'pg';
 import { eventIdSchema } from '../domain/payment-event';
 import { classifyDatabaseFailure, ErrorCode } from '../domain/errors';
 import { inspectEvent } from '../app/inspect';
+import { readinessCheck } from '../app/readiness';
 import { shortHash } from '../lib/hash';
 import type { Logger } from '../lib/logger';
 import { registerOperatorRoutes } from './operations';
 import { registerPaymentRoutes } from './payments';
-import { checkNamespace, type TemporalProblem } from '../temporal/connection';
 import { registerProviderRoutes, type ProviderRouteDeps } from './providers';
 import { registerReminderRoutes } from './reminders';
 import { MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_PARAM_LENGTH } from './limits';
 import { checkIdParam, refuseOtherMethods, reject } from './replies';
+import { requireBearerToken } from './auth';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -107,6 +107,7 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
 
   app.setNotFoundHandler((_request, reply) => reject(reply, 404, ErrorCode.NotFound, 'no such route'));
 
+  requireBearerToken(app, deps.apiToken);
   registerOperatorRoutes(app, deps);
   registerPaymentRoutes(app, deps);
   refuseOtherMethods(app, '/webhooks/payments', ['POST']);
@@ -119,16 +120,9 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   for (const url of ['/healthz', '/readyz', '/metrics', '/openapi.json'])
     refuseOtherMethods(app, url, ['GET']);
 
-  const namespaceCheck = cachedNamespaceCheck(deps.client);
+  const readiness = readinessCheck(deps);
   app.get('/readyz', async (_request, reply) => {
-    const [postgres, problem] = await Promise.all([
-      deps.pool.query('SELECT 1').then(
-        () => true,
-        () => false,
-      ),
-      namespaceCheck(),
-    ]);
-    const temporal = problem === undefined;
+    const { postgres, temporal, problem } = await readiness();
     const ready = postgres && temporal;
     return reply.code(ready ? 200 : 503).send({
       status: ready ? 'ready' : 'not_ready',
@@ -141,10 +135,7 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
     });
   });
 
-  app.get('/events/:eventId', async (request, reply) => {
-    if (!authorized(request, deps.apiToken)) {
-      return reject(reply, 401, ErrorCode.Unauthorized, 'a valid bearer token is required');
-    }
+  app.get('/events/:eventId', { config: { bearerToken: true } }, async (request, reply) => {
     const { eventId } = request.params as { eventId: string };
     const paramIssue = checkIdParam(eventId, 'eventId', eventIdSchema);
     if (paramIssue) {
@@ -160,23 +151,6 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   refuseOtherMethods(app, '/events/:eventId', ['GET']);
 
   return app;
-}
-
-/** How long one DescribeNamespace answer stands for /readyz, so probes do not each cost a call. */
-const READINESS_CACHE_MS = 2_000;
-
-/** /readyz's Temporal check: the namespace exists and answers (DescribeNamespace), cached briefly. */
-function cachedNamespaceCheck(client: Client): () => Promise<TemporalProblem | undefined> {
-  let cached: { at: number; result: Promise<TemporalProblem | undefined> } | undefined;
-  return () => {
-    if (!cached || Date.now() - cached.at > READINESS_CACHE_MS) {
-      cached = {
-        at: Date.now(),
-        result: checkNamespace(client, 4_000),
-      };
-    }
-    return cached.result;
-  };
 }
 
 function answerRouterError(error: { code: string; message: string }, reply: FastifyReply, logger: Logger) {
@@ -224,13 +198,4 @@ function answerClientError(error: Error & { code?: string }, socket: Socket) {
     );
   }
   socket.destroy();
-}
-
-/** Constant-time bearer token check; no configured token means the endpoint is closed. */
-export function authorized(request: FastifyRequest, token: string | undefined): boolean {
-  if (!token) return false;
-  const header = request.headers.authorization ?? '';
-  const presented = Buffer.from(header.startsWith('Bearer ') ? header.slice(7) : '');
-  const expected = Buffer.from(token);
-  return presented.length === expected.length && timingSafeEqual(presented, expected);
 }

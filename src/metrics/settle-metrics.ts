@@ -1,8 +1,4 @@
-import type { Client } from '@temporalio/client';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { countByKind, DEFAULT_UNRECONCILED_AFTER_MS, openExceptions } from '../app/exceptions';
-import type { Queryable } from '../db/pool';
-import { outboxBacklog, reminderBacklog } from '../db/slo';
 import { renderTemporalMetrics } from './temporal-metrics';
 
 /** One registry per process: a `settle start` process serves gateway and worker figures together. */
@@ -115,39 +111,30 @@ const openExceptionsGauge = new Gauge({
   registers: [databaseRegistry],
 });
 
-/** What the gateway needs to export the figures read from PostgreSQL (and, for exceptions, Temporal). */
-export type DatabaseGaugeSource = { db: Queryable; client: Client; deliveryStuckAfterMs: number };
+/** The figures the gateway reads from PostgreSQL (and, for exceptions, Temporal) at scrape time. */
+export type DatabaseFigures = {
+  outboxPending: number;
+  outboxOldestPendingAgeSeconds: number;
+  reminderOldestOverdueAgeSeconds: number;
+  openExceptionsByKind: Record<string, number>;
+};
 
 /**
- * The Prometheus text of `GET /metrics`: settle's counters and histograms, with `source` (the gateway)
- * the gauges read from PostgreSQL now (left at their last value if it does not answer), and the
- * Temporal SDK's own.
+ * The Prometheus text of `GET /metrics`: settle's counters and histograms, the Temporal SDK's own, and
+ * for the gateway the gauges read from PostgreSQL (`database`: the figures now, or null when it did not
+ * answer, which leaves each gauge at its last value). A process without `database` exports none of them.
  */
-export async function renderMetrics(source?: DatabaseGaugeSource): Promise<string> {
-  if (source) {
-    const { db, client } = source;
-    try {
-      const backlog = await outboxBacklog(db);
-      outboxPending.set(backlog.pending);
-      outboxOldestPendingAge.set(backlog.oldestPendingAgeSeconds ?? 0);
-      reminderOldestOverdueAge.set((await reminderBacklog(db)).oldestOverdueAgeSeconds ?? 0);
-      const open = await openExceptions(
-        { db, client },
-        {
-          unreconciledAfterMs: DEFAULT_UNRECONCILED_AFTER_MS,
-          stuckAfterMs: source.deliveryStuckAfterMs,
-          limit: null,
-        },
-      );
-      for (const [kind, count] of Object.entries(countByKind(open.exceptions))) {
-        openExceptionsGauge.set({ kind }, count);
-      }
-    } catch {
-      // PostgreSQL down: /readyz says so; the scrape still serves everything else.
+export async function renderMetrics(database?: DatabaseFigures | null): Promise<string> {
+  if (database) {
+    outboxPending.set(database.outboxPending);
+    outboxOldestPendingAge.set(database.outboxOldestPendingAgeSeconds);
+    reminderOldestOverdueAge.set(database.reminderOldestOverdueAgeSeconds);
+    for (const [kind, count] of Object.entries(database.openExceptionsByKind)) {
+      openExceptionsGauge.set({ kind }, count);
     }
   }
-  const database = source ? await databaseRegistry.metrics() : '';
-  return `${await registry.metrics()}${database}${renderTemporalMetrics()}`;
+  const gauges = database === undefined ? '' : await databaseRegistry.metrics();
+  return `${await registry.metrics()}${gauges}${renderTemporalMetrics()}`;
 }
 
 export const METRICS_CONTENT_TYPE = registry.contentType;

@@ -1,20 +1,14 @@
 import { timingSafeEqual } from 'node:crypto';
 import { hmacValidator as HmacValidator } from '@adyen/api-library';
-import {
-  EVENT_ID_PATTERN,
-  fieldIssues,
-  paymentEventSchema,
-  type PaymentEvent,
-  type PaymentEventType,
-} from '../domain/payment-event';
+import { EVENT_ID_PATTERN, type PaymentEventType } from '../domain/payment-event';
 import { sha256Hex } from '../lib/hash';
 import {
+  adaptedPaymentEvent,
   field,
   nonEmptyString,
   type AdaptedEvent,
   type ProviderAdapter,
   type ProviderRequest,
-  unstorableTextPath,
   type Verification,
 } from './types';
 
@@ -167,21 +161,9 @@ export function adaptAdyenItem(item: unknown): AdaptedEvent {
       provider_type: providerType,
     },
   };
-  const unstorable = unstorableTextPath(event);
-  if (unstorable) {
-    return {
-      kind: 'invalid',
-      eventId: eventId,
-      path: unstorable,
-      message: 'must not contain NUL or lone surrogates',
-    };
-  }
-  const parsed = paymentEventSchema.safeParse(event);
-  if (!parsed.success) {
-    const issue = fieldIssues(parsed.error)[0]!;
-    return invalid(eventId, issue.path === 'created_at' ? 'eventDate' : issue.path, issue.message);
-  }
-  return { kind: 'payment', eventId, providerType, event: event as PaymentEvent };
+  return adaptedPaymentEvent(eventId, providerType, event, (path) =>
+    path === 'created_at' ? 'eventDate' : path,
+  );
 }
 
 /**

@@ -1,15 +1,9 @@
 import Stripe from 'stripe';
+import { EVENT_ID_PATTERN, type PaymentEventType } from '../domain/payment-event';
 import {
-  EVENT_ID_PATTERN,
-  fieldIssues,
-  paymentEventSchema,
-  type PaymentEvent,
-  type PaymentEventType,
-} from '../domain/payment-event';
-import {
+  adaptedPaymentEvent,
   field,
   nonEmptyString,
-  unstorableTextPath,
   type AdaptedEvent,
   type ProviderAdapter,
   type ProviderRequest,
@@ -177,21 +171,7 @@ export function adaptStripeEvent(item: unknown): AdaptedEvent {
       provider_type: type,
     },
   };
-  const unstorable = unstorableTextPath(event);
-  if (unstorable) {
-    return {
-      kind: 'invalid',
-      eventId: id,
-      path: unstorable,
-      message: 'must not contain NUL or lone surrogates',
-    };
-  }
-  const parsed = paymentEventSchema.safeParse(event);
-  if (!parsed.success) {
-    const issue = fieldIssues(parsed.error)[0]!;
-    return { kind: 'invalid', eventId: id, path: issue.path, message: issue.message };
-  }
-  return { kind: 'payment', eventId: id, providerType: type, event: event as PaymentEvent };
+  return adaptedPaymentEvent(id, type, event);
 }
 
 /**

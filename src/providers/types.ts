@@ -1,4 +1,5 @@
-import type { PaymentEvent } from '../domain/payment-event';
+import { fieldIssues, paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
+import { findUnstorableJson } from '../domain/untrusted-json';
 
 export type ProviderName = 'stripe' | 'adyen';
 export const PROVIDER_NAMES: ProviderName[] = ['stripe', 'adyen'];
@@ -67,30 +68,19 @@ export function splitList(value: string | undefined): string[] {
     .filter(Boolean);
 }
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 /**
- * The first string field PostgreSQL's jsonb cannot store (a NUL, or a lone UTF-16 surrogate), as a
- * field path; a canonical event carrying one is refused as invalid rather than failing at INSERT.
+ * The end of every adapter: the canonical event it built, held to the edge rule (text PostgreSQL can
+ * store, docs/limits.md) and then to the payment event schema. `providerField` names a canonical field
+ * as the provider calls it, for the refusal.
  */
-export function unstorableTextPath(value: unknown, path: string[] = []): string | undefined {
-  if (typeof value === 'string') {
-    return value.includes('\u0000') || LONE_SURROGATE.test(value) ? path.join('.') || '(body)' : undefined;
-  }
-  if (value !== null && typeof value === 'object') {
-    for (const [key, child] of Object.entries(value)) {
-      const found = unstorableTextPath(child, [...path, key]);
-      if (found) return found;
-    }
-  }
-  return undefined;
-}
-
-/** A JSON text jsonb can store: NULs and lone surrogates in strings become U+FFFD. */
-export function storableJson(value: unknown): string {
-  return JSON.stringify(value, (_key, child: unknown) =>
-    typeof child === 'string'
-      ? child.replaceAll('\u0000', '\uFFFD').replace(new RegExp(LONE_SURROGATE.source, 'g'), '\uFFFD')
-      : child,
-  );
+export function adaptedPaymentEvent(
+  eventId: string,
+  providerType: string,
+  event: Record<string, unknown>,
+  providerField: (path: string) => string = (path) => path,
+): AdaptedEvent {
+  const parsed = paymentEventSchema.safeParse(event);
+  const issue = findUnstorableJson(event) ?? (parsed.success ? undefined : fieldIssues(parsed.error)[0]);
+  if (issue) return { kind: 'invalid', eventId, path: providerField(issue.path), message: issue.message };
+  return { kind: 'payment', eventId, providerType, event: event as PaymentEvent };
 }

@@ -12,7 +12,7 @@ import { createWorker, installTemporalRuntime } from '../worker/run';
 import { startDevDownstream, type DevDownstream } from './dev-downstream';
 import { clearRunningStack, loadOrCreateDevSecrets, writeRunningStack } from './dev-state';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres';
-import { stateDir } from './paths';
+import { stateDir } from '../lib/paths';
 import { findTemporalCli } from './temporal-binaries';
 import { startTemporalDevServer, type DevServer } from './temporal-dev-server';
 

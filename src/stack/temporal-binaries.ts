@@ -3,7 +3,7 @@ import { accessSync, constants, existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
 import { loadSettings } from '../config';
-import { PROJECT_ROOT } from './paths';
+import { PROJECT_ROOT } from '../lib/paths';
 
 const run = promisify(execFile);
 

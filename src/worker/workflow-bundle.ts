@@ -27,7 +27,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
-import { PROJECT_ROOT, stateDir } from '../stack/paths';
+import { PROJECT_ROOT, stateDir } from '../lib/paths';
 
 const WORKFLOWS_PATH = require.resolve('../workflows');
 /** src/: everything the workflows can import lies under it. */

@@ -18,7 +18,7 @@ import {
   type Variable,
 } from '../../src/config';
 import { commandConfig, roleConfig } from '../../src/cli/context';
-import { PROJECT_ROOT } from '../../src/stack/paths';
+import { PROJECT_ROOT } from '../../src/lib/paths';
 
 // The dev-secrets cases below place `.settle/` in a folder of their own.
 delete process.env.SETTLE_HOME;

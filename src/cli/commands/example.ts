@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { addShipments } from '../../db/shipments';
-import { signWebhook } from '../../domain/webhook-signature';
-import { inspectEvent, type EventInspection } from '../../app/inspect';
+import { sendExampleEvent } from '../../app/example';
 import { loadSettings } from '../../config';
 import { CliError, output, withDevServices } from '../context';
 import { renderInspection } from './inspect';
@@ -28,33 +27,13 @@ export function registerExample(program: Command) {
         const shipmentId = options.shipment ?? `SHP-${eventId.slice(-8)}`;
         await addShipments(pool, [shipmentId]);
 
-        const body = JSON.stringify({
-          id: eventId,
-          type: options.type,
-          created_at: '2026-08-10T02:14:00Z',
-          data: { shipment_id: shipmentId, payment_id: `pi_${eventId}`, amount: 12500, currency: 'EUR' },
-        });
-        let response: Response;
-        try {
-          response = await fetch(`${gatewayUrl}/webhooks/payments`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', ...signWebhook(secret, `msg_${eventId}`, body) },
-            body,
-          });
-        } catch {
+        const result = await sendExampleEvent(
+          { pool, client },
+          { gatewayUrl, secret, eventId, shipmentId, type: options.type },
+        );
+        if (!result)
           throw new CliError(`the gateway at ${gatewayUrl} did not answer; is \`npm start\` running?`);
-        }
-        const reply = (await response.json()) as Record<string, unknown>;
-
-        let inspection: EventInspection | undefined;
-        const deadline = Date.now() + 15_000;
-        while (Date.now() < deadline) {
-          inspection = await inspectEvent(pool, client, eventId);
-          // Reconciled, and its workflow done with the deliveries (or Temporal not answering).
-          if (inspection?.outcome && inspection.workflow?.status !== 'RUNNING') break;
-          await new Promise((resolve) => setTimeout(resolve, 200));
-        }
-        output(options.json, { http_status: response.status, response: reply, inspection }, (r) =>
+        output(options.json, result, (r) =>
           [
             `POST ${gatewayUrl}/webhooks/payments → ${r.http_status} ${JSON.stringify(r.response)}`,
             '',

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { listReplayableUnmatched } from '../../db/claims';
 import { formatDuration, parseDuration } from '../../domain/duration';
-import { replayEvent, type ReplayDelivery, type ReplayResult } from '../../app/replay';
+import { replayEvents, type ReplayDelivery, type ReplayReport, type ReplayResult } from '../../app/replay';
 import { onShutdown, stopping } from '../../lib/shutdown';
 import { CliError, output, withServices } from '../context';
 
@@ -10,20 +10,6 @@ const UNMATCHED_CONCURRENCY = 4;
 const DEFAULT_WAIT_MS = 2 * 60_000;
 /** How long a reconcile may take to decide before the replay reports it undecided. */
 const DECIDE_TIMEOUT_MS = 60_000;
-
-type ReplayReport = {
-  results: ReplayResult[];
-  summary: {
-    replayed: number;
-    applied_now: number;
-    unchanged: number;
-    undecided: number;
-    not_found: number;
-    deliveries_started: number;
-    deliveries_pending: number;
-    interrupted: boolean;
-  };
-};
 
 export function registerReplay(program: Command) {
   program
@@ -66,29 +52,21 @@ export function registerReplay(program: Command) {
             const ids = options.unmatched ? await listReplayableUnmatched(pool) : eventIds;
             if (options.unmatched)
               process.stderr.write(`replaying ${ids.length} unmatched event(s) whose shipment now exists\n`);
-            const results: ReplayResult[] = [];
-            let next = 0;
-            const replayNext = async (): Promise<void> => {
-              while (next < ids.length && !stopping.aborted) {
-                const id = ids[next++]!;
-                const result = await replayEvent({ pool, client, taskQueue: config.taskQueue }, id, {
-                  decideTimeoutMs: DECIDE_TIMEOUT_MS,
-                  waitForDeliveriesMs: options.wait ? waitMs : undefined,
-                  signal: stopping,
-                  onWaiting: (decided) =>
-                    process.stderr.write(
-                      `${decided.event_id}: the claim says ${decided.outcome}; waiting up to ` +
-                        `${formatDuration(waitMs)} for ${decided.pending} pending delivery(ies)…\n`,
-                    ),
-                });
-                results.push(result);
+            return replayEvents({ pool, client, taskQueue: config.taskQueue }, ids, {
+              concurrency: options.unmatched ? UNMATCHED_CONCURRENCY : 1,
+              decideTimeoutMs: DECIDE_TIMEOUT_MS,
+              waitForDeliveriesMs: options.wait ? waitMs : undefined,
+              signal: stopping,
+              onWaiting: (decided) =>
+                process.stderr.write(
+                  `${decided.event_id}: the claim says ${decided.outcome}; waiting up to ` +
+                    `${formatDuration(waitMs)} for ${decided.pending} pending delivery(ies)…\n`,
+                ),
+              onResult: (result, done) => {
                 if (options.unmatched)
-                  process.stderr.write(`[${results.length}/${ids.length}] ${describeResult(result)}\n`);
-              }
-            };
-            const workers = options.unmatched ? UNMATCHED_CONCURRENCY : 1;
-            await Promise.all(Array.from({ length: workers }, replayNext));
-            return { results: ordered(results, ids), summary: summarise(results, stopping.aborted) };
+                  process.stderr.write(`[${done}/${ids.length}] ${describeResult(result)}\n`);
+              },
+            });
           });
           output(options.json, report, renderReport);
           for (const result of report.results.filter((r) => r.status === 'not_found'))
@@ -100,25 +78,6 @@ export function registerReplay(program: Command) {
         }
       },
     );
-}
-
-function ordered(results: ReplayResult[], ids: string[]): ReplayResult[] {
-  return [...results].sort((a, b) => ids.indexOf(a.event_id) - ids.indexOf(b.event_id));
-}
-
-function summarise(results: ReplayResult[], interrupted: boolean): ReplayReport['summary'] {
-  const replayed = results.filter((r) => r.status === 'replayed');
-  const deliveries = replayed.flatMap((r) => (r.status === 'replayed' ? r.deliveries : []));
-  return {
-    replayed: replayed.length,
-    applied_now: replayed.filter((r) => r.status === 'replayed' && r.changed && r.after === 'applied').length,
-    unchanged: replayed.filter((r) => r.status === 'replayed' && !r.changed).length,
-    undecided: results.filter((r) => r.status === 'undecided').length,
-    not_found: results.filter((r) => r.status === 'not_found').length,
-    deliveries_started: deliveries.filter((d) => d.action_taken === 'started').length,
-    deliveries_pending: deliveries.filter((d) => d.status === 'pending').length,
-    interrupted,
-  };
 }
 
 function exitCode(report: ReplayReport, waited: boolean): number {

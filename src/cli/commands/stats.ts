@@ -1,23 +1,9 @@
 import type { Command } from 'commander';
-import { countByKind, DEFAULT_UNRECONCILED_AFTER_MS, openExceptions } from '../../app/exceptions';
-import type { ExceptionKind } from '../../db/exceptions';
-import { computeSloFigures, type Percentiles, type SloFigures } from '../../db/slo';
+import { readLiveFigures, statsFigures, type LiveFigures, type StatsFigures } from '../../app/stats';
+import type { Percentiles } from '../../db/slo';
 import { parseDuration } from '../../domain/duration';
-import { histogramQuantile, parsePrometheusText, sumOf } from '../../metrics/prometheus-text';
 import { loadSettings } from '../../config';
 import { CliError, output, withServices } from '../context';
-
-const OUTCOMES = ['accepted', 'duplicate', 'ignored', 'conflict', 'rejected', 'unavailable'] as const;
-
-/** Figures only a running process knows (since it started), read from its /metrics. */
-type LiveFigures = {
-  source: string;
-  webhooks: Record<string, number>;
-  rejected_by_error: Record<string, number>;
-  ack_seconds: { p50: number | null; p99: number | null };
-  duplicate_claims: number;
-  transaction_failures: number;
-};
 
 export function registerStats(program: Command) {
   program
@@ -39,56 +25,17 @@ export function registerStats(program: Command) {
       const windowMs = parseDuration(options.since);
       if (windowMs === undefined) throw new CliError('--since must be a duration such as 24h or 7d');
       let gateway: string | undefined;
-      const figures = await withServices(async ({ pool, client, config, env }) => {
+      const figures = await withServices(({ pool, client, config, env }) => {
         gateway = loadSettings(env).gatewayUrl;
-        const slo = await computeSloFigures(pool, { windowMs });
-        const open = await openExceptions(
-          { db: pool, client },
-          {
-            unreconciledAfterMs: DEFAULT_UNRECONCILED_AFTER_MS,
-            stuckAfterMs: config.deliveryStuckAfterMs,
-            limit: null,
-          },
+        return statsFigures(
+          { db: pool, client, deliveryStuckAfterMs: config.deliveryStuckAfterMs },
+          windowMs,
         );
-        const byKind = countByKind(open.exceptions);
-        return { ...slo, open_exceptions: { ...byKind, total: open.exceptions.length } };
       });
       const metricsUrl = options.metricsUrl ?? (gateway ? `${gateway}/metrics` : undefined);
       const live = metricsUrl ? await readLiveFigures(metricsUrl) : null;
       output(options.json, { ...figures, live }, renderStats);
     });
-}
-
-async function readLiveFigures(url: string): Promise<LiveFigures | null> {
-  let text: string;
-  try {
-    const response = await fetch(url, { signal: AbortSignal.timeout(3_000) });
-    if (!response.ok) return null;
-    text = await response.text();
-  } catch {
-    return null;
-  }
-  const samples = parsePrometheusText(text);
-  const rejectedByError: Record<string, number> = {};
-  for (const s of samples) {
-    if (s.name === 'settle_webhooks_total' && s.labels.outcome === 'rejected' && s.value) {
-      rejectedByError[s.labels.error || 'unknown'] =
-        (rejectedByError[s.labels.error || 'unknown'] ?? 0) + s.value;
-    }
-  }
-  return {
-    source: url,
-    webhooks: Object.fromEntries(
-      OUTCOMES.map((o) => [o, sumOf(samples, 'settle_webhooks_total', { outcome: o })]),
-    ),
-    rejected_by_error: rejectedByError,
-    ack_seconds: {
-      p50: histogramQuantile(samples, 'settle_webhook_ack_seconds', 0.5),
-      p99: histogramQuantile(samples, 'settle_webhook_ack_seconds', 0.99),
-    },
-    duplicate_claims: sumOf(samples, 'settle_duplicate_claims_total'),
-    transaction_failures: sumOf(samples, 'settle_transaction_failures_total'),
-  };
 }
 
 const seconds = (value: number | null) =>
@@ -100,9 +47,7 @@ const entries = (record: Record<string, number>) =>
     .map(([key, value]) => `${key} ${value}`)
     .join(', ') || 'none';
 
-type OpenExceptions = Record<ExceptionKind, number> & { total: number };
-
-function renderStats(s: SloFigures & { open_exceptions: OpenExceptions; live: LiveFigures | null }): string {
+function renderStats(s: StatsFigures & { live: LiveFigures | null }): string {
   const { total, ...open } = s.open_exceptions;
   const lines = [
     `window                 ${s.window.since} → ${s.window.until}`,
