@@ -91,7 +91,11 @@ async function admitPaymentEvent(
       }),
     whenKnown: (tx) => findEvent(tx, event.id),
     // A handled type passed the full schema in readPaymentEvent.
-    start: () => startPaymentWorkflow(deps.client, deps.taskQueue, event as PaymentEvent),
+    // An imported report is bulk work: its runs wait behind live webhooks on the same task queue.
+    start: () =>
+      startPaymentWorkflow(deps.client, deps.taskQueue, event as PaymentEvent, {
+        priority: source === 'import' ? 'bulk' : 'live',
+      }),
   });
   switch (admission.kind) {
     case 'known':
