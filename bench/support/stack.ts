@@ -199,8 +199,8 @@ export class ProofStack {
   }
 
   /**
-   * Pids of the Temporal server's processes, for resource sampling: `temporal` (the dev server, or
-   * the cluster's frontend) and, for a cluster, each other service and its PostgreSQL.
+   * Pids of the Temporal server's processes, for resource sampling: `temporal` (the dev server) or,
+   * for a cluster, `temporal-<service>` for each of its four services and `temporal-postgres`.
    */
   temporalPids(): Record<string, number | undefined> {
     if (!this.cluster) return { temporal: this.temporal?.process.pid };
@@ -214,7 +214,7 @@ export class ProofStack {
       postgres = undefined;
     }
     return {
-      temporal: pid('frontend'),
+      'temporal-frontend': pid('frontend'),
       'temporal-history': pid('history'),
       'temporal-matching': pid('matching'),
       'temporal-worker': pid('worker'),
