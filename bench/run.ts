@@ -88,13 +88,17 @@ async function benchOn(): Promise<Goal[]> {
     );
     await stack.start();
     await stack.startGateway();
-    // SETTLE_BENCH_WORKER_NODE_OPTIONS, e.g. --max-old-space-size=256, tries a heap cap on the worker.
+    // SETTLE_BENCH_WORKER_NODE_OPTIONS (e.g. --max-semi-space-size=4) and SETTLE_BENCH_WORKER_OPTIONS
+    // (SDK settings, bench/support/worker-options.ts) apply to settle's worker and the no-op worker.
     const workerNodeOptions = process.env.SETTLE_BENCH_WORKER_NODE_OPTIONS;
     const worker = await stack.startWorker(workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {});
     noopWorker = await spawnTs(
       'noop worker',
       ['bench/support/noop-worker.ts'],
-      stack.env({ SETTLE_TASK_QUEUE: NOOP_TASK_QUEUE }),
+      stack.env({
+        SETTLE_TASK_QUEUE: NOOP_TASK_QUEUE,
+        ...(workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {}),
+      }),
       (output) => output.includes('worker ready'),
     );
     const pids = () => ({

@@ -5,6 +5,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { installTemporalRuntime } from '../../src/worker/run';
 import { noopActivities } from './noop-activities';
+import { benchWorkerOptions } from './worker-options';
 
 async function main() {
   installTemporalRuntime();
@@ -15,6 +16,7 @@ async function main() {
     taskQueue: process.env.SETTLE_TASK_QUEUE!,
     workflowsPath: require.resolve('./noop-workflows'),
     activities: noopActivities,
+    ...benchWorkerOptions(),
   });
   const running = worker.run();
   process.stdout.write('worker ready\n');

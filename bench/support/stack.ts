@@ -206,19 +206,12 @@ export class ProofStack {
     if (!this.cluster) return { temporal: this.temporal?.process.pid };
     const pid = (service: 'frontend' | 'history' | 'matching' | 'worker') =>
       this.cluster!.services.get(service)?.pid;
-    let postgres: number | undefined;
-    try {
-      const file = join(this.scratch, 'cluster', 'pg', 'postmaster.pid');
-      postgres = Number(readFileSync(file, 'utf8').split('\n')[0]);
-    } catch {
-      postgres = undefined;
-    }
     return {
       'temporal-frontend': pid('frontend'),
       'temporal-history': pid('history'),
       'temporal-matching': pid('matching'),
       'temporal-worker': pid('worker'),
-      'temporal-postgres': postgres,
+      'temporal-postgres': this.cluster.postgresPid(),
     };
   }
 

@@ -1,4 +1,10 @@
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import {
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  Worker,
+  type WorkerOptions as SdkWorkerOptions,
+} from '@temporalio/worker';
 import type pg from 'pg';
 import { createActivities, type ActivityDependencies } from '../activities';
 import { activityOutcomeInterceptor } from './outcome-interceptor';
@@ -73,6 +79,8 @@ export type WorkerOptions = {
   hooks?: ActivityDependencies['hooks'];
   /** Shorter delivery timeouts and leases for tests; production uses the defaults. */
   tuning?: ActivityDependencies['tuning'];
+  /** SDK worker settings tried by the benchmarks (bench/support/worker-process.ts); none in production. */
+  sdkOptions?: Pick<SdkWorkerOptions, 'maxCachedWorkflows' | 'reuseV8Context' | 'workflowThreadPoolSize'>;
 };
 
 /** Seconds a starting worker gives Temporal to answer before it gives up with the cause. */
@@ -127,7 +135,7 @@ export function missingDownstreamVariables(config: Pick<Config, 'carrierUrl' | '
 }
 
 /** A worker polling settle's task queue; the caller runs it and closes the connection. */
-export async function createWorker({ config, pool, hooks, tuning }: WorkerOptions) {
+export async function createWorker({ config, pool, hooks, tuning, sdkOptions }: WorkerOptions) {
   installTemporalRuntime();
   const codePath = await workflowBundlePath();
   const connection = await connectWorker(config);
@@ -156,6 +164,7 @@ export async function createWorker({ config, pool, hooks, tuning }: WorkerOption
     interceptors: { activity: [activityOutcomeInterceptor({ pool })] },
     // Under lib/shutdown.ts's deadline: activities still running then are cancelled, so the drain ends.
     shutdownGraceTime: '4s',
+    ...sdkOptions,
   });
   return { worker, connection };
 }
