@@ -131,7 +131,7 @@ async function benchOn(): Promise<Goal[]> {
       let events = 0;
       for (let rep = 0; rep < reps; rep += 1) {
         const prepared = (await row.prepare?.(rep)) as P;
-        const sampler = new ResourceSampler(pids);
+        const sampler = new ResourceSampler(pids, ['worker', 'noop-worker']);
         const figures = await row.run(prepared, rep);
         usages.push(sampler.stop());
         runs.push(figures);
@@ -147,6 +147,15 @@ async function benchOn(): Promise<Goal[]> {
           .join(' ')}`,
       );
       log(`   CPU ms/event: ${cpuLine(result.resources)}`);
+      for (const name of ['worker', 'noop-worker']) {
+        const threads = result.resources[name]?.threads;
+        if (!threads || (result.resources[name]?.cpuMsPerEvent ?? 0) < 1) continue;
+        const top = Object.entries(threads)
+          .sort(([, a], [, b]) => b - a)
+          .slice(0, 5)
+          .map(([thread, seconds]) => `${thread} ${round((seconds * 1000) / events, 1)}`);
+        log(`   ${name} threads, CPU ms/event: ${top.join(', ')}`);
+      }
       return result;
     };
 
@@ -290,6 +299,10 @@ function sumUsage(windows: Record<string, Usage>[]): Record<string, Usage> {
       sum.cpuSeconds += usage.cpuSeconds;
       sum.seconds += usage.seconds;
       sum.peakRssMb = Math.max(sum.peakRssMb, usage.peakRssMb);
+      for (const [thread, seconds] of Object.entries(usage.threads ?? {})) {
+        sum.threads ??= {};
+        sum.threads[thread] = round((sum.threads[thread] ?? 0) + seconds, 2);
+      }
     }
   }
   for (const sum of Object.values(total)) {

@@ -139,7 +139,36 @@ export type Usage = {
   cpuMsPerEvent?: number;
   /** Highest resident set seen (summed over the process tree), sampled every 250 ms. */
   peakRssMb: number;
+  /**
+   * For the processes named in `threadsOf`: CPU seconds by thread, `main` (the JavaScript main
+   * thread), and the others by their name in /proc (`node`: a worker thread, e.g. the SDK's workflow
+   * thread; `tokio-runtime-w`: the SDK's Rust core; `V8 DefaultWorke`: V8's GC and compiler helpers).
+   */
+  threads?: Record<string, number>;
 };
+
+/** CPU seconds of each thread of a process, grouped by thread name (`main` for the main thread). */
+function threadCpu(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return byName;
+  }
+  for (const tid of tids) {
+    try {
+      const text = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = Number(tid) === pid ? 'main' : text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+      const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      const seconds = (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+      byName.set(name, (byName.get(name) ?? 0) + seconds);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return byName;
+}
 
 /**
  * Samples the CPU time and resident memory of named process trees while a benchmark runs. CPU is
@@ -158,7 +187,16 @@ export class ResourceSampler {
   private readonly lostCpu = new Map<string, number>();
   private readonly lastCpu = new Map<string, number>();
 
-  constructor(private readonly targets: () => Record<string, number | 'self' | undefined>) {
+  private readonly startThreads = new Map<string, Map<string, number>>();
+
+  constructor(
+    private readonly targets: () => Record<string, number | 'self' | undefined>,
+    private readonly threadsOf: string[] = [],
+  ) {
+    for (const name of threadsOf) {
+      const pid = this.targets()[name];
+      if (typeof pid === 'number') this.startThreads.set(name, threadCpu(pid));
+    }
     for (const [name, { cpu }] of Object.entries(this.read())) this.startCpu.set(name, cpu);
     this.timer = setInterval(() => this.sample(), 250);
   }
@@ -211,6 +249,14 @@ export class ResourceSampler {
         cpuPercent: round((cpuSeconds / seconds) * 100, 0),
         peakRssMb: round((this.peak.get(name) ?? 0) / 1024 / 1024, 0),
       };
+      const pid = this.targets()[name];
+      const before = this.startThreads.get(name);
+      if (before && typeof pid === 'number') {
+        const threads: Record<string, number> = {};
+        for (const [thread, seconds] of threadCpu(pid))
+          threads[thread] = round(seconds - (before.get(thread) ?? 0), 2);
+        usage[name]!.threads = threads;
+      }
     }
     return usage;
   }
