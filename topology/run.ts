@@ -148,6 +148,8 @@ class Topology {
       SETTLE_METRICS_PORT: '0',
       SETTLE_LOG_LEVEL: 'info',
       SETTLE_HOME: join(this.scratch, 'home'),
+      // glibc's malloc arenas, as the Dockerfile sets them.
+      MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
       ...extra,
     };
   }
