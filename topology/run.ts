@@ -328,10 +328,12 @@ async function throughput(topology: Topology, count: number, concurrency = 50) {
     const event = makeEvent(runId, i);
     const reply = await provider.deliver(event, 120_000);
     if (reply.status !== 202) return failures.push(`event ${i} answered ${reply.status}`);
+    let timer: NodeJS.Timeout | undefined;
     const applied = await Promise.race([
       topology.receiver.waitForApplied(erpKey(event.id)),
-      sleep(180_000).then(() => undefined),
+      new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), 180_000))),
     ]);
+    clearTimeout(timer);
     if (applied === undefined) failures.push(`event ${i} not delivered within 180 s`);
   };
   await closedLoop(warmUp, 10, (i) => one(i).then(() => {}));
