@@ -141,8 +141,9 @@ export type Usage = {
   peakRssMb: number;
   /**
    * For the processes named in `threadsOf`: CPU seconds by thread, `main` (the JavaScript main
-   * thread), and the others by their name in /proc (`node`: a worker thread, e.g. the SDK's workflow
-   * thread; `tokio-runtime-w`: the SDK's Rust core; `V8 DefaultWorke`: V8's GC and compiler helpers).
+   * thread), and the others by their name in /proc: `node (busiest)` is the SDK's workflow thread
+   * (a Node worker thread), `node (others)` V8's GC and compiler helpers and libuv's pool,
+   * `tokio-runtime-w` the SDK's Rust core.
    */
   threads?: Record<string, number>;
 };
@@ -163,6 +164,8 @@ function threadCpu(pid: number): Map<string, number> {
       const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
       const seconds = (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
       byName.set(name, (byName.get(name) ?? 0) + seconds);
+      // Several threads share a name (Node's worker threads and V8's helpers are all `node`).
+      byName.set(`${name}#${tid}`, seconds);
     } catch {
       // The thread ended between the listing and the read.
     }
@@ -253,8 +256,20 @@ export class ResourceSampler {
       const before = this.startThreads.get(name);
       if (before && typeof pid === 'number') {
         const threads: Record<string, number> = {};
-        for (const [thread, seconds] of threadCpu(pid))
-          threads[thread] = round(seconds - (before.get(thread) ?? 0), 2);
+        const busiest = new Map<string, number>();
+        for (const [thread, seconds] of threadCpu(pid)) {
+          const used = seconds - (before.get(thread) ?? 0);
+          const [name, tid] = thread.split('#');
+          if (tid === undefined) threads[thread] = round(used, 2);
+          else busiest.set(name!, Math.max(busiest.get(name!) ?? 0, used));
+        }
+        // The busiest `node` thread of a worker is the SDK's workflow thread.
+        const node = busiest.get('node');
+        if (node !== undefined && threads.node !== undefined && node < threads.node) {
+          threads['node (busiest)'] = round(node, 2);
+          threads['node (others)'] = round(threads.node - node, 2);
+          delete threads.node;
+        }
         usage[name]!.threads = threads;
       }
     }
