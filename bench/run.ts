@@ -91,10 +91,17 @@ async function benchOn(): Promise<Goal[]> {
     // SETTLE_BENCH_WORKER_NODE_OPTIONS (e.g. --max-semi-space-size=4) and SETTLE_BENCH_WORKER_OPTIONS
     // (SDK settings, bench/support/worker-options.ts) apply to settle's worker and the no-op worker.
     const workerNodeOptions = process.env.SETTLE_BENCH_WORKER_NODE_OPTIONS;
-    const worker = await stack.startWorker(workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {});
+    // SETTLE_BENCH_WORKER_CPU_PROF_DIR: Node's --cpu-prof for both workers, every thread (the SDK's
+    // workflow thread included), one .cpuprofile per thread written there when the worker exits.
+    const profDir = process.env.SETTLE_BENCH_WORKER_CPU_PROF_DIR;
+    const nodeArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
+    const worker = await stack.startWorker(
+      workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {},
+      nodeArgs,
+    );
     noopWorker = await spawnTs(
       'noop worker',
-      ['bench/support/noop-worker.ts'],
+      [...nodeArgs, 'bench/support/noop-worker.ts'],
       stack.env({
         SETTLE_TASK_QUEUE: NOOP_TASK_QUEUE,
         ...(workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {}),

@@ -176,11 +176,14 @@ export class ProofStack {
     return gateway;
   }
 
-  /** A worker process (bench/support/worker-process.ts); `extra` adds to its environment. */
-  async startWorker(extra: Record<string, string> = {}): Promise<Child> {
+  /**
+   * A worker process (bench/support/worker-process.ts); `extra` adds to its environment, `nodeArgs`
+   * to Node's command line (flags NODE_OPTIONS refuses, such as --cpu-prof).
+   */
+  async startWorker(extra: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Child> {
     const worker = await spawnTs(
       `worker-${this.workers.length + 1}`,
-      ['bench/support/worker-process.ts'],
+      [...nodeArgs, 'bench/support/worker-process.ts'],
       this.env(extra),
       (output) => output.includes('worker ready'),
     );
