@@ -19,6 +19,8 @@ async function main() {
     ...benchWorkerOptions(),
   });
   const running = worker.run();
+  // SIGTERM drains and exits normally (so --cpu-prof can write its profiles), as settle's worker does.
+  process.once('SIGTERM', () => worker.shutdown());
   process.stdout.write('worker ready\n');
   try {
     await running;
