@@ -104,17 +104,27 @@ export async function benchFullPath(
 
 export type LoadFigures = PathFigures & {
   offeredPerSecond: number;
+  /** Events sent in the window. */
+  sent: number;
   /** From the last request sent to the last event's ERP entry applied. */
   drainMs: number;
 };
 
-/** L: an open arrival rate for `durationMs`: ack latency under load and how long the backlog drains. */
+/** How many events an open loop at `ratePerSecond` for `durationMs` may send (a few to spare). */
+export const loadEvents = (ratePerSecond: number, durationMs: number) =>
+  Math.ceil(ratePerSecond * (durationMs / 1000)) + 10;
+
+/**
+ * L: an open arrival rate for `durationMs`: ack latency under load and how long the backlog drains.
+ * `prepared` (from preparePathEvents, `loadEvents(...)` of them) keeps their set-up out of a sample.
+ */
 export async function benchFixedLoad(
   stack: ProofStack,
   ratePerSecond: number,
   durationMs: number,
+  prepared?: PaymentEvent[],
 ): Promise<LoadFigures> {
-  const events = await preparePathEvents(stack, Math.ceil(ratePerSecond * (durationMs / 1000)) + 10);
+  const events = prepared ?? (await preparePathEvents(stack, loadEvents(ratePerSecond, durationMs)));
   const samples: Sample[] = events.map(() => ({ sentAt: 0 }));
   let errors = 0;
   let lastSentAt = 0;
@@ -135,6 +145,7 @@ export async function benchFixedLoad(
   return {
     ...figures,
     offeredPerSecond: ratePerSecond,
+    sent,
     drainMs: Math.max(0, lastDelivered - lastSentAt),
   };
 }

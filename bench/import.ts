@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { addShipments } from '../src/db/shipments';
+import type { PaymentEvent } from '../src/domain/payment-event';
 import { erpKey, makeEvent, newRunId, shipmentFor } from './support/load';
 import { spawnTs } from './support/processes';
 import type { ProofStack } from './support/stack';
@@ -8,20 +9,10 @@ import type { ProofStack } from './support/stack';
 /** How long the report's events may take to be delivered after the import ends. */
 const DRAIN_DEADLINE_MS = 15 * 60_000;
 
-/**
- * I: `settle import` (the real command, in its own process, default concurrency) of a report of
- * `count` events for known shipments. Lines per second of the import itself, and events per second
- * end to end (until the last event's ERP entry is applied).
- */
-export async function benchImport(
-  stack: ProofStack,
-  count: number,
-): Promise<{
-  importLinesPerSecond: number;
-  endToEndEventsPerSecond: number;
-  accepted: number;
-  undelivered: number;
-}> {
+export type ImportReport = { events: PaymentEvent[]; file: string };
+
+/** A report (JSON lines) of `count` events for known shipments, written to the stack's scratch folder. */
+export async function prepareImport(stack: ProofStack, count: number): Promise<ImportReport> {
   const runId = newRunId('i');
   await addShipments(
     stack.pool,
@@ -30,7 +21,24 @@ export async function benchImport(
   const events = Array.from({ length: count }, (_, i) => makeEvent(runId, i));
   const file = join(stack.scratch, `report-${runId}.jsonl`);
   writeFileSync(file, events.map((event) => JSON.stringify(event)).join('\n') + '\n');
+  return { events, file };
+}
 
+/**
+ * I: `settle import` (the real command, in its own process, default concurrency) of a report of
+ * `count` events for known shipments. Lines per second of the import itself, and events per second
+ * end to end (until the last event's ERP entry is applied).
+ */
+export async function benchImport(
+  stack: ProofStack,
+  { events, file }: ImportReport,
+): Promise<{
+  importLinesPerSecond: number;
+  endToEndEventsPerSecond: number;
+  accepted: number;
+  undelivered: number;
+}> {
+  const count = events.length;
   const started = Date.now();
   const command = await spawnTs(
     'settle import',

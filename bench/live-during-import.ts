@@ -1,5 +1,5 @@
-import { benchFixedLoad } from './full-path';
-import { benchImport } from './import';
+import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
+import { benchImport, prepareImport } from './import';
 import type { ProofStack } from './support/stack';
 
 /** How long to wait for `settle import` to admit its first lines before the live load starts. */
@@ -18,15 +18,19 @@ export async function benchLiveDuringImport(
   durationMs: number,
   importEvents: number,
 ): Promise<Record<string, number>> {
-  const idle = await benchFixedLoad(stack, ratePerSecond, durationMs);
+  // Every event prepared first: shipment inserts stay out of both windows.
+  const report = await prepareImport(stack, importEvents);
+  const idleEvents = await preparePathEvents(stack, loadEvents(ratePerSecond, durationMs));
+  const liveEvents = await preparePathEvents(stack, loadEvents(ratePerSecond, durationMs));
+  const idle = await benchFixedLoad(stack, ratePerSecond, durationMs, idleEvents);
   const importedBefore = await importedCount(stack);
-  const importing = benchImport(stack, importEvents);
+  const importing = benchImport(stack, report);
   // The live load starts once the import is admitting, so the two overlap from the first line.
   const deadline = Date.now() + IMPORT_START_DEADLINE_MS;
   while ((await importedCount(stack)) === importedBefore && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  const live = await benchFixedLoad(stack, ratePerSecond, durationMs);
+  const live = await benchFixedLoad(stack, ratePerSecond, durationMs, liveEvents);
   const backlogAfterLive = importEvents - (await importedDelivered(stack, importedBefore));
   const imported = await importing;
   return {

@@ -1,15 +1,18 @@
 /**
- * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,L,R,I]`: settle's benchmarks against baselines
- * measured in the same run, on this machine, on loopback. Each figure is the median of its
- * repetitions; CPU and peak RSS are per process. Writes bench/results.json and prints a table.
+ * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,L,PE,R,I,LI] [-- --server=dev|cluster|both]`:
+ * PE is P through `settle serve` (eager start; LE@50% its load row), LI live webhooks during an import.
+ * settle's benchmarks against baselines measured in the same run, on this machine, on loopback. Each
+ * figure is the median of its repetitions; CPU time (per event) and peak RSS are per process.
+ * Writes bench/results.json (bench/results-cluster.json for the cluster) and prints a table.
  * Bounded in count and time: it stops by itself.
  */
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { benchBareClaimLoop, benchReconcileActivity, CLAIM_LOOP_CONCURRENCY } from './claim-loop';
-import { benchFixedLoad, benchFullPath, benchReplayStorm, preparePathEvents } from './full-path';
-import { benchImport } from './import';
+import { benchFixedLoad, benchFullPath, benchReplayStorm, loadEvents, preparePathEvents } from './full-path';
+import { benchImport, prepareImport } from './import';
+import { benchLiveDuringImport } from './live-during-import';
 import { median } from './support/load';
 import { ResourceSampler, round, spawnTs, type Child, type Usage } from './support/processes';
 import { ProofStack } from './support/stack';
@@ -24,8 +27,12 @@ const only = process.argv
 /**
  * `--server=cluster`: T0 and P (unless --only says otherwise) against the real Temporal server of
  * `npm run topology` (topology/cluster.ts) instead of the dev server; results in results-cluster.json.
+ * `--server=both`: the dev-server run, then the cluster's, in one invocation (one stack at a time).
  */
-const server = process.argv.includes('--server=cluster') ? ('cluster' as const) : ('dev' as const);
+const serverArg = process.argv.find((arg) => arg.startsWith('--server='))?.slice('--server='.length) ?? 'dev';
+if (!['dev', 'cluster', 'both'].includes(serverArg)) throw new Error('--server must be dev, cluster or both');
+const servers = serverArg === 'both' ? (['dev', 'cluster'] as const) : [serverArg as 'dev' | 'cluster'];
+let server: 'dev' | 'cluster' = servers[0]!;
 const CLUSTER_DEFAULT = ['T0', 'P'];
 const wanted = (id: string) => (only ? only.includes(id) : server === 'dev' || CLUSTER_DEFAULT.includes(id));
 
@@ -49,9 +56,29 @@ type Result = {
   resources: Record<string, Usage>;
 };
 
-const results: Result[] = [];
+let results: Result[] = [];
+
+/**
+ * glibc's malloc arenas, as the Dockerfile sets them for production (`MALLOC_ARENA_MAX=2`): every
+ * process this run spawns (gateway, workers, PostgreSQL) inherits it unless the caller set another.
+ */
+process.env.MALLOC_ARENA_MAX ??= '2';
 
 async function main() {
+  const summaries: string[] = [];
+  for (const next of servers) {
+    server = next;
+    results = [];
+    const goals = await benchOn();
+    const p50 = goals.find((goal) => goal.goal.startsWith('P ≥ 0.6 × T0 (50'));
+    const p10 = goals.find((goal) => goal.goal.startsWith('P ≥ 0.6 × T0 (10'));
+    summaries.push(`${next}: P/T0 ${p50?.measured} at 50 in flight, ${p10?.measured} at 10`);
+  }
+  if (servers.length > 1) process.stdout.write(`P/T0 on both servers\n  ${summaries.join('\n  ')}\n`);
+}
+
+/** One stack (the dev server or the cluster), the rows wanted on it, its table and results file. */
+async function benchOn(): Promise<Goal[]> {
   const startedAt = new Date();
   const load = { before: loadavg().map((v) => round(v, 2)), after: [] as number[] };
   const stack = new ProofStack({ server });
@@ -63,57 +90,98 @@ async function main() {
     );
     await stack.start();
     await stack.startGateway();
-    // SETTLE_BENCH_WORKER_NODE_OPTIONS, e.g. --max-old-space-size=256, tries a heap cap on the worker.
+    // SETTLE_BENCH_WORKER_NODE_OPTIONS (e.g. --max-semi-space-size=4) and SETTLE_BENCH_WORKER_OPTIONS
+    // (SDK settings, bench/support/worker-options.ts) apply to settle's worker and the no-op worker.
     const workerNodeOptions = process.env.SETTLE_BENCH_WORKER_NODE_OPTIONS;
-    const worker = await stack.startWorker(workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {});
+    // SETTLE_BENCH_WORKER_CPU_PROF_DIR: Node's --cpu-prof for both workers, every thread (the SDK's
+    // workflow thread included), one .cpuprofile per thread written there when the worker exits.
+    const profDir = process.env.SETTLE_BENCH_WORKER_CPU_PROF_DIR;
+    const nodeArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
+    const worker = await stack.startWorker(
+      workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {},
+      nodeArgs,
+    );
     noopWorker = await spawnTs(
       'noop worker',
-      ['bench/support/noop-worker.ts'],
-      stack.env({ SETTLE_TASK_QUEUE: NOOP_TASK_QUEUE }),
+      [...nodeArgs, 'bench/support/noop-worker.ts'],
+      stack.env({
+        SETTLE_TASK_QUEUE: NOOP_TASK_QUEUE,
+        ...(workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {}),
+      }),
       (output) => output.includes('worker ready'),
     );
+    let serve: Child | undefined;
     const pids = () => ({
       bench: 'self' as const,
       gateway: stack.gateway?.pid,
+      serve: serve?.pid,
       worker: worker.pid,
       'noop-worker': noopWorker?.pid,
       ...stack.temporalPids(),
       postgres: stack.postgresPid(),
     });
-    const measure = async <F extends Record<string, number>>(
+    /**
+     * Runs a row `reps` times and keeps the medians. `prepare` (rows of shipments, events) runs before
+     * the resources are sampled, so each process's CPU covers only the measured work; `events` is
+     * how many events (workflows, transactions) one repetition handles, for CPU ms per event.
+     */
+    const measure = async <F extends Record<string, number>, P = undefined>(
       id: string,
       what: string,
-      run: (rep: number) => Promise<F>,
-      reps = SIZE.reps,
+      row: {
+        prepare?: (rep: number) => Promise<P>;
+        run: (prepared: P, rep: number) => Promise<F>;
+        events: number | ((figures: F) => number);
+        reps?: number;
+      },
     ): Promise<Result> => {
       log(`${id}: ${what}`);
-      const sampler = new ResourceSampler(pids);
+      const reps = row.reps ?? SIZE.reps;
       const runs: F[] = [];
-      for (let rep = 0; rep < reps; rep += 1) runs.push(await run(rep));
+      const usages: Record<string, Usage>[] = [];
+      let events = 0;
+      for (let rep = 0; rep < reps; rep += 1) {
+        const prepared = (await row.prepare?.(rep)) as P;
+        const sampler = new ResourceSampler(pids, ['worker', 'noop-worker']);
+        const figures = await row.run(prepared, rep);
+        usages.push(sampler.stop());
+        runs.push(figures);
+        events += typeof row.events === 'number' ? row.events : row.events(figures);
+      }
       const figures: Record<string, number> = {};
       for (const key of Object.keys(runs[0]!)) figures[key] = round(median(runs.map((r) => r[key]!)), 1);
-      const result = { id, what, figures, runs, resources: sampler.stop() };
+      const result = { id, what, figures, runs, resources: perEvent(sumUsage(usages), events) };
       results.push(result);
       log(
         `   ${Object.entries(figures)
           .map(([k, v]) => `${k}=${v}`)
           .join(' ')}`,
       );
+      log(`   CPU ms/event: ${cpuLine(result.resources)}`);
+      for (const name of ['worker', 'noop-worker']) {
+        const threads = result.resources[name]?.threads;
+        if (!threads || (result.resources[name]?.cpuMsPerEvent ?? 0) < 1) continue;
+        const top = Object.entries(threads)
+          .sort(([, a], [, b]) => b - a)
+          .slice(0, 5)
+          .map(([thread, seconds]) => `${thread} ${round((seconds * 1000) / events, 1)}`);
+        log(`   ${name} threads, CPU ms/event: ${top.join(', ')}`);
+      }
       return result;
     };
 
     if (wanted('B0') || wanted('B1')) {
-      // Interleaved, so both see the same noise.
+      // Interleaved, so both see the same noise (their CPU per transaction is therefore shared).
       const b0: Record<string, number>[] = [];
       const b1: Record<string, number>[] = [];
-      const sampler = new ResourceSampler(pids);
       await benchBareClaimLoop(stack, 100);
       await benchReconcileActivity(stack, 100);
+      const sampler = new ResourceSampler(pids);
       for (let rep = 0; rep < SIZE.reps; rep += 1) {
         b0.push(await benchBareClaimLoop(stack, SIZE.claimEvents));
         b1.push(await benchReconcileActivity(stack, SIZE.claimEvents));
       }
-      const resources = sampler.stop();
+      const resources = perEvent(sampler.stop(), 2 * SIZE.reps * SIZE.claimEvents);
       const summarise = (id: string, what: string, runs: Record<string, number>[]) => {
         const result = {
           id,
@@ -132,19 +200,22 @@ async function main() {
     if (wanted('T0')) {
       await benchTemporalFloor(stack, 50, 10);
       for (const concurrency of [10, 50]) {
-        await measure(`T0@${concurrency}`, `no-op workflow + no-op activity, ${concurrency} in flight`, () =>
-          benchTemporalFloor(stack, SIZE.floorWorkflows, concurrency),
-        );
+        await measure(`T0@${concurrency}`, `no-op workflow + no-op activity, ${concurrency} in flight`, {
+          run: () => benchTemporalFloor(stack, SIZE.floorWorkflows, concurrency),
+          events: SIZE.floorWorkflows,
+        });
       }
     }
 
     if (wanted('T3')) {
-      await measure('T3@50', 'three no-op activities in sequence, 50 in flight', () =>
-        benchTemporalFloor(stack, SIZE.floorWorkflows / 2, 50, 'threeActivitiesWorkflow'),
-      );
-      await measure('T3L@50', "P's shape: three no-op local activities, 50 in flight", () =>
-        benchTemporalFloor(stack, SIZE.floorWorkflows / 2, 50, 'threeLocalActivitiesWorkflow'),
-      );
+      await measure('T3@50', 'three no-op activities in sequence, 50 in flight', {
+        run: () => benchTemporalFloor(stack, SIZE.floorWorkflows / 2, 50, 'threeActivitiesWorkflow'),
+        events: SIZE.floorWorkflows / 2,
+      });
+      await measure('T3L@50', "P's shape: three no-op local activities, 50 in flight", {
+        run: () => benchTemporalFloor(stack, SIZE.floorWorkflows / 2, 50, 'threeLocalActivitiesWorkflow'),
+        events: SIZE.floorWorkflows / 2,
+      });
     }
 
     const finished: PaymentEvent[] = [];
@@ -155,11 +226,14 @@ async function main() {
         const result = await measure(
           `P@${concurrency}`,
           `webhook → gateway → workflow → reconcile → carrier + ERP delivery, ${concurrency} in flight`,
-          async () => {
-            const events = await preparePathEvents(stack, SIZE.pathEvents);
-            const figures = await benchFullPath(stack, events, concurrency);
-            finished.push(...events);
-            return figures;
+          {
+            prepare: () => preparePathEvents(stack, SIZE.pathEvents),
+            run: async (events) => {
+              const figures = await benchFullPath(stack, events, concurrency);
+              finished.push(...events);
+              return figures;
+            },
+            events: SIZE.pathEvents,
           },
         );
         pMax = Math.max(pMax, result.figures.eventsPerSecond!);
@@ -169,25 +243,75 @@ async function main() {
     if (wanted('L') && pMax > 0) {
       for (const share of [25, 50]) {
         const rate = round((pMax * share) / 100, 1);
-        await measure(`L@${share}%`, `open arrivals at ${rate} events/s for ${SIZE.loadSeconds} s`, () =>
-          benchFixedLoad(stack, rate, SIZE.loadSeconds * 1000),
-        );
+        await measure(`L@${share}%`, `open arrivals at ${rate} events/s for ${SIZE.loadSeconds} s`, {
+          prepare: () => preparePathEvents(stack, loadEvents(rate, SIZE.loadSeconds * 1000)),
+          run: (events) => benchFixedLoad(stack, rate, SIZE.loadSeconds * 1000, events),
+          events: (figures) => figures.sent,
+        });
+      }
+    }
+
+    if (wanted('PE')) {
+      // `settle serve`: gateway and worker in one process on one connection, runs started eagerly.
+      const started = await stack.startServe();
+      serve = started.child;
+      const eager = stack.throughGateway(started.gatewayUrl);
+      try {
+        await benchFullPath(eager, await preparePathEvents(stack, 50), 10);
+        let eagerMax = 0;
+        for (const concurrency of [10, 50]) {
+          const result = await measure(
+            `PE@${concurrency}`,
+            `P through settle serve (eager start, one process), ${concurrency} in flight`,
+            {
+              prepare: () => preparePathEvents(stack, SIZE.pathEvents),
+              run: (events) => benchFullPath(eager, events, concurrency),
+              events: SIZE.pathEvents,
+            },
+          );
+          eagerMax = Math.max(eagerMax, result.figures.eventsPerSecond!);
+        }
+        if (eagerMax > 0) {
+          const rate = round(eagerMax / 2, 1);
+          await measure('LE@50%', `open arrivals at ${rate} events/s through settle serve`, {
+            prepare: () => preparePathEvents(stack, loadEvents(rate, SIZE.loadSeconds * 1000)),
+            run: (events) => benchFixedLoad(eager, rate, SIZE.loadSeconds * 1000, events),
+            events: (figures) => figures.sent,
+          });
+        }
+      } finally {
+        await serve.stop().catch(() => {});
+        serve = undefined;
       }
     }
 
     if (wanted('R') && finished.length) {
-      await measure('R', `replay storm: all ${finished.length} finished events again, 50 in flight`, () =>
-        benchReplayStorm(stack, finished, 50),
-      );
+      await measure('R', `replay storm: all ${finished.length} finished events again, 50 in flight`, {
+        run: () => benchReplayStorm(stack, finished, 50),
+        events: finished.length,
+      });
     }
 
     if (wanted('I')) {
       // Once: 10,000 events take minutes to drain on 2 cores.
+      await measure('I', `settle import of a ${SIZE.importEvents}-event report`, {
+        prepare: () => prepareImport(stack, SIZE.importEvents),
+        run: (report) => benchImport(stack, report),
+        events: SIZE.importEvents,
+        reps: 1,
+      });
+    }
+    if (wanted('LI') && pMax > 0) {
+      // Live webhooks at 25 % load, idle and then while an import's backlog drains (bulk priority).
+      const rate = round(pMax / 4, 1);
       await measure(
-        'I',
-        `settle import of a ${SIZE.importEvents}-event report`,
-        () => benchImport(stack, SIZE.importEvents),
-        1,
+        'LI',
+        `live at ${rate} events/s for ${SIZE.loadSeconds} s, idle then during a ${SIZE.importEvents}-event import`,
+        {
+          run: () => benchLiveDuringImport(stack, rate, SIZE.loadSeconds * 1000, SIZE.importEvents),
+          events: (figures) => figures.importAccepted! + 2 * rate * SIZE.loadSeconds,
+          reps: 1,
+        },
       );
     }
   } finally {
@@ -208,6 +332,7 @@ async function main() {
       memoryGb: round(totalmem() / 1024 ** 3, 1),
       node: process.version,
       loadAverage: load,
+      mallocArenaMax: process.env.MALLOC_ARENA_MAX,
     },
     results,
     goals,
@@ -220,6 +345,75 @@ async function main() {
     log('some events were not answered or delivered as expected: see errors above');
     process.exitCode = 1;
   }
+  return goals;
+}
+
+/** Sums the usage of several sampled windows (one per repetition): CPU adds up, RSS is the peak. */
+function sumUsage(windows: Record<string, Usage>[]): Record<string, Usage> {
+  const total: Record<string, Usage> = {};
+  for (const window of windows) {
+    for (const [name, usage] of Object.entries(window)) {
+      const sum = (total[name] ??= { cpuSeconds: 0, seconds: 0, cpuPercent: 0, peakRssMb: 0 });
+      sum.cpuSeconds += usage.cpuSeconds;
+      sum.seconds += usage.seconds;
+      sum.peakRssMb = Math.max(sum.peakRssMb, usage.peakRssMb);
+      for (const [thread, seconds] of Object.entries(usage.threads ?? {})) {
+        sum.threads ??= {};
+        sum.threads[thread] = round((sum.threads[thread] ?? 0) + seconds, 2);
+      }
+    }
+  }
+  for (const sum of Object.values(total)) {
+    sum.cpuPercent = round((sum.cpuSeconds / Math.max(sum.seconds, 0.001)) * 100, 0);
+    sum.cpuSeconds = round(sum.cpuSeconds, 2);
+    sum.seconds = round(sum.seconds, 2);
+  }
+  return total;
+}
+
+/** Adds each process's CPU milliseconds per event (workflow, transaction) over `events`. */
+function perEvent(resources: Record<string, Usage>, events: number): Record<string, Usage> {
+  for (const usage of Object.values(resources))
+    usage.cpuMsPerEvent = round((usage.cpuSeconds * 1000) / Math.max(events, 1), 2);
+  return resources;
+}
+
+/**
+ * The process classes of the CPU-per-event columns: `temporal` is the dev server, or the four
+ * services of a cluster summed (each is in results-cluster.json); `temporal-pg` the cluster's own
+ * PostgreSQL; `pg` settle's PostgreSQL (postmaster and backends); `bench` the load generator with
+ * its downstream receiver (and `settle import` in I).
+ */
+const CPU_CLASSES: [string, (name: string) => boolean][] = [
+  ['gateway', (name) => name === 'gateway'],
+  ['worker', (name) => name === 'worker'],
+  ['serve', (name) => name === 'serve'],
+  ['noop', (name) => name === 'noop-worker'],
+  ['temporal', (name) => name.startsWith('temporal') && name !== 'temporal-postgres'],
+  ['temporal-pg', (name) => name === 'temporal-postgres'],
+  ['pg', (name) => name === 'postgres'],
+  ['bench', (name) => name === 'bench'],
+];
+
+function cpuByClass(resources: Record<string, Usage>): Record<string, number | undefined> {
+  const out: Record<string, number | undefined> = {};
+  for (const [label, matches] of CPU_CLASSES) {
+    const members = Object.entries(resources).filter(([name]) => matches(name));
+    out[label] = members.length
+      ? round(
+          members.reduce((sum, [, usage]) => sum + (usage.cpuMsPerEvent ?? 0), 0),
+          1,
+        )
+      : undefined;
+  }
+  return out;
+}
+
+function cpuLine(resources: Record<string, Usage>): string {
+  return Object.entries(cpuByClass(resources))
+    .filter(([, ms]) => ms !== undefined)
+    .map(([label, ms]) => `${label} ${ms}`)
+    .join(', ');
 }
 
 type Goal = { goal: string; measured: string; met: boolean | null };
@@ -246,10 +440,32 @@ function evaluateGoals(): Goal[] {
   );
   // Each payment step runs as a local activity first (src/workflows/payment.ts): T3L is P's shape.
   ratio(
-    "P vs its Temporal floor T3L (P's shape)",
+    "P ≥ 1.0 × T3L (P's shape, 50 in flight)",
     fig('P@50', 'eventsPerSecond'),
     fig('T3L@50', 'workflowsPerSecond'),
-    0.6,
+    1.0,
+  );
+  const cpu = (id: string) => {
+    const row = results.find((r) => r.id === id);
+    return row ? cpuByClass(row.resources) : {};
+  };
+  const upTo = (goal: string, a: number | undefined, b: number | undefined, max: number) => {
+    if (!a || !b) return goals.push({ goal, measured: 'not measured', met: null });
+    const value = a / b;
+    goals.push({ goal, measured: `${round(value, 2)} (${round(a, 1)} / ${round(b, 1)})`, met: value <= max });
+  };
+  upTo(
+    'worker CPU/event ≤ 1.25 × no-op worker (P@50 / T3L@50)',
+    cpu('P@50').worker,
+    cpu('T3L@50').noop,
+    1.25,
+  );
+  const own = cpu('P@50');
+  upTo(
+    "settle's CPU/event (gateway+worker+pg) ≤ Temporal's (P@50)",
+    own.gateway === undefined ? undefined : (own.gateway ?? 0) + (own.worker ?? 0) + (own.pg ?? 0),
+    own.temporal === undefined ? undefined : own.temporal + (own['temporal-pg'] ?? 0),
+    1,
   );
   ratio('B1 ≥ 0.8 × B0', fig('B1', 'eventsPerSecond'), fig('B0', 'eventsPerSecond'), 0.8);
   const pBest =
@@ -261,6 +477,30 @@ function evaluateGoals(): Goal[] {
     measured: ackP99 === undefined ? 'not measured' : `${ackP99} ms`,
     met: ackP99 === undefined ? null : ackP99 < 100,
   });
+  upTo(
+    'worker RSS ≤ 1.1 × no-op worker (P@50 / T3L@50)',
+    results.find((r) => r.id === 'P@50')?.resources.worker?.peakRssMb,
+    results.find((r) => r.id === 'T3L@50')?.resources['noop-worker']?.peakRssMb,
+    1.1,
+  );
+  ratio(
+    'P_eager ≥ 1.2 × T0 (50 in flight, settle serve)',
+    fig('PE@50', 'eventsPerSecond'),
+    fig('T0@50', 'workflowsPerSecond'),
+    1.2,
+  );
+  upTo(
+    'delivered p50 at 50% load: serve (eager) < gateway + worker',
+    fig('LE@50%', 'deliveredP50Ms'),
+    fig('L@50%', 'deliveredP50Ms'),
+    0.999,
+  );
+  upTo(
+    'live delivered p99 during an import ≤ 2 × idle (25% load)',
+    fig('LI', 'importingDeliveredP99Ms'),
+    fig('LI', 'idleDeliveredP99Ms'),
+    2,
+  );
   const workerRss = Math.max(...results.map((r) => r.resources.worker?.peakRssMb ?? 0));
   goals.push({ goal: 'worker RSS < 300 MB', measured: `${workerRss} MB`, met: workerRss < 300 });
   goals.push({
@@ -275,14 +515,17 @@ function printTable(
   machine: { cpus: number; loadAverage: { before: number[]; after: number[] } },
   goals: Goal[],
 ) {
+  const classes = CPU_CLASSES.map(([label]) => label).filter((label) =>
+    results.some((r) => cpuByClass(r.resources)[label] !== undefined),
+  );
   const rows: string[][] = [
     [
       'id',
       'throughput',
       'ack p50/p99 ms',
       'commit p50/p99 ms',
-      'gateway/worker/temporal/pg CPU%',
-      'worker RSS MB',
+      `CPU ms/event ${classes.join('/')}`,
+      'RSS MB worker/noop',
     ],
   ];
   for (const r of results) {
@@ -290,28 +533,27 @@ function printTable(
     const rate = f.eventsPerSecond ?? f.workflowsPerSecond ?? f.endToEndEventsPerSecond;
     const pair = (a?: number, b?: number) =>
       a === undefined ? '' : `${Math.round(a)}/${Math.round(b ?? NaN)}`;
-    const cpu = ['gateway', 'worker', 'temporal', 'postgres']
-      .map((name) => r.resources[name]?.cpuPercent ?? '-')
-      .join('/');
+    const byClass = cpuByClass(r.resources);
+    const cpu = classes.map((label) => byClass[label] ?? '-').join('/');
     rows.push([
       r.id,
       `${rate ?? '-'} /s${f.importLinesPerSecond ? ` (import ${f.importLinesPerSecond} lines/s)` : ''}`,
       pair(f.ackP50Ms, f.ackP99Ms),
       pair(f.commitP50Ms, f.commitP99Ms),
       cpu,
-      String(r.resources.worker?.peakRssMb ?? '-'),
+      `${r.resources.worker?.peakRssMb ?? '-'}/${r.resources['noop-worker']?.peakRssMb ?? '-'}`,
     ]);
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((row) => row[c]!.length)));
   process.stdout.write(
-    `\nsettle benchmarks (${machine.cpus} cores, load ${machine.loadAverage.before.join(' ')} → ${machine.loadAverage.after.join(' ')})\n`,
+    `\nsettle benchmarks, Temporal ${server === 'cluster' ? 'cluster (4 services)' : 'dev server'} (${machine.cpus} cores, load ${machine.loadAverage.before.join(' ')} → ${machine.loadAverage.after.join(' ')}, MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX})\n`,
   );
   for (const row of rows)
     process.stdout.write(`${row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ')}\n`);
   process.stdout.write('\ngoals\n');
   for (const goal of goals) {
     const mark = goal.met === null ? 'n/a ' : goal.met ? 'met ' : 'MISS';
-    process.stdout.write(`  ${mark}  ${goal.goal.padEnd(32)} ${goal.measured}\n`);
+    process.stdout.write(`  ${mark}  ${goal.goal.padEnd(58)} ${goal.measured}\n`);
   }
   process.stdout.write('\n');
 }
@@ -322,7 +564,10 @@ function log(message: string) {
 
 main().catch((error) => {
   // Keep what was measured before the failure.
-  writeFileSync(join(__dirname, 'results.json'), `${JSON.stringify({ partial: true, results }, null, 2)}\n`);
+  writeFileSync(
+    join(__dirname, server === 'cluster' ? 'results-cluster.json' : 'results.json'),
+    `${JSON.stringify({ partial: true, results }, null, 2)}\n`,
+  );
   process.stderr.write(
     `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
   );

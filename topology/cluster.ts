@@ -120,6 +120,15 @@ export class TemporalCluster {
     await this.startUi();
   }
 
+  /** Pid of its PostgreSQL's postmaster (for resource sampling), while it runs. */
+  postgresPid(): number | undefined {
+    try {
+      return Number(readFileSync(this.path('pg/postmaster.pid'), 'utf8').split('\n')[0]) || undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** What every temporal-server process reads (topology/temporal-server.yaml's variables). */
   serverEnv(): NodeJS.ProcessEnv {
     const certs = this.certs;

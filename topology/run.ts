@@ -16,6 +16,10 @@
  * acknowledged and chaos/invariants.ts holds: every acknowledged event completed, one claim per
  * event, one applied effect per idempotency key.
  *
+ * `--workers=1|2` runs one or two workers; `--throughput[=N]` measures events per second and CPU per
+ * event of each process class before the faults; `--no-faults` skips them (docs/deployment.md,
+ * "Capacity model").
+ *
  * The first run builds the Temporal server into .tools/ (minutes; see topology/binaries.ts).
  */
 import { randomBytes } from 'node:crypto';
@@ -25,8 +29,8 @@ import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
 import { RecordingReceiver } from '../bench/support/receiver';
-import { makeEvent, newRunId, shipmentFor } from '../bench/support/load';
-import { sleep, type Child } from '../bench/support/processes';
+import { closedLoop, erpKey, makeEvent, newRunId, shipmentFor } from '../bench/support/load';
+import { ResourceSampler, sleep, type Child } from '../bench/support/processes';
 import { checkInvariants } from '../chaos/invariants';
 import { Provider } from '../chaos/provider';
 import { addShipments } from '../src/db/shipments';
@@ -37,6 +41,21 @@ import { startProgram } from './processes';
 
 const short = process.argv.includes('--short');
 const tls = !process.argv.includes('--no-tls');
+/** `--workers=1|2`: how many `settle worker`s run (2 by default; the fault phase rolls them all). */
+const WORKERS = Number(
+  process.argv.find((arg) => arg.startsWith('--workers='))?.slice('--workers='.length) ?? 2,
+);
+if (!Number.isInteger(WORKERS) || WORKERS < 1 || WORKERS > 8) throw new Error('--workers must be 1 to 8');
+/**
+ * `--throughput[=N]`: before the faults, N signed events (600 by default), 50 in flight, closed loop
+ * to their ERP entry: events per second and each process class's CPU milliseconds per event, for
+ * docs/deployment.md's capacity model. `--no-faults` skips the fault phase (and its invariants).
+ */
+const throughputArg = process.argv.find((arg) => arg === '--throughput' || arg.startsWith('--throughput='));
+const THROUGHPUT_EVENTS = throughputArg
+  ? Number(throughputArg.includes('=') ? throughputArg.split('=')[1] : 600)
+  : 0;
+const faults = !process.argv.includes('--no-faults');
 const SEARCH_ATTRIBUTES = [
   'ShipmentId',
   'PaymentId',
@@ -129,6 +148,8 @@ class Topology {
       SETTLE_METRICS_PORT: '0',
       SETTLE_LOG_LEVEL: 'info',
       SETTLE_HOME: join(this.scratch, 'home'),
+      // glibc's malloc arenas, as the Dockerfile sets them.
+      MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
       ...extra,
     };
   }
@@ -264,16 +285,19 @@ async function main() {
       );
     }
     const running = await check(
-      `two gateways and two workers start${tls ? ' with a client certificate' : ''}`,
+      `two gateways and ${WORKERS} worker${WORKERS > 1 ? 's' : ''} start${tls ? ' with a client certificate' : ''}`,
       async () => {
         await Promise.all([topology.startGateway(0), topology.startGateway(1)]);
-        await topology.startWorker();
-        await topology.startWorker();
+        for (let i = 0; i < WORKERS; i += 1) await topology.startWorker();
         return { failures: [], detail: `gateways on ${topology.gatewayPorts.join(', ')}` };
       },
     );
     if (!running) return;
-    await loadWithFaults(topology);
+    if (THROUGHPUT_EVENTS > 0)
+      await check(`throughput: ${THROUGHPUT_EVENTS} events, 50 in flight, ${WORKERS} worker(s)`, () =>
+        throughput(topology, THROUGHPUT_EVENTS),
+      );
+    if (faults) await loadWithFaults(topology);
   } finally {
     await topology.close();
     const failed = outcomes.filter((outcome) => !outcome.ok).length;
@@ -283,6 +307,82 @@ async function main() {
     process.stdout.write(`\n${outcomes.length - failed} passed, ${failed} failed\n`);
     if (failed || !outcomes.length) process.exitCode = 1;
   }
+}
+
+/**
+ * A closed loop of signed events through both gateways to their ERP entry, `concurrency` at a time,
+ * after a warm-up; events per second and the CPU milliseconds per event of each process class
+ * (gateways, workers, each Temporal service, PostgreSQL — Temporal's and settle's databases share
+ * it here — and this process, the load generator and receiver). A failure is an event not delivered.
+ */
+async function throughput(topology: Topology, count: number, concurrency = 50) {
+  const failures: string[] = [];
+  const provider = new Provider(topology);
+  const runId = newRunId('c');
+  const warmUp = 50;
+  await addShipments(
+    topology.pool,
+    Array.from({ length: warmUp + count }, (_, i) => shipmentFor(runId, i)),
+  );
+  const one = async (i: number) => {
+    const event = makeEvent(runId, i);
+    const reply = await provider.deliver(event, 120_000);
+    if (reply.status !== 202) return failures.push(`event ${i} answered ${reply.status}`);
+    let timer: NodeJS.Timeout | undefined;
+    const applied = await Promise.race([
+      topology.receiver.waitForApplied(erpKey(event.id)),
+      new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), 180_000))),
+    ]);
+    clearTimeout(timer);
+    if (applied === undefined) failures.push(`event ${i} not delivered within 180 s`);
+  };
+  await closedLoop(warmUp, 10, (i) => one(i).then(() => {}));
+  const targets = () => ({
+    bench: 'self' as const,
+    ...Object.fromEntries(topology.gateways.map((gateway, i) => [`gateway-${i + 1}`, gateway?.pid])),
+    ...Object.fromEntries(topology.workers.map((worker, i) => [`worker-${i + 1}`, worker.pid])),
+    ...Object.fromEntries(
+      [...topology.cluster.services].map(([service, child]) => [`temporal-${service}`, child.pid]),
+    ),
+    postgres: topology.cluster.postgresPid(),
+  });
+  const load = loadavg()[0]!;
+  const sampler = new ResourceSampler(targets);
+  const ms = await closedLoop(count, concurrency, (i) => one(warmUp + i).then(() => {}));
+  const usage = sampler.stop();
+  const rate = count / (ms / 1000);
+  const classes: Record<string, number> = {};
+  for (const [name, { cpuSeconds }] of Object.entries(usage)) {
+    const label = name.replace(/-\d+$/, '');
+    classes[label] = (classes[label] ?? 0) + (cpuSeconds * 1000) / count;
+  }
+  const total = Object.values(classes).reduce((sum, ms) => sum + ms, 0);
+  const cpuSeconds = Object.values(usage).reduce((sum, u) => sum + u.cpuSeconds, 0);
+  const result = {
+    workers: WORKERS,
+    events: count,
+    concurrency,
+    eventsPerSecond: Math.round(rate * 10) / 10,
+    cpuMsPerEvent: Object.fromEntries(
+      Object.entries(classes).map(([label, ms]) => [label, Math.round(ms * 10) / 10]),
+    ),
+    totalCpuMsPerEvent: Math.round(total * 10) / 10,
+    coresBusy: Math.round((cpuSeconds / (ms / 1000)) * 100) / 100,
+    loadAverage: [load, loadavg()[0]!].map((v) => Math.round(v * 100) / 100),
+    workerPeakRssMb: Object.entries(usage)
+      .filter(([name]) => name.startsWith('worker'))
+      .map(([, u]) => u.peakRssMb),
+  };
+  process.stdout.write(`THROUGHPUT ${JSON.stringify(result)}\n`);
+  return {
+    failures,
+    detail:
+      `${result.eventsPerSecond} events/s; CPU ms/event ` +
+      Object.entries(result.cpuMsPerEvent)
+        .map(([label, ms]) => `${label} ${ms}`)
+        .join(', ') +
+      `; total ${result.totalCpuMsPerEvent} (${result.coresBusy} cores busy); load ${result.loadAverage.join(' → ')}`,
+  };
 }
 
 /** The cluster as Temporal's own tables record it. */

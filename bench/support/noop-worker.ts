@@ -5,6 +5,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { installTemporalRuntime } from '../../src/worker/run';
 import { noopActivities } from './noop-activities';
+import { benchWorkerOptions } from './worker-options';
 
 async function main() {
   installTemporalRuntime();
@@ -15,8 +16,11 @@ async function main() {
     taskQueue: process.env.SETTLE_TASK_QUEUE!,
     workflowsPath: require.resolve('./noop-workflows'),
     activities: noopActivities,
+    ...benchWorkerOptions(),
   });
   const running = worker.run();
+  // SIGTERM drains and exits normally (so --cpu-prof can write its profiles), as settle's worker does.
+  process.once('SIGTERM', () => worker.shutdown());
   process.stdout.write('worker ready\n');
   try {
     await running;

@@ -79,15 +79,22 @@ export async function spawnTs(
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-type ProcStat = { pid: number; ppid: number; cpuSeconds: number; rssBytes: number };
+type ProcStat = {
+  pid: number;
+  ppid: number;
+  /** utime + stime of the process (all its threads) and cutime + cstime of its reaped children. */
+  cpuSeconds: number;
+  rssBytes: number;
+};
 
 function readStat(pid: number): ProcStat | undefined {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name, which may itself contain spaces and parentheses.
+    // Fields after "(comm) ", which may itself contain spaces and parentheses: state is [0], ppid
+    // [1], utime [11], stime [12], cutime [13], cstime [14], rss (pages) [21].
     const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
     const ppid = Number(fields[1]);
-    const cpuTicks = Number(fields[11]) + Number(fields[12]);
+    const cpuTicks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0);
     const rssPages = Number(fields[21]);
     return { pid, ppid, cpuSeconds: cpuTicks / TICKS_PER_SECOND, rssBytes: rssPages * 4096 };
   } catch {
@@ -95,14 +102,19 @@ function readStat(pid: number): ProcStat | undefined {
   }
 }
 
-/** The process and all its descendants (PostgreSQL is a postmaster and one process per connection). */
-function processTree(rootPid: number): ProcStat[] {
+/** Every process on the machine, read once (one pass over /proc per sample, whatever the targets). */
+function snapshot(): ProcStat[] {
   const all: ProcStat[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const stat = readStat(Number(entry));
     if (stat) all.push(stat);
   }
+  return all;
+}
+
+/** The pids of a process and all its descendants (PostgreSQL: the postmaster and its backends). */
+function treeOf(all: ProcStat[], rootPid: number): Set<number> {
   const inTree = new Set([rootPid]);
   let grew = true;
   while (grew) {
@@ -114,21 +126,60 @@ function processTree(rootPid: number): ProcStat[] {
       }
     }
   }
-  return all.filter((stat) => inTree.has(stat.pid));
+  return inTree;
 }
 
 export type Usage = {
   /** CPU time used during the measurement, as a share of one core (100 = one core busy). */
   cpuPercent: number;
   cpuSeconds: number;
+  /** The wall time sampled. */
+  seconds: number;
+  /** CPU milliseconds per event (or workflow, or transaction) of the row, when it counts them. */
+  cpuMsPerEvent?: number;
   /** Highest resident set seen (summed over the process tree), sampled every 250 ms. */
   peakRssMb: number;
+  /**
+   * For the processes named in `threadsOf`: CPU seconds by thread, `main` (the JavaScript main
+   * thread), and the others by their name in /proc: `node (busiest)` is the SDK's workflow thread
+   * (a Node worker thread), `node (others)` V8's GC and compiler helpers and libuv's pool,
+   * `tokio-runtime-w` the SDK's Rust core.
+   */
+  threads?: Record<string, number>;
 };
 
+/** CPU seconds of each thread of a process, grouped by thread name (`main` for the main thread). */
+function threadCpu(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return byName;
+  }
+  for (const tid of tids) {
+    try {
+      const text = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = Number(tid) === pid ? 'main' : text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+      const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      const seconds = (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+      byName.set(name, (byName.get(name) ?? 0) + seconds);
+      // Several threads share a name (Node's worker threads and V8's helpers are all `node`).
+      byName.set(`${name}#${tid}`, seconds);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return byName;
+}
+
 /**
- * Samples the CPU time and resident memory of named process trees (a `pid` of `self` is this
- * process) while a benchmark runs. CPU is the difference of /proc times; RSS the highest sample.
- * For PostgreSQL the sum counts shared buffers once per process that touched them: an upper bound.
+ * Samples the CPU time and resident memory of named process trees while a benchmark runs. CPU is
+ * the difference of /proc/<pid>/stat times (utime + stime of every process of the tree, plus the
+ * cutime + cstime of the children they reaped, so a PostgreSQL backend that exited mid-window still
+ * counts); RSS the highest sample. A `pid` of `self` is this process (the load generator and the
+ * receiver) with the children it spawned that are not targets of their own (`settle import`, the
+ * UI server). For PostgreSQL the RSS sum counts shared buffers once per process: an upper bound.
  */
 export class ResourceSampler {
   private readonly startCpu = new Map<string, number>();
@@ -139,32 +190,47 @@ export class ResourceSampler {
   private readonly lostCpu = new Map<string, number>();
   private readonly lastCpu = new Map<string, number>();
 
-  constructor(private readonly targets: () => Record<string, number | 'self' | undefined>) {
-    for (const [name, cpu] of Object.entries(this.readCpu())) this.startCpu.set(name, cpu);
-    this.sample();
+  private readonly startThreads = new Map<string, Map<string, number>>();
+
+  constructor(
+    private readonly targets: () => Record<string, number | 'self' | undefined>,
+    private readonly threadsOf: string[] = [],
+  ) {
+    for (const name of threadsOf) {
+      const pid = this.targets()[name];
+      if (typeof pid === 'number') this.startThreads.set(name, threadCpu(pid));
+    }
+    for (const [name, { cpu }] of Object.entries(this.read())) this.startCpu.set(name, cpu);
     this.timer = setInterval(() => this.sample(), 250);
   }
 
-  private treeOf(pid: number | 'self'): ProcStat[] {
-    return processTree(pid === 'self' ? process.pid : pid);
-  }
-
-  private readCpu(): Record<string, number> {
-    const cpu: Record<string, number> = {};
+  /** CPU seconds and RSS of every target's tree, from one pass over /proc. */
+  private read(): Record<string, { cpu: number; rss: number }> {
+    const all = snapshot();
+    const byPid = new Map(all.map((stat) => [stat.pid, stat]));
+    const trees = new Map<string, Set<number>>();
     for (const [name, pid] of Object.entries(this.targets())) {
-      if (pid === undefined) continue;
-      cpu[name] = this.treeOf(pid).reduce((sum, stat) => sum + stat.cpuSeconds, 0);
+      if (pid !== undefined) trees.set(name, treeOf(all, pid === 'self' ? process.pid : pid));
     }
-    return cpu;
+    const out: Record<string, { cpu: number; rss: number }> = {};
+    for (const [name, tree] of trees) {
+      let pids = [...tree];
+      if (this.targets()[name] === 'self') {
+        const others = new Set([...trees].filter(([other]) => other !== name).flatMap(([, t]) => [...t]));
+        pids = pids.filter((pid) => !others.has(pid));
+      }
+      const stats = pids.flatMap((pid) => byPid.get(pid) ?? []);
+      out[name] = {
+        cpu: stats.reduce((sum, stat) => sum + stat.cpuSeconds, 0),
+        rss: stats.reduce((sum, stat) => sum + stat.rssBytes, 0),
+      };
+    }
+    return out;
   }
 
   private sample() {
-    for (const [name, pid] of Object.entries(this.targets())) {
-      if (pid === undefined) continue;
-      const tree = this.treeOf(pid);
-      const rss = tree.reduce((sum, stat) => sum + stat.rssBytes, 0);
+    for (const [name, { cpu, rss }] of Object.entries(this.read())) {
       this.peak.set(name, Math.max(this.peak.get(name) ?? 0, rss));
-      const cpu = tree.reduce((sum, stat) => sum + stat.cpuSeconds, 0);
       const last = this.lastCpu.get(name);
       // A process replaced mid-sample (a killed worker restarted) restarts its counter.
       if (last !== undefined && cpu < last) this.lostCpu.set(name, (this.lostCpu.get(name) ?? 0) + last);
@@ -177,15 +243,35 @@ export class ResourceSampler {
     this.sample();
     clearInterval(this.timer);
     const seconds = Math.max((Date.now() - this.started) / 1000, 0.001);
-    const end = this.readCpu();
     const usage: Record<string, Usage> = {};
-    for (const [name, cpuEnd] of Object.entries(end)) {
+    for (const [name, cpuEnd] of this.lastCpu) {
       const cpuSeconds = cpuEnd + (this.lostCpu.get(name) ?? 0) - (this.startCpu.get(name) ?? cpuEnd);
       usage[name] = {
         cpuSeconds: round(cpuSeconds, 2),
+        seconds: round(seconds, 2),
         cpuPercent: round((cpuSeconds / seconds) * 100, 0),
         peakRssMb: round((this.peak.get(name) ?? 0) / 1024 / 1024, 0),
       };
+      const pid = this.targets()[name];
+      const before = this.startThreads.get(name);
+      if (before && typeof pid === 'number') {
+        const threads: Record<string, number> = {};
+        const busiest = new Map<string, number>();
+        for (const [thread, seconds] of threadCpu(pid)) {
+          const used = seconds - (before.get(thread) ?? 0);
+          const [name, tid] = thread.split('#');
+          if (tid === undefined) threads[thread] = round(used, 2);
+          else busiest.set(name!, Math.max(busiest.get(name!) ?? 0, used));
+        }
+        // The busiest `node` thread of a worker is the SDK's workflow thread.
+        const node = busiest.get('node');
+        if (node !== undefined && threads.node !== undefined && node < threads.node) {
+          threads['node (busiest)'] = round(node, 2);
+          threads['node (others)'] = round(threads.node - node, 2);
+          delete threads.node;
+        }
+        usage[name]!.threads = threads;
+      }
     }
     return usage;
   }
@@ -200,5 +286,7 @@ export const PROJECT_FILE = (path: string) => join(PROJECT_ROOT, path);
 
 /** Resident memory of a process and all its descendants, in MB, now. */
 export function treeRssMb(pid: number): number {
-  return processTree(pid).reduce((sum, stat) => sum + stat.rssBytes, 0) / 1024 / 1024;
+  const all = snapshot();
+  const tree = treeOf(all, pid);
+  return all.filter((stat) => tree.has(stat.pid)).reduce((sum, stat) => sum + stat.rssBytes, 0) / 1024 / 1024;
 }

@@ -176,11 +176,36 @@ export class ProofStack {
     return gateway;
   }
 
-  /** A worker process (bench/support/worker-process.ts); `extra` adds to its environment. */
-  async startWorker(extra: Record<string, string> = {}): Promise<Child> {
+  /**
+   * `settle serve` (a gateway and a worker in one process, payment runs started eagerly) on a task
+   * queue of its own, so only its worker runs what its gateway starts. Resolves with the process and
+   * its gateway's URL once /healthz answers.
+   */
+  async startServe(): Promise<{ child: Child; gatewayUrl: string }> {
+    const port = await freePort();
+    const gatewayUrl = `http://127.0.0.1:${port}`;
+    const child = await spawnTs(
+      'serve',
+      ['src/cli/main.ts', 'serve'],
+      this.env({ PORT: String(port), SETTLE_TASK_QUEUE: `${this.taskQueue}-serve` }),
+      async () => (await fetch(`${gatewayUrl}/healthz`).catch(() => undefined))?.ok === true,
+    );
+    return { child, gatewayUrl };
+  }
+
+  /** This stack as seen through another gateway (`settle serve`'s): the rows post there instead. */
+  throughGateway(gatewayUrl: string): ProofStack {
+    return Object.create(this, { gatewayUrl: { value: gatewayUrl } }) as ProofStack;
+  }
+
+  /**
+   * A worker process (bench/support/worker-process.ts); `extra` adds to its environment, `nodeArgs`
+   * to Node's command line (flags NODE_OPTIONS refuses, such as --cpu-prof).
+   */
+  async startWorker(extra: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Child> {
     const worker = await spawnTs(
       `worker-${this.workers.length + 1}`,
-      ['bench/support/worker-process.ts'],
+      [...nodeArgs, 'bench/support/worker-process.ts'],
       this.env(extra),
       (output) => output.includes('worker ready'),
     );
@@ -199,26 +224,19 @@ export class ProofStack {
   }
 
   /**
-   * Pids of the Temporal server's processes, for resource sampling: `temporal` (the dev server, or
-   * the cluster's frontend) and, for a cluster, each other service and its PostgreSQL.
+   * Pids of the Temporal server's processes, for resource sampling: `temporal` (the dev server) or,
+   * for a cluster, `temporal-<service>` for each of its four services and `temporal-postgres`.
    */
   temporalPids(): Record<string, number | undefined> {
     if (!this.cluster) return { temporal: this.temporal?.process.pid };
     const pid = (service: 'frontend' | 'history' | 'matching' | 'worker') =>
       this.cluster!.services.get(service)?.pid;
-    let postgres: number | undefined;
-    try {
-      const file = join(this.scratch, 'cluster', 'pg', 'postmaster.pid');
-      postgres = Number(readFileSync(file, 'utf8').split('\n')[0]);
-    } catch {
-      postgres = undefined;
-    }
     return {
-      temporal: pid('frontend'),
+      'temporal-frontend': pid('frontend'),
       'temporal-history': pid('history'),
       'temporal-matching': pid('matching'),
       'temporal-worker': pid('worker'),
-      'temporal-postgres': postgres,
+      'temporal-postgres': this.cluster.postgresPid(),
     };
   }
 

@@ -9,6 +9,9 @@
  *
  * SETTLE_BENCH_WORKER_CPU_PROFILE=<file> (set for `npm run bench`): a CPU profile of the worker's main
  * thread (activities, the SDK's bridge), written as a .cpuprofile when the worker drains.
+ *
+ * SETTLE_BENCH_WORKER_OPTIONS=<JSON>: SDK worker settings to try (maxCachedWorkflows, reuseV8Context,
+ * workflowThreadPoolSize), e.g. '{"maxCachedWorkflows":50}'; the no-op worker takes the same.
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -17,6 +20,7 @@ import { createPool } from '../../src/db/pool';
 import { installShutdown, onShutdown } from '../../src/lib/shutdown';
 import { createWorker } from '../../src/worker/run';
 import { afterReconcileCommit } from '../../test/support/after-commit';
+import { benchWorkerOptions } from './worker-options';
 
 /** SETTLE_BENCH_WORKER_CPU_PROFILE=<file>: a CPU profile of the main thread, written when it drains. */
 async function startProfile(): Promise<(() => Promise<void>) | undefined> {
@@ -41,6 +45,7 @@ async function main() {
   const { worker, connection } = await createWorker({
     config,
     pool,
+    sdkOptions: benchWorkerOptions(),
     interceptors: pausePrefix
       ? [
           afterReconcileCommit(async (eventId) => {

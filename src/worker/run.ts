@@ -4,6 +4,7 @@ import {
   NativeConnection,
   Runtime,
   Worker,
+  type WorkerOptions as SdkWorkerOptions,
 } from '@temporalio/worker';
 import type pg from 'pg';
 import { createActivities, type ActivityDependencies } from '../activities';
@@ -72,6 +73,8 @@ export type WorkerOptions = {
   interceptors?: ActivityInterceptorsFactory[];
   /** Shorter delivery timeouts and leases for tests; production uses the defaults. */
   tuning?: ActivityDependencies['tuning'];
+  /** SDK worker settings tried by the benchmarks (bench/support/worker-process.ts); none in production. */
+  sdkOptions?: Pick<SdkWorkerOptions, 'maxCachedWorkflows' | 'reuseV8Context' | 'workflowThreadPoolSize'>;
 };
 
 /** Seconds a starting worker gives Temporal to answer before it gives up with the cause. */
@@ -126,7 +129,7 @@ export function missingDownstreamVariables(config: Pick<Config, 'carrierUrl' | '
 }
 
 /** A worker polling settle's task queue; the caller runs it and closes the connection. */
-export async function createWorker({ config, pool, interceptors = [], tuning }: WorkerOptions) {
+export async function createWorker({ config, pool, interceptors = [], tuning, sdkOptions }: WorkerOptions) {
   installTemporalRuntime();
   const codePath = await workflowBundlePath();
   const connection = await connectWorker(config);
@@ -155,6 +158,7 @@ export async function createWorker({ config, pool, interceptors = [], tuning }: 
     interceptors: { activity: [activityOutcomeInterceptor, ...interceptors] },
     // Under lib/shutdown.ts's deadline: activities still running then are cancelled, so the drain ends.
     shutdownGraceTime: '4s',
+    ...sdkOptions,
   });
   return { worker, connection };
 }
