@@ -93,7 +93,7 @@ async function reminderBody(receiver: Receiver, dueInMs: number) {
   return {
     contract_id: uniqueId('CT'),
     due_at: new Date((await env.currentTimeMs()) + dueInMs).toISOString(),
-    webhook_url: `${receiver.url}hooks/renewal`,
+    webhook_url: `${receiver.url}/hooks/renewal`,
     payload: { plan: 'annual', seats: 12 },
   };
 }
