@@ -1,7 +1,8 @@
-/** The pure rules at settle's edges: the untrusted-JSON limits and duration parsing. */
+/** The pure rules at settle's edges: the untrusted-JSON limits, durations, Retry-After. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { formatDuration, parseDuration } from '../../src/domain/duration';
+import { retryAfterMs } from '../../src/lib/retry-after';
 import { findUnstorableJson, MAX_JSON_DEPTH, parseUntrustedJson } from '../../src/domain/untrusted-json';
 
 /** `levels` arrays and objects inside one another, alternating, around `inner`. */
@@ -86,5 +87,17 @@ describe('durations', () => {
     for (const ms of [1_000, 60_000, 3_600_000, 86_400_000, 604_800_000, 5 * 60_000, 36 * 3_600_000]) {
       assert.equal(parseDuration(formatDuration(ms)), ms);
     }
+  });
+});
+
+describe('Retry-After', () => {
+  test('seconds and HTTP dates become the next delay; junk and the past fall back to backoff', () => {
+    const now = Date.parse('2026-08-10T09:00:00Z');
+    assert.equal(retryAfterMs('2', now), 2_000);
+    assert.equal(retryAfterMs('Mon, 10 Aug 2026 09:00:30 GMT', now), 30_000);
+    assert.equal(retryAfterMs('Mon, 10 Aug 2026 08:59:00 GMT', now), undefined);
+    assert.equal(retryAfterMs('soon', now), undefined);
+    assert.equal(retryAfterMs(undefined, now), undefined);
+    assert.equal(retryAfterMs('999999999', now), 24 * 3_600_000);
   });
 });
