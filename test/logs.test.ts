@@ -53,9 +53,11 @@ describe('logs', () => {
 
     let runs: CliRun[];
     try {
+      // A process start (tsx, the config, a Temporal connection) takes far longer on a loaded machine.
       await waitFor(
         'the gateway',
         async () => (await fetch(`${gatewayUrl}/healthz`).catch(() => undefined))?.ok,
+        120_000,
       );
       const shipmentId = uniqueId('SHP');
       await addShipments(stack.pool, [shipmentId]);
