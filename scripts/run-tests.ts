@@ -1,7 +1,12 @@
 /**
- * `npm test`: installs what the suite needs (the Temporal binaries), starts one real PostgreSQL
- * (embedded, unless DATABASE_URL names one) and one Temporal dev server shared by the test files,
- * runs `node --test`, and stops both. Each test file makes its own database and task queue.
+ * `npm test`: installs what the suite needs (the Temporal binaries), runs the unit tests (test/unit:
+ * pure rules, and the workflows with stub activities on the time-skipping test server) and stops at
+ * their first failure; then starts one real PostgreSQL (embedded, unless DATABASE_URL names one) and
+ * one Temporal dev server shared by the integration test files (test/*.test.ts), runs them, and stops
+ * both. Each integration file makes its own database and task queue.
+ *
+ * `npm run test:unit` (`--unit`) runs the unit tests only. Other arguments keep the files whose path
+ * contains one of them, in either set.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
@@ -14,49 +19,92 @@ import { startTemporalDevServer, type DevServer } from '../src/stack/temporal-de
 
 async function main() {
   const started = Date.now();
-  const files = selectTestFiles(process.argv.slice(2));
-  const [cliPath, testServerPath] = await Promise.all([findTemporalCli(), findTemporalTestServer()]);
+  const args = process.argv.slice(2);
+  const unitOnly = args.includes('--unit');
+  const filters = args.filter((arg) => arg !== '--unit');
+  const unitFiles = selectTestFiles(UNIT_DIR, filters);
+  const integrationFiles = unitOnly ? [] : selectTestFiles(INTEGRATION_DIR, filters);
+  if (!unitFiles.length && !integrationFiles.length) {
+    throw new Error(`no test file matches ${filters.join(' ')}`);
+  }
+  const testServerPath = await findTemporalTestServer();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    SETTLE_TEMPORAL_TEST_SERVER: testServerPath,
+    SETTLE_LOG_LEVEL: process.env.SETTLE_LOG_LEVEL ?? 'warn',
+  };
 
+  // The services start while the unit tests run; they need neither.
+  const starting = integrationFiles.length ? startServices() : undefined;
+  starting?.catch(() => {}); // Reported below, once awaited.
+  try {
+    if (unitFiles.length) {
+      const code = await runNodeTest(unitFiles, env);
+      process.stderr.write(`settle tests: unit tests done in ${seconds(started)} s\n`);
+      if (code !== 0 && integrationFiles.length) {
+        process.stderr.write('settle tests: the unit tests failed; the integration tests were not run\n');
+      }
+      if (code !== 0 || !integrationFiles.length) {
+        process.exitCode = code;
+        return;
+      }
+    }
+    const services = await starting!;
+    process.stderr.write(`settle tests: services ready in ${seconds(started)} s\n`);
+    process.exitCode = await runNodeTest(integrationFiles, { ...env, ...services.env });
+  } finally {
+    await (await starting?.catch(() => undefined))?.stop();
+  }
+}
+
+type Services = { env: NodeJS.ProcessEnv; stop(): Promise<void> };
+
+/** One PostgreSQL and one Temporal dev server, shared by every integration test file. */
+async function startServices(): Promise<Services> {
+  const cliPath = await findTemporalCli();
   let database: EmbeddedDatabase | undefined;
   let scratch: string | undefined;
   let adminUrl = process.env.DATABASE_URL;
-  if (!adminUrl) {
-    scratch = mkdtempSync(join(tmpdir(), 'settle-test-'));
-    database = await startEmbeddedPostgres({ dataDir: join(scratch, 'pg'), port: await freePort() });
-    adminUrl = database.urlFor('postgres');
-  }
   let temporal: DevServer | undefined;
-  const stopAll = async () => {
+  const stop = async () => {
     await temporal?.stop();
     await database?.stop();
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   };
   try {
+    if (!adminUrl) {
+      scratch = mkdtempSync(join(tmpdir(), 'settle-test-'));
+      database = await startEmbeddedPostgres({ dataDir: join(scratch, 'pg'), port: await freePort() });
+      adminUrl = database.urlFor('postgres');
+    }
     temporal = await startTemporalDevServer({ cliPath, port: await freePort() });
-    process.stderr.write(`settle tests: services ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
-    const code = await runNodeTest(files, {
-      ...process.env,
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    env: {
       SETTLE_TEST_ADMIN_DATABASE_URL: adminUrl,
       TEMPORAL_ADDRESS: temporal.address,
       SETTLE_TEMPORAL_CLI: cliPath,
-      SETTLE_TEMPORAL_TEST_SERVER: testServerPath,
-      SETTLE_LOG_LEVEL: process.env.SETTLE_LOG_LEVEL ?? 'warn',
-    });
-    process.exitCode = code;
-  } finally {
-    await stopAll();
-  }
+    },
+    stop,
+  };
 }
 
-function selectTestFiles(filters: string[]): string[] {
-  const all = readdirSync('test')
+const UNIT_DIR = join('test', 'unit');
+const INTEGRATION_DIR = 'test';
+
+/** The `*.test.ts` files directly in `dir` whose path contains one of `filters` (all when none). */
+function selectTestFiles(dir: string, filters: string[]): string[] {
+  const all = readdirSync(dir)
     .filter((name) => name.endsWith('.test.ts'))
     .sort()
-    .map((name) => join('test', name));
-  const chosen = filters.length ? all.filter((file) => filters.some((filter) => file.includes(filter))) : all;
-  if (!chosen.length) throw new Error(`no test file matches ${filters.join(' ')}`);
-  return chosen;
+    .map((name) => join(dir, name));
+  return filters.length ? all.filter((file) => filters.some((filter) => file.includes(filter))) : all;
 }
+
+const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(1);
 
 function runNodeTest(files: string[], env: NodeJS.ProcessEnv): Promise<number> {
   return new Promise((resolve) => {

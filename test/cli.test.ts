@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,30 +15,10 @@ import {
   waitFor,
   type TestStack,
 } from './support/harness';
+import { runCommand, runSettle, spawnSettle } from './support/settle-cli';
 
-type Run = { code: number | null; stdout: string; stderr: string };
-
-/** Runs a command in the project folder, as a person would type it. */
-function run(command: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: PROJECT_ROOT, env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${command} ${args.join(' ')} timed out\n${stdout}\n${stderr}`));
-    }, timeoutMs);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-const settle = (args: string[], env: NodeJS.ProcessEnv) =>
-  run(process.execPath, ['bin/settle.js', ...args], env);
+/** Runs `settle …` in the project folder, as a person would type it there. */
+const settle = (args: string[], env: NodeJS.ProcessEnv) => runSettle(args, env, 60_000, PROJECT_ROOT);
 
 describe('settle commands against a running stack', () => {
   let stack: TestStack;
@@ -175,7 +155,7 @@ describe('settle commands against a running stack', () => {
 
 describe('npm start on one machine', () => {
   let home: string;
-  let child: ChildProcess | undefined;
+  let child: ChildProcessWithoutNullStreams | undefined;
   let output = '';
   let env: NodeJS.ProcessEnv;
 
@@ -200,12 +180,9 @@ describe('npm start on one machine', () => {
   });
 
   test('starts everything, prints a working example command, and stops cleanly on Ctrl-C', async () => {
-    child = spawn(process.execPath, ['bin/settle.js', 'start'], {
-      cwd: PROJECT_ROOT,
-      env: { ...process.env, ...env },
-    });
-    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child = spawnSettle(['start'], env, PROJECT_ROOT);
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     await waitFor(
       'settle start to print its summary',
       async () => output.includes('Ctrl-C stops everything'),
@@ -218,11 +195,11 @@ describe('npm start on one machine', () => {
     // The printed command, run as printed (npx settle …) in the project folder.
     const printed = /^\s+(npx settle example)$/m.exec(output)?.[1];
     assert.equal(printed, 'npx settle example');
-    const example = await run(
+    const example = await runCommand(
       'npx',
       ['settle', 'example', '--json'],
       { SETTLE_HOME: home, DATABASE_URL: '', TEMPORAL_ADDRESS: '' },
-      120_000,
+      { cwd: PROJECT_ROOT, timeoutMs: 120_000 },
     );
     assert.equal(example.code, 0, example.stderr);
     const result = JSON.parse(example.stdout) as { http_status: number; inspection: EventInspection };

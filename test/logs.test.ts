@@ -53,6 +53,7 @@ describe('logs', () => {
 
     let runs: CliRun[];
     try {
+      // A process start (tsx, the config, a Temporal connection) takes far longer on a loaded machine.
       await waitFor(
         'the gateway',
         async () => (await fetch(`${gatewayUrl}/healthz`).catch(() => undefined))?.ok,

@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import { promisify } from 'node:util';
 import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { addShipments } from '../src/db/shipments';
@@ -25,9 +23,14 @@ import {
   type TestStack,
 } from './support/harness';
 import { startReceiver, type Receiver } from './support/receiver';
-import { runSettle, stackEnv } from './support/settle-cli';
+import { runCommand, runSettle, stackEnv } from './support/settle-cli';
 
-const run = promisify(execFile);
+/** The `temporal` CLI, as an operator runs it; a failure shows its output. */
+async function temporalCli(args: string[]): Promise<{ stdout: string }> {
+  const run = await runCommand(cliPath, args, {});
+  assert.equal(run.code, 0, run.stderr);
+  return run;
+}
 const cliPath = process.env.SETTLE_TEMPORAL_CLI!;
 
 /** The shipments of this file's runs, one per story an operator looks for. */
@@ -78,7 +81,7 @@ async function listThroughClient(client: Client, taskQueue: string, query: strin
 
 /** The same query through the `temporal` CLI, as an operator types it. */
 async function listThroughCli(address: string, taskQueue: string, query: string): Promise<string[]> {
-  const { stdout } = await run(cliPath, [
+  const { stdout } = await temporalCli([
     'workflow',
     'list',
     '--address',
@@ -271,7 +274,7 @@ describe('settle migrate', () => {
       assert.equal(second.code, 0, second.stderr);
       assert.match(second.stdout, /search attributes in namespace default: all present/);
 
-      const { stdout } = await run(cliPath, [
+      const { stdout } = await temporalCli([
         'operator',
         'search-attribute',
         'list',

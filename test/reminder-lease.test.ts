@@ -55,7 +55,7 @@ test('a reminder whose worker vanished while processing is delivered by another 
   const scheduled = await api('POST', {
     contract_id: 'CT-88',
     due_at: new Date(Date.now() + 1_000).toISOString(),
-    webhook_url: `${receiver.url}renewal`,
+    webhook_url: `${receiver.url}/renewal`,
     payload: { any: 'json' },
   });
   assert.equal(scheduled.status, 202);

@@ -8,7 +8,7 @@ import { buildGateway } from '../src/gateway/server';
 import { logger } from '../src/lib/logger';
 import { createWorker, installTemporalRuntime } from '../src/worker/run';
 import type { ReminderWorkflowResult } from '../src/workflows';
-import { createTestDatabase, newSecret, uniqueId, waitFor } from './support/harness';
+import { createTestDatabase, newSecret, uniqueId } from './support/harness';
 import { startReceiver, type Receiver } from './support/receiver';
 import { assertSignedDelivery, remindersApi, type ApiResult } from './support/reminders';
 
@@ -93,13 +93,23 @@ async function reminderBody(receiver: Receiver, dueInMs: number) {
   return {
     contract_id: uniqueId('CT'),
     due_at: new Date((await env.currentTimeMs()) + dueInMs).toISOString(),
-    webhook_url: `${receiver.url}hooks/renewal`,
+    webhook_url: `${receiver.url}/hooks/renewal`,
     payload: { plan: 'annual', seats: 12 },
   };
 }
 
-/** Real time for the worker to act on whatever just became due (the test server's clock is not moving). */
-const settleDown = () => new Promise((resolve) => setTimeout(resolve, 1_500));
+/**
+ * When the run scheduled each delivery attempt, on the test server's clock (the one due_at is read
+ * against): the history records it, so "not before due" needs no waiting.
+ */
+async function deliveriesScheduledAt(key: string): Promise<number[]> {
+  const history = await env.client.workflow.getHandle(`reminder:${key}`).fetchHistory();
+  return (history.events ?? [])
+    .filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverReminder')
+    .map(
+      (event) => Number(event.eventTime!.seconds) * 1000 + Math.floor((event.eventTime!.nanos ?? 0) / 1e6),
+    );
+}
 
 describe('POST /reminders', () => {
   test('refuses a missing token, a missing key and a bad body, naming the field', async () => {
@@ -157,13 +167,14 @@ describe('a reminder', () => {
     assert.equal(reused.body.error, 'idempotency_key_reused');
 
     await env.sleep(30 * DAY - 60_000);
-    await settleDown();
-    assert.equal(receiver.requests.length, 0, 'delivered before it was due');
     assert.equal((await get(key)).body.status, 'scheduled');
 
     await env.sleep(120_000);
-    await waitFor('the reminder to be delivered', async () => receiver.requests.length > 0);
     assert.deepEqual(await result(key), { state: 'succeeded', attempts: 1 });
+    // Not before due: the one delivery was scheduled at or after due_at on the server's clock.
+    const scheduledAt = await deliveriesScheduledAt(key);
+    assert.equal(scheduledAt.length, 1);
+    assert.ok(scheduledAt[0]! >= Date.parse(body.due_at), 'delivered before it was due');
     assert.equal(receiver.requests.length, 1);
     assertSignedDelivery(receiver.requests[0]!, key, outboundSecret);
     assert.equal(receiver.requests[0]!.json.contract_id, body.contract_id);
@@ -193,10 +204,9 @@ describe('a reminder', () => {
     assert.equal(cancelled.status, 200);
     assert.equal(cancelled.body.status, 'cancelled');
     assert.equal((await cancel(key)).status, 200, 'cancelling twice is fine');
+    // The run has ended without scheduling a delivery: nothing can deliver it any more.
     assert.deepEqual(await result(key), { state: 'cancelled', attempts: 0 });
-
-    await env.sleep(2 * DAY);
-    await settleDown();
+    assert.deepEqual(await deliveriesScheduledAt(key), []);
     assert.equal(receiver.requests.length, 0);
     assert.equal((await get(key)).body.status, 'cancelled');
   });
@@ -206,9 +216,9 @@ describe('a reminder', () => {
     const key = uniqueId('renewal');
     assert.equal((await post(key, await reminderBody(receiver, 3_600_000))).status, 202);
 
+    // The run has ended after its one delivery (a 410 is not retried): nothing can send it again.
     assert.deepEqual(await result(key), { state: 'failed', attempts: 1 });
-    await env.sleep(2 * DAY);
-    await settleDown();
+    assert.equal((await deliveriesScheduledAt(key)).length, 1);
     assert.equal(receiver.requests.length, 1);
     assertSignedDelivery(receiver.requests[0]!, key, outboundSecret);
     const view = await get(key);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parse } from 'yaml';
@@ -209,22 +209,46 @@ describe('the OpenAPI document', () => {
     }
   });
 
-  test('names every endpoint SPEC.md mentions, when the spec is beside the checkout', () => {
-    const specPath = join(PROJECT_ROOT, '..', 'shared', 'SPEC.md');
-    if (!existsSync(specPath)) return;
-    const spec = readFileSync(specPath, 'utf8');
-    const mentioned = [...spec.matchAll(/`(GET|POST|DELETE) (\/[a-z/]+)/g)].map(([, m, p]) => [
-      m!.toLowerCase(),
-      p!,
-    ]);
-    assert.ok(mentioned.length >= 4);
-    for (const [method, path] of mentioned) {
-      const known = Object.keys(document.paths).some(
-        (documented) =>
-          documented.replace(/\{[^}]+\}/g, '').replace(/\/$/, '') === path!.replace(/\/$/, '') &&
-          document.paths[documented]![method!],
-      );
-      assert.ok(known, `${method} ${path}`);
-    }
+  test('matches the endpoints the README and docs/ name: each one named is documented, each documented one is named', () => {
+    const prose = [join(PROJECT_ROOT, 'README.md'), ...markdownUnder(join(PROJECT_ROOT, 'docs'))]
+      .map((file) => readFileSync(file, 'utf8'))
+      .join('\n');
+    const named = new Set(
+      [...prose.matchAll(/\b(GET|POST|PUT|PATCH|DELETE) (\/[\w./{}<>-]*)/g)].map(
+        ([, method, path]) => `${method!.toLowerCase()} ${samePath(path!)}`,
+      ),
+    );
+    const documented = new Set(
+      Object.entries(document.paths).flatMap(([path, operations]) =>
+        Object.keys(operations)
+          .filter((key) => HTTP_METHODS.includes(key))
+          .map((method) => `${method} ${samePath(path)}`),
+      ),
+    );
+    assert.ok(named.size >= 8, `the README and docs/ name the endpoints (found ${[...named].join(', ')})`);
+    assert.deepEqual(
+      [...named].filter((endpoint) => !documented.has(endpoint)),
+      [],
+      'named in the README or docs/ but not in the OpenAPI document',
+    );
+    assert.deepEqual(
+      [...documented].filter((endpoint) => !named.has(endpoint)),
+      [],
+      'in the OpenAPI document but named nowhere in the README or docs/',
+    );
   });
 });
+
+/** The keys of an OpenAPI path item that are operations (others: `parameters`, `summary`…). */
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+/** `/reminders/<id>`, `/reminders/<delivery id>` and `/reminders/{deliveryId}` are one path. */
+function samePath(path: string): string {
+  return path.replace(/\{[^}]*\}|<[^>/]*>?/g, '{}').replace(/\/$/, '');
+}
+
+function markdownUnder(dir: string): string[] {
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => join(dir, name));
+}

@@ -28,7 +28,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
-import { RecordingReceiver } from '../bench/support/receiver';
+import { RecordingReceiver } from '../test/support/receiver';
 import { closedLoop, erpKey, makeEvent, newRunId, shipmentFor } from '../bench/support/load';
 import { ResourceSampler, sleep, type Child } from '../bench/support/processes';
 import { checkInvariants } from '../chaos/invariants';

@@ -13,7 +13,7 @@ import { findTemporalCli } from '../../src/stack/temporal-binaries';
 import { startTemporalDevServer, type DevServer } from '../../src/stack/temporal-dev-server';
 import { TemporalCluster } from '../../topology/cluster';
 import { sleep, spawnTs, type Child } from './processes';
-import { RecordingReceiver } from './receiver';
+import { RecordingReceiver } from '../../test/support/receiver';
 
 /**
  * Everything on this machine, on loopback, in a scratch folder: an embedded PostgreSQL and a Temporal

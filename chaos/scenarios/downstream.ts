@@ -1,7 +1,7 @@
 import { downstreamIdempotencyKey, paymentWorkflowId } from '../../src/domain/ids';
 import type { PaymentWorkflowResult } from '../../src/workflows';
 import { erpKey } from '../../bench/support/load';
-import type { Behaviour } from '../../bench/support/receiver';
+import type { Behaviour } from '../../test/support/receiver';
 import {
   checker,
   ensureWorkers,
@@ -20,8 +20,8 @@ async function withBehaviour<T>(
   fn: () => Promise<T>,
 ) {
   const previous = ctx.stack.receiver.behaviour;
-  ctx.stack.receiver.behaviour = (request) =>
-    request.key.startsWith(prefix) ? answer(request) : previous(request);
+  ctx.stack.receiver.behaviour = (request, index) =>
+    request.key.startsWith(prefix) ? answer(request, index) : previous(request, index);
   try {
     return await fn();
   } finally {

@@ -1,71 +1,160 @@
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+
+/**
+ * The downstream API of every test, bench and chaos run (the carrier, the ERP, a reminder's webhook):
+ * a real HTTP server on 127.0.0.1 that records every request and misbehaves as told. Like a well-kept
+ * downstream it applies each Idempotency-Key's effect at most once. (`npm start`'s stand-in,
+ * src/stack/dev-downstream.ts, is product code and stays apart: it validates and logs, and records
+ * and misbehaves in no way.)
+ */
 
 export type ReceivedRequest = {
   /** Arrival time, ms since the epoch. */
   at: number;
+  path: string;
   headers: IncomingHttpHeaders;
   body: string;
-  json: Record<string, unknown>;
+  /** The body parsed as JSON ({} when it is empty or not JSON). */
+  readonly json: Record<string, unknown>;
   /** The request's Idempotency-Key (falls back to webhook-id). */
   key: string;
+  /** Requests made with this key so far, this one included, from 1. */
+  attempt: number;
 };
 
 /**
- * What the receiver does with the n-th request (0-based): answer `status`; `apply` the effect first
- * (default: when the answer is 2xx); `hang` holds the request open and never answers.
+ * What the receiver does with a request: answer `status` (with `headers`); apply the effect first
+ * when `apply` is true (default: for a 2xx); `hang` holds the request open and never answers.
  */
 export type Answer = { status: number; headers?: Record<string, string>; apply?: boolean; hang?: boolean };
+/** `index` counts every request the receiver got, from 0. */
 export type Behaviour = (request: ReceivedRequest, index: number) => Answer;
 
-export type Receiver = {
-  url: string;
-  /** Every request, in arrival order. */
-  requests: ReceivedRequest[];
-  /** Keys whose effect was applied: a repeat of a key is deduplicated, as a well-behaved API does. */
-  effects: string[];
-  close(): Promise<void>;
+export type KeyRecord = {
+  /** Requests made with this key. */
+  requests: number;
+  /** Effects applied for this key: 1 for a delivered effect, 0 for a refused one, never more. */
+  applied: number;
+  /** Repeats that arrived after the effect was applied and were answered without applying. */
+  repeatsRefused: number;
+  /** Distinct bodies (SHA-256) sent under this key: must be 1 (a retry repeats the same request). */
+  bodies: Set<string>;
+  /** Arrival of every request, ms since the epoch. */
+  arrivals: number[];
+  /** When the effect was applied. */
+  appliedAt?: number;
+  path: string;
 };
 
-/** A downstream API on 127.0.0.1 that records every request and misbehaves as told. */
-export async function startReceiver(behaviour: Behaviour = () => ({ status: 200 })): Promise<Receiver> {
-  const requests: ReceivedRequest[] = [];
-  const effects: string[] = [];
-  const held: ServerResponse[] = [];
-  const server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      const received: ReceivedRequest = {
-        at: Date.now(),
-        headers: request.headers,
-        body,
-        json: body ? (JSON.parse(body) as Record<string, unknown>) : {},
-        key: String(request.headers['idempotency-key'] ?? request.headers['webhook-id'] ?? ''),
-      };
-      const index = requests.push(received) - 1;
-      const answer = behaviour(received, index);
-      const apply = answer.apply ?? (answer.status >= 200 && answer.status < 300);
-      if (apply && !effects.includes(received.key)) effects.push(received.key);
-      if (answer.hang) {
-        held.push(response);
-        return;
-      }
-      response.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
-      response.end(JSON.stringify({ status: answer.status }));
+export class RecordingReceiver {
+  /** Every request, in arrival order. */
+  readonly requests: ReceivedRequest[] = [];
+  /** Every key, with what happened to it. */
+  readonly keys = new Map<string, KeyRecord>();
+  /** Keys whose effect was applied, in the order they were. */
+  readonly effects: string[] = [];
+  /** Effects that a receiver without idempotency keys would have applied twice. */
+  wouldHaveDoubleApplied = 0;
+  /** Base URL, without a trailing slash. */
+  url = '';
+  private readonly waiters = new Map<string, ((at: number) => void)[]>();
+  private readonly held: ServerResponse[] = [];
+  private server: Server | undefined;
+
+  /** The behaviour may be replaced while the receiver runs (chaos switches it per scenario). */
+  constructor(public behaviour: Behaviour = () => ({ status: 200 })) {}
+
+  async start(): Promise<void> {
+    const server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const at = Date.now();
+        const body = Buffer.concat(chunks).toString('utf8');
+        const key = String(request.headers['idempotency-key'] ?? request.headers['webhook-id'] ?? '');
+        const path = request.url ?? '/';
+        let record = this.keys.get(key);
+        if (!record) {
+          record = { requests: 0, applied: 0, repeatsRefused: 0, bodies: new Set(), arrivals: [], path };
+          this.keys.set(key, record);
+        }
+        record.requests += 1;
+        record.arrivals.push(at);
+        record.bodies.add(createHash('sha256').update(body).digest('hex'));
+        const received: ReceivedRequest = {
+          at,
+          path,
+          headers: request.headers,
+          body,
+          get json() {
+            return parseObject(body);
+          },
+          key,
+          attempt: record.requests,
+        };
+        const index = this.requests.push(received) - 1;
+        const answer = this.behaviour(received, index);
+        if (answer.apply ?? (answer.status >= 200 && answer.status < 300)) this.apply(key, record, at);
+        if (answer.hang) {
+          this.held.push(response);
+          return;
+        }
+        response.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
+        response.end(JSON.stringify({ status: answer.status }));
+      });
     });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/`,
-    requests,
-    effects,
-    async close() {
-      for (const response of held) response.destroy();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+    server.keepAliveTimeout = 30_000;
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    this.server = server;
+    this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  /** Resolves with the time the key's effect was applied (at once if it already was). */
+  waitForApplied(key: string): Promise<number> {
+    const appliedAt = this.keys.get(key)?.appliedAt;
+    if (appliedAt !== undefined) return Promise.resolve(appliedAt);
+    return new Promise((resolve) => this.waiters.set(key, [...(this.waiters.get(key) ?? []), resolve]));
+  }
+
+  async close(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.server = undefined;
+    for (const response of this.held.splice(0)) response.destroy();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  private apply(key: string, record: KeyRecord, at: number): void {
+    if (record.applied > 0) {
+      record.repeatsRefused += 1;
+      this.wouldHaveDoubleApplied += 1;
+      return;
+    }
+    record.applied = 1;
+    record.appliedAt = at;
+    this.effects.push(key);
+    for (const resolve of this.waiters.get(key) ?? []) resolve(at);
+    this.waiters.delete(key);
+  }
+}
+
+/** A receiver, started. */
+export async function startReceiver(behaviour?: Behaviour): Promise<RecordingReceiver> {
+  const receiver = new RecordingReceiver(behaviour);
+  await receiver.start();
+  return receiver;
+}
+
+export type Receiver = RecordingReceiver;
+
+function parseObject(body: string): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(body);
+    return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
 }

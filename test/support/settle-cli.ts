@@ -26,16 +26,29 @@ export function stackEnv(stack: TestStack, extra: NodeJS.ProcessEnv = {}): NodeJ
   };
 }
 
-/** Starts `node bin/settle.js …` as a person would; the caller reads or signals it. */
+/**
+ * Starts a command as a person would type it (in a fresh empty folder unless `cwd` says otherwise);
+ * the caller reads or signals it. The one way test/ runs a command line.
+ */
+export function spawnCommand(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd?: string,
+): ChildProcessWithoutNullStreams {
+  return spawn(command, args, {
+    cwd: cwd ?? mkdtempSync(join(tmpdir(), 'settle-cwd-')),
+    env: { ...process.env, ...env },
+  });
+}
+
+/** Starts `node bin/settle.js …`; see spawnCommand. */
 export function spawnSettle(
   args: string[],
   env: NodeJS.ProcessEnv,
   cwd?: string,
 ): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, [join(PROJECT_ROOT, 'bin/settle.js'), ...args], {
-    cwd: cwd ?? mkdtempSync(join(tmpdir(), 'settle-cwd-')),
-    env: { ...process.env, ...env },
-  });
+  return spawnCommand(process.execPath, [join(PROJECT_ROOT, 'bin/settle.js'), ...args], env, cwd);
 }
 
 /** Waits for a spawned command to exit, collecting its output. */
@@ -47,7 +60,7 @@ export function finished(child: ChildProcessWithoutNullStreams, timeoutMs = 180_
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`settle timed out\n${stdout}\n${stderr}`));
+      reject(new Error(`${child.spawnargs.join(' ')} timed out\n${stdout}\n${stderr}`));
     }, timeoutMs);
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
@@ -63,4 +76,13 @@ export function runSettle(
   cwd?: string,
 ): Promise<CliRun> {
   return finished(spawnSettle(args, env, cwd), timeoutMs);
+}
+
+export function runCommand(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  options: { timeoutMs?: number; cwd?: string } = {},
+): Promise<CliRun> {
+  return finished(spawnCommand(command, args, env, options.cwd), options.timeoutMs);
 }

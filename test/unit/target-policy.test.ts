@@ -10,8 +10,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import ipaddr from 'ipaddr.js';
-import { createHttpClient, HttpRequestError } from '../src/lib/http';
-import { assertPublicTarget, isPublicAddress, TargetRefusedError } from '../src/lib/target-policy';
+import { createHttpClient, HttpRequestError } from '../../src/lib/http';
+import { assertPublicTarget, isPublicAddress, TargetRefusedError } from '../../src/lib/target-policy';
 
 type Row = { block: string; name: string; reachable: 'True' | 'False' | 'N/A' | '' };
 
@@ -43,7 +43,7 @@ function parseCsv(text: string): string[][] {
 
 /** One row per address block (a cell may list two), footnote marks such as ` [2]` removed. */
 function readRegistry(file: string): Row[] {
-  const [header, ...rows] = parseCsv(readFileSync(join(__dirname, 'fixtures', file), 'utf8'));
+  const [header, ...rows] = parseCsv(readFileSync(join(__dirname, '..', 'fixtures', file), 'utf8'));
   const column = (name: string) => header!.indexOf(name);
   return rows.flatMap((cells) =>
     cells[column('Address Block')]!.split(',').map((block) => ({
