@@ -4,8 +4,8 @@ import pg from 'pg';
 import { reconcilePayment, type ReconcileResult } from '../src/activities/reconcile-payment';
 import { addShipments } from '../src/db/shipments';
 import type { PaymentEvent } from '../src/domain/payment-event';
-import { closedLoop, makeEvent, newRunId, shipmentFor } from './support/load';
-import type { ProofStack } from './support/stack';
+import { closedLoop, makeEvent, newRunId, shipmentFor } from '../proof/load';
+import type { ProofStack } from '../proof/stack';
 
 /** Transactions in flight at once in B0 and B1, and connections in their pools. */
 export const CLAIM_LOOP_CONCURRENCY = 10;

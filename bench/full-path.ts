@@ -9,8 +9,8 @@ import {
   percentile,
   postEvent,
   shipmentFor,
-} from './support/load';
-import type { ProofStack } from './support/stack';
+} from '../proof/load';
+import type { ProofStack } from '../proof/stack';
 
 /** Longest an event may take from its webhook to its ERP delivery before the run counts it lost. */
 const EVENT_DEADLINE_MS = 120_000;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { closedLoop } from './support/load';
-import type { ProofStack } from './support/stack';
+import { closedLoop } from '../proof/load';
+import type { ProofStack } from '../proof/stack';
 
 export const NOOP_TASK_QUEUE = 'bench-noop';
 

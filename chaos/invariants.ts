@@ -1,8 +1,8 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { downstreamIdempotencyKey, paymentWorkflowId } from '../src/domain/ids';
 import { shortHash } from '../src/lib/hash';
-import { sleep } from '../bench/support/processes';
-import type { ProofStack } from '../bench/support/stack';
+import { sleep } from '../proof/processes';
+import type { ProofStack } from '../proof/stack';
 import type { Provider } from './provider';
 
 /** What the checker reads: settle's database, Temporal and the downstream receiver's records. */

@@ -1,7 +1,7 @@
 import type { PaymentEvent } from '../src/domain/payment-event';
-import { postEvent, type Reply } from '../bench/support/load';
-import { sleep } from '../bench/support/processes';
-import type { ProofStack } from '../bench/support/stack';
+import { postEvent, type Reply } from '../proof/load';
+import { sleep } from '../proof/processes';
+import type { ProofStack } from '../proof/stack';
 
 export type Acknowledged = { event: PaymentEvent; status: number; body: string; at: number };
 

@@ -15,7 +15,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Child } from '../bench/support/processes';
+import type { Child } from '../proof/processes';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/stack/embedded-postgres';
 import { PROJECT_ROOT } from '../src/lib/paths';
 import { findTemporalCli } from '../src/stack/temporal-binaries';

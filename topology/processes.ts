@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
-import { sleep, type Child } from '../bench/support/processes';
+import { sleep, type Child } from '../proof/processes';
 import { freePort } from '../src/lib/free-port';
 
 /**

@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { addShipments } from '../../src/db/shipments';
 import type { PaymentEvent } from '../../src/domain/payment-event';
-import { erpKey, makeEvent, newRunId, shipmentFor } from '../../bench/support/load';
-import { sleep } from '../../bench/support/processes';
-import type { ProofStack } from '../../bench/support/stack';
+import { erpKey, makeEvent, newRunId, shipmentFor } from '../../proof/load';
+import { sleep } from '../../proof/processes';
+import type { ProofStack } from '../../proof/stack';
 import type { Provider } from '../provider';
 
 export type ScenarioContext = { stack: ProofStack; provider: Provider; short: boolean };

@@ -1,7 +1,7 @@
 import { paymentWorkflowId } from '../../src/domain/ids';
 import type { PaymentWorkflowResult } from '../../src/workflows';
-import { openLoop } from '../../bench/support/load';
-import { sleep } from '../../bench/support/processes';
+import { openLoop } from '../../proof/load';
+import { sleep } from '../../proof/processes';
 import {
   checker,
   countWhere,

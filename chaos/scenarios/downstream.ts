@@ -1,6 +1,6 @@
 import { downstreamIdempotencyKey, paymentWorkflowId } from '../../src/domain/ids';
 import type { PaymentWorkflowResult } from '../../src/workflows';
-import { erpKey } from '../../bench/support/load';
+import { erpKey } from '../../proof/load';
 import type { Behaviour } from '../../test/support/receiver';
 import {
   checker,

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { paymentWorkflowId } from '../../src/domain/ids';
 import { EVENT_ID_PATTERN } from '../../src/domain/payment-event';
 import { signWebhook } from '../../src/domain/webhook-signature';
-import { httpRequest } from '../../bench/support/load';
+import { httpRequest } from '../../proof/load';
 import { checker, type Scenario } from './common';
 
 const FIELDS = [

@@ -1,5 +1,5 @@
-import { openLoop } from '../../bench/support/load';
-import { sleep } from '../../bench/support/processes';
+import { openLoop } from '../../proof/load';
+import { sleep } from '../../proof/processes';
 import {
   checker,
   countWhere,

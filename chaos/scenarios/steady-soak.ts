@@ -1,5 +1,5 @@
-import { erpKey, openLoop, percentile } from '../../bench/support/load';
-import { sleep, treeRssMb } from '../../bench/support/processes';
+import { erpKey, openLoop, percentile } from '../../proof/load';
+import { sleep, treeRssMb } from '../../proof/processes';
 import {
   checker,
   ensureWorkers,

@@ -2,18 +2,18 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectClient } from '../../src/temporal/client';
+import { connectClient } from '../src/temporal/client';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
-import { migrate } from '../../src/db/migrate';
-import { createPool } from '../../src/db/pool';
-import { freePort } from '../../src/lib/free-port';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/stack/embedded-postgres';
-import { findTemporalCli } from '../../src/stack/temporal-binaries';
-import { startTemporalDevServer, type DevServer } from '../../src/stack/temporal-dev-server';
-import { TemporalCluster } from '../../topology/cluster';
+import { migrate } from '../src/db/migrate';
+import { createPool } from '../src/db/pool';
+import { freePort } from '../src/lib/free-port';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/stack/embedded-postgres';
+import { findTemporalCli } from '../src/stack/temporal-binaries';
+import { startTemporalDevServer, type DevServer } from '../src/stack/temporal-dev-server';
+import { TemporalCluster } from '../topology/cluster';
 import { sleep, spawnTs, type Child } from './processes';
-import { RecordingReceiver } from '../../test/support/receiver';
+import { RecordingReceiver } from '../test/support/receiver';
 
 /**
  * Everything on this machine, on loopback, in a scratch folder: an embedded PostgreSQL and a Temporal
@@ -199,13 +199,13 @@ export class ProofStack {
   }
 
   /**
-   * A worker process (bench/support/worker-process.ts); `extra` adds to its environment, `nodeArgs`
+   * A worker process (proof/worker-process.ts); `extra` adds to its environment, `nodeArgs`
    * to Node's command line (flags NODE_OPTIONS refuses, such as --cpu-prof).
    */
   async startWorker(extra: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Child> {
     const worker = await spawnTs(
       `worker-${this.workers.length + 1}`,
-      [...nodeArgs, 'bench/support/worker-process.ts'],
+      [...nodeArgs, 'proof/worker-process.ts'],
       this.env(extra),
       (output) => output.includes('worker ready'),
     );

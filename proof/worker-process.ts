@@ -15,11 +15,11 @@
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { loadConfig } from '../../src/config';
-import { createPool } from '../../src/db/pool';
-import { installShutdown, onShutdown } from '../../src/lib/shutdown';
-import { createWorker } from '../../src/worker/run';
-import { afterReconcileCommit } from '../../test/support/after-commit';
+import { loadConfig } from '../src/config';
+import { createPool } from '../src/db/pool';
+import { installShutdown, onShutdown } from '../src/lib/shutdown';
+import { createWorker } from '../src/worker/run';
+import { afterReconcileCommit } from '../test/support/after-commit';
 import { benchWorkerOptions } from './worker-options';
 
 /** SETTLE_BENCH_WORKER_CPU_PROFILE=<file>: a CPU profile of the main thread, written when it drains. */

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../../src/lib/paths';
+import { PROJECT_ROOT } from '../src/lib/paths';
 
 /** Clock ticks per second of /proc/<pid>/stat times (USER_HZ, 100 on every Linux settle runs on). */
 const TICKS_PER_SECOND = 100;
