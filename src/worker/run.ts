@@ -170,8 +170,25 @@ export async function createWorker({ config, pool, interceptors = [], tuning, sd
 export async function runWorker(options: WorkerOptions): Promise<void> {
   const { worker, connection } = await createWorker(options);
   logger.info({ taskQueue: options.config.taskQueue }, 'worker running');
+  try {
+    await runUntilStopped(worker, 'worker (draining in-flight tasks)');
+  } finally {
+    await connection.close();
+  }
+}
+
+/**
+ * Runs a created worker until SIGINT/SIGTERM (lib/shutdown.ts), then drains it; `stopFirst` (a gateway
+ * sharing the process, `settle serve`) stops before the drain. Resolves when the worker has stopped.
+ */
+export async function runUntilStopped(
+  worker: Worker,
+  name: string,
+  stopFirst?: () => Promise<void>,
+): Promise<void> {
   const running = worker.run();
-  const off = onShutdown('worker (draining in-flight tasks)', async () => {
+  const off = onShutdown(name, async () => {
+    await stopFirst?.();
     if (worker.getState() === 'RUNNING') worker.shutdown();
     await running.catch(() => {});
   });
@@ -179,6 +196,5 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
     await running;
   } finally {
     off();
-    await connection.close();
   }
 }

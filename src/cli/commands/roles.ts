@@ -7,7 +7,7 @@ import { logger } from '../../lib/logger';
 import { startMetricsServer } from '../../metrics/metrics-server';
 import { prepareRetention } from '../../app/purge-schedule';
 import { runDevStack } from '../../stack/dev-stack';
-import { createWorker, missingDownstreamVariables, runWorker } from '../../worker/run';
+import { createWorker, missingDownstreamVariables, runUntilStopped, runWorker } from '../../worker/run';
 import { onShutdown } from '../../lib/shutdown';
 import { checkNamespace, probeTls } from '../../temporal/connection';
 import { CliError, roleConfig } from '../context';
@@ -147,18 +147,13 @@ export function registerRoles(program: Command) {
           );
           if (problem) throw new CliError(problem.message);
           await prepareRetention(client, config, logger);
-          const running = worker.run();
           const { app, url } = await startGateway({ config, pool, client });
           logger.info({ url, taskQueue: config.taskQueue }, 'gateway listening, worker running');
-          const off = onShutdown('gateway and worker (finishing requests, draining tasks)', async () => {
-            await closeGateway(app);
-            if (worker.getState() === 'RUNNING') worker.shutdown();
-            await running.catch(() => {});
-          });
           try {
-            await running;
+            await runUntilStopped(worker, 'gateway and worker (finishing requests, draining tasks)', () =>
+              closeGateway(app),
+            );
           } finally {
-            off();
             await app.close().catch(() => {});
           }
         } finally {
