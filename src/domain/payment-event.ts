@@ -1,17 +1,13 @@
 import { z } from 'zod';
 import { parseUntrustedJson, type FieldIssue } from './untrusted-json';
+import { EVENT_ID_PATTERN, PAYMENT_EVENT_TYPES, isHandledPaymentType } from './payment-event-shape';
 
-/** The provider's event ID is the idempotency key: 1 to 200 characters of [A-Za-z0-9_.:-]. */
-export const EVENT_ID_PATTERN = /^[A-Za-z0-9_.:-]{1,200}$/;
-
-export const PAYMENT_EVENT_TYPES = [
-  'payment.authorized',
-  'payment.captured',
-  'payment.settled',
-  'payment.refunded',
-  'payment.failed',
-] as const;
-export type PaymentEventType = (typeof PAYMENT_EVENT_TYPES)[number];
+export {
+  EVENT_ID_PATTERN,
+  PAYMENT_EVENT_TYPES,
+  isHandledPaymentType,
+  type PaymentEventType,
+} from './payment-event-shape';
 
 export const eventIdSchema = z
   .string({ error: 'must be a string' })
@@ -49,10 +45,6 @@ export const paymentEventSchema = z.looseObject({
   }),
 });
 export type PaymentEvent = z.infer<typeof paymentEventSchema>;
-
-export function isHandledPaymentType(type: string): type is PaymentEventType {
-  return (PAYMENT_EVENT_TYPES as readonly string[]).includes(type);
-}
 
 export type { FieldIssue } from './untrusted-json';
 

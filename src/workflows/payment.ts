@@ -18,7 +18,8 @@ import type { Activities, OutboxDeliveryResult, ReconcileResult } from '../activ
 import type { PaymentCompensationResult } from '../activities/compensate-payment';
 import type { RetryAfterDetails } from '../activities/downstream';
 import type { OutboxEntry } from '../db/outbox';
-import { paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
+import type { PaymentEvent } from '../domain/payment-event';
+import { isPaymentEvent } from '../domain/payment-event-shape';
 import { SettleDeliveryStateKey, SettleOutcomeKey, type DeliveryState } from '../domain/search-attributes';
 import { ErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../domain/errors';
 import { Saga } from './saga';
@@ -150,7 +151,7 @@ async function runStep<F extends ActivityFunction>(
  * entries get `reversal` entries and its outcome becomes `needs_review`.
  */
 export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<PaymentWorkflowResult> {
-  if (!paymentEventSchema.safeParse(input?.event).success) {
+  if (!isPaymentEvent(input?.event)) {
     throw ApplicationFailure.nonRetryable('payment event failed validation', ErrorCode.InvalidWorkflowInput);
   }
   const { event } = input;

@@ -8,7 +8,7 @@ import {
   setHandler,
 } from '@temporalio/workflow';
 import type { Activities, ReminderDeliveryResult } from '../activities';
-import { deliveryIdSchema } from '../domain/reminder';
+import { isEventId } from '../domain/payment-event-shape';
 import { ErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../domain/errors';
 
 export type ReminderWorkflowInput = { deliveryId: string; dueAt: string };
@@ -49,7 +49,8 @@ const { failReminder } = proxyActivities<Activities>({
  */
 export async function reminderWorkflow(input: ReminderWorkflowInput): Promise<ReminderWorkflowResult> {
   const dueAt = Date.parse(input?.dueAt);
-  if (!deliveryIdSchema.safeParse(input?.deliveryId).success || Number.isNaN(dueAt)) {
+  // A delivery ID has the event ID's alphabet and length (deliveryIdSchema).
+  if (!isEventId(input?.deliveryId) || Number.isNaN(dueAt)) {
     throw ApplicationFailure.nonRetryable('reminder input failed validation', ErrorCode.InvalidWorkflowInput);
   }
   let cancelled = false;
