@@ -8,9 +8,10 @@ const IMPORT_START_DEADLINE_MS = 120_000;
 /**
  * B: live webhooks ahead of bulk work. The same open arrival rate twice: once with nothing else
  * running (the idle delivered p99), once while `settle import` admits a report of `importEvents`
- * events and the worker drains its backlog. Imported runs start at Temporal's bulk priority
- * (src/temporal/client.ts), so live runs' tasks go first. Goal (issue 12): live delivered p99 while
- * importing ≤ 2 × idle, the import still completes.
+ * events and the worker drains its backlog. Imported runs go to the bulk task queue, which the worker
+ * serves with SETTLE_BULK_CONCURRENCY slots of its own (src/temporal/task-queues.ts), so live runs
+ * never queue behind them in the worker. Goal (issue 12): live delivered p99 while importing ≤ 2 ×
+ * idle, the import still completes.
  */
 export async function benchLiveDuringImport(
   stack: ProofStack,

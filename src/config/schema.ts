@@ -200,6 +200,20 @@ export const configVariables = {
       .min(2, 'must be a whole number of at least 2'),
     { default: '250' },
   ),
+  /**
+   * Bulk runs (`settle import`) go to their own task queue, `<queue>-bulk`, which every worker also
+   * polls with this many workflow-task slots (and twice as many for its steps): however long an
+   * import, it never holds more than these slots of a worker, and live events never queue behind it.
+   */
+  bulkConcurrency: variable(
+    'SETTLE_BULK_CONCURRENCY',
+    z.coerce
+      .number({ message: 'must be a whole number from 1 to 100' })
+      .int('must be a whole number from 1 to 100')
+      .min(1, 'must be a whole number from 1 to 100')
+      .max(100, 'must be a whole number from 1 to 100'),
+    { default: '4' },
+  ),
 };
 
 /**

@@ -11,6 +11,7 @@ import type { Config } from '../config';
 import { paymentWorkflowId, reminderWorkflowId } from '../domain/ids';
 import type { PaymentEvent } from '../domain/payment-event';
 import { temporalConnectionOptions, type TemporalConnectionConfig } from './connection';
+import { bulkTaskQueue } from './task-queues';
 import { paymentStartSearchAttributes, paymentSummary, reminderSummary } from '../domain/search-attributes';
 import type { paymentWorkflow, reminderWorkflow } from '../workflows';
 
@@ -47,8 +48,9 @@ export type StartResult =
 type ReusePolicy = 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE';
 
 /**
- * Temporal task priority (1 first … 5 last; unset is 3). Live traffic (webhooks, replays) keeps the
- * default; bulk work (`settle import`) waits behind it on the same task queue, its activities too.
+ * Bulk work (`settle import`) runs on its own task queue (task-queues.ts), and at Temporal's lowest
+ * task priority (1 first … 5 last; unset is 3), so that matching too serves live tasks first where
+ * the two meet. Live traffic (webhooks, replays) keeps the configured queue and the default priority.
  */
 export const BULK_PRIORITY_KEY = 5;
 export type StartPriority = 'live' | 'bulk';
@@ -75,7 +77,9 @@ async function startOnce(
     priority?: StartPriority;
   },
 ): Promise<StartResult> {
-  const { taskQueue, workflowId, args } = options;
+  const { workflowId, args } = options;
+  const bulk = options.priority === 'bulk';
+  const taskQueue = bulk ? bulkTaskQueue(options.taskQueue) : options.taskQueue;
   try {
     const handle = await client.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
       client.workflow.start(workflowType, {
@@ -86,8 +90,9 @@ async function startOnce(
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
         staticSummary: options.summary,
         ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
-        requestEagerStart: options.eager === true && onWorkerConnection.has(client),
-        ...(options.priority === 'bulk' ? { priority: { priorityKey: BULK_PRIORITY_KEY } } : {}),
+        // Eager dispatch would hand a bulk run to this process's live slots: bulk runs queue.
+        requestEagerStart: options.eager === true && !bulk && onWorkerConnection.has(client),
+        ...(bulk ? { priority: { priorityKey: BULK_PRIORITY_KEY } } : {}),
       }),
     );
     return {

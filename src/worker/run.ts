@@ -21,6 +21,7 @@ import {
   type TemporalConnectionConfig,
   TemporalSetupError,
 } from '../temporal/connection';
+import { bulkTaskQueue } from '../temporal/task-queues';
 import { workflowBundlePath } from './workflow-bundle';
 
 let runtimeInstalled = false;
@@ -66,7 +67,15 @@ export type WorkerOptions = {
     Pick<Config, 'temporalNamespace' | 'taskQueue'> & {
       claimRetentionMs?: number;
     } & Partial<
-      Pick<Config, 'carrierUrl' | 'erpUrl' | 'outboundSecret' | 'allowPrivateTargets' | 'maxCachedWorkflows'>
+      Pick<
+        Config,
+        | 'carrierUrl'
+        | 'erpUrl'
+        | 'outboundSecret'
+        | 'allowPrivateTargets'
+        | 'maxCachedWorkflows'
+        | 'bulkConcurrency'
+      >
     >;
   pool: pg.Pool;
   /** Activity interceptors run inside settle's own (tests use one to lose a completion after COMMIT). */
@@ -128,39 +137,104 @@ export function missingDownstreamVariables(config: Pick<Config, 'carrierUrl' | '
   return [...(config.carrierUrl ? [] : ['SETTLE_CARRIER_URL']), ...(config.erpUrl ? [] : ['SETTLE_ERP_URL'])];
 }
 
-/** A worker polling settle's task queue; the caller runs it and closes the connection. */
+/**
+ * The two SDK workers of one settle worker process, on one connection: `live` polls the configured
+ * task queue with the SDK's default slots, `bulk` polls `<queue>-bulk` (task-queues.ts) with
+ * SETTLE_BULK_CONCURRENCY workflow-task slots. Each has its own slots and its own local-activity
+ * queue, so an import's backlog waits in Temporal, never in front of a live event inside the worker.
+ * They run, drain and stop together.
+ */
+export class SettleWorker {
+  constructor(
+    readonly live: Worker,
+    readonly bulk: Worker,
+  ) {}
+
+  /** Resolves when both have stopped; if one fails, the other is shut down and the failure thrown. */
+  async run(): Promise<void> {
+    const runs = [this.live.run(), this.bulk.run()];
+    try {
+      await Promise.all(runs);
+    } catch (error) {
+      this.shutdown();
+      await Promise.allSettled(runs);
+      throw error;
+    }
+  }
+
+  /** Runs until `until` settles (or a worker fails), then drains both, as the SDK's `Worker.runUntil`. */
+  async runUntil<T>(until: () => Promise<T>): Promise<T> {
+    const running = this.run();
+    try {
+      return await Promise.race([
+        until(),
+        running.then(() => Promise.reject(new Error('the worker stopped before its work was done'))),
+      ]);
+    } finally {
+      this.shutdown();
+      await running.catch(() => {});
+    }
+  }
+
+  /** Starts the drain of both (the SDK's shutdown); safe to call more than once. */
+  shutdown(): void {
+    for (const worker of [this.live, this.bulk]) if (worker.getState() === 'RUNNING') worker.shutdown();
+  }
+
+  /** RUNNING while either still polls. */
+  getState(): ReturnType<Worker['getState']> {
+    return this.bulk.getState() === 'RUNNING' ? 'RUNNING' : this.live.getState();
+  }
+}
+
+/** The settle worker (live and bulk, polling settle's task queues); the caller runs it and closes the connection. */
 export async function createWorker({ config, pool, interceptors = [], tuning, sdkOptions }: WorkerOptions) {
   installTemporalRuntime();
   const codePath = await workflowBundlePath();
   const connection = await connectWorker(config);
-  const worker = await Worker.create({
+  const activities = {
+    ...createActivities({
+      pool,
+      tuning,
+      config: {
+        carrierUrl: config.carrierUrl,
+        erpUrl: config.erpUrl,
+        outboundSecret: config.outboundSecret,
+        allowPrivateTargets: config.allowPrivateTargets,
+      },
+    }),
+    ...(config.claimRetentionMs === undefined
+      ? {}
+      : createPurgeActivities({ pool, claimRetentionMs: config.claimRetentionMs })),
+  };
+  const shared = {
     connection,
     namespace: config.temporalNamespace,
-    taskQueue: config.taskQueue,
     workflowBundle: { codePath },
-    // Unset only where a tool or test builds its configuration by hand.
-    maxCachedWorkflows: config.maxCachedWorkflows ?? CONFIG_DEFAULTS.maxCachedWorkflows,
-    activities: {
-      ...createActivities({
-        pool,
-        tuning,
-        config: {
-          carrierUrl: config.carrierUrl,
-          erpUrl: config.erpUrl,
-          outboundSecret: config.outboundSecret,
-          allowPrivateTargets: config.allowPrivateTargets,
-        },
-      }),
-      ...(config.claimRetentionMs === undefined
-        ? {}
-        : createPurgeActivities({ pool, claimRetentionMs: config.claimRetentionMs })),
-    },
+    activities,
     interceptors: { activity: [activityOutcomeInterceptor, ...interceptors] },
     // Under lib/shutdown.ts's deadline: activities still running then are cancelled, so the drain ends.
     shutdownGraceTime: '4s',
+  } satisfies Partial<SdkWorkerOptions>;
+  const live = await Worker.create({
+    ...shared,
+    taskQueue: config.taskQueue,
+    // Unset only where a tool or test builds its configuration by hand.
+    maxCachedWorkflows: config.maxCachedWorkflows ?? CONFIG_DEFAULTS.maxCachedWorkflows,
     ...sdkOptions,
   });
-  return { worker, connection };
+  const slots = config.bulkConcurrency ?? CONFIG_DEFAULTS.bulkConcurrency!;
+  const bulk = await Worker.create({
+    ...shared,
+    taskQueue: bulkTaskQueue(config.taskQueue),
+    maxConcurrentWorkflowTaskExecutions: slots,
+    maxConcurrentLocalActivityExecutions: 2 * slots,
+    maxConcurrentActivityTaskExecutions: 2 * slots,
+    // Imported runs close at once; the cache holds the ones mid-step.
+    maxCachedWorkflows: Math.max(2, 4 * slots),
+    ...sdkOptions,
+  });
+  return { worker: new SettleWorker(live, bulk), connection };
 }
 
 /**
@@ -182,14 +256,14 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
  * sharing the process, `settle serve`) stops before the drain. Resolves when the worker has stopped.
  */
 export async function runUntilStopped(
-  worker: Worker,
+  worker: SettleWorker,
   name: string,
   stopFirst?: () => Promise<void>,
 ): Promise<void> {
   const running = worker.run();
   const off = onShutdown(name, async () => {
     await stopFirst?.();
-    if (worker.getState() === 'RUNNING') worker.shutdown();
+    worker.shutdown();
     await running.catch(() => {});
   });
   try {

@@ -120,6 +120,8 @@ describe('config schema', () => {
     ['SETTLE_ALLOW_PRIVATE_TARGETS', 'yes'],
     ['SETTLE_METRICS_PORT', '-1'],
     ['SETTLE_MAX_CACHED_WORKFLOWS', '1'],
+    ['SETTLE_BULK_CONCURRENCY', '0'],
+    ['SETTLE_BULK_CONCURRENCY', '101'],
     ['SETTLE_LOG_LEVEL', 'loud'],
     ['SETTLE_TEMPORAL_LOG_LEVEL', 'chatty'],
     ['SETTLE_GATEWAY_URL', 'gateway:8080'],
