@@ -42,7 +42,16 @@ export async function benchImport(
   const started = Date.now();
   const command = await spawnTs(
     'settle import',
-    ['src/cli/main.ts', 'import', file, '--json'],
+    [
+      'src/cli/main.ts',
+      'import',
+      file,
+      '--json',
+      // To measure another admission rate; unset, the command's default.
+      ...(process.env.SETTLE_BENCH_IMPORT_CONCURRENCY
+        ? ['--concurrency', process.env.SETTLE_BENCH_IMPORT_CONCURRENCY]
+        : []),
+    ],
     stack.env(),
     () => true,
   );

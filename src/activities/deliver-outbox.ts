@@ -11,8 +11,6 @@ import {
   type OutboxStatus,
   type OutboxTarget,
 } from '../db/outbox';
-import { setHoldStatus } from '../db/shipments';
-import { withTransaction } from '../db/transaction';
 import { ErrorCode } from '../domain/errors';
 import {
   callDownstream,
@@ -31,6 +29,7 @@ export type OutboxDeliveryResult = {
   status: OutboxStatus;
 };
 
+const OUTBOX_TARGETS: readonly OutboxTarget[] = ['carrier', 'erp'];
 const TARGET_VARIABLE: Record<OutboxTarget, string> = {
   carrier: 'SETTLE_CARRIER_URL',
   erp: 'SETTLE_ERP_URL',
@@ -53,24 +52,11 @@ export async function deliverOutboxRow(
   deps: DeliveryDependencies,
   input: { outboxId: number },
 ): Promise<OutboxDeliveryResult> {
-  const row = await findOutboxRow(deps.pool, input.outboxId);
-  if (!row) throw ApplicationFailure.nonRetryable('no such outbox row', ErrorCode.InvalidWorkflowInput);
-  if (row.status !== 'pending' && row.status !== 'not_configured') return resultFor(row, row.status);
-
-  const url = targetUrl(deps.config, row.target);
-  if (!url) {
-    const variable = TARGET_VARIABLE[row.target];
-    await markOutboxNotConfigured(deps.pool, row.outboxId, `not sent: ${variable} is not configured`);
-    countDelivery(row.target, row.action, 'not_configured');
-    logger.warn(
-      { event: shortHash(row.eventId), target: row.target, action: row.action, variable },
-      'delivery not sent: its target has no URL on this worker; parked as not_configured',
-    );
-    return resultFor(row, 'not_configured');
-  }
-  if (!(await startOutboxAttempt(deps.pool, row.outboxId))) {
-    return resultFor(row, (await findOutboxRow(deps.pool, row.outboxId))!.status);
-  }
+  // The common path is one statement: the attempt is counted and the row read together.
+  const configured = OUTBOX_TARGETS.filter((target) => targetUrl(deps.config, target));
+  const row = await startOutboxAttempt(deps.pool, input.outboxId, configured);
+  if (!row) return notAttempted(deps, input.outboxId);
+  const url = targetUrl(deps.config, row.target)!;
 
   const outcome = await callDownstream(
     deps.http,
@@ -86,12 +72,8 @@ export async function deliverOutboxRow(
   );
   countDelivery(row.target, row.action, outcome);
   if (outcome.kind === 'delivered') {
-    await withTransaction(deps.pool, async (tx) => {
-      await markOutboxDelivered(tx, row.outboxId);
-      if (row.target === 'carrier' && row.action === 'release_hold') {
-        await setHoldStatus(tx, row.shipmentId, 'released');
-      }
-    });
+    const release = row.target === 'carrier' && row.action === 'release_hold';
+    await markOutboxDelivered(deps.pool, row.outboxId, release ? row.shipmentId : undefined);
     return resultFor(row, 'delivered');
   }
   await recordOutboxError(
@@ -101,6 +83,23 @@ export async function deliverOutboxRow(
     outcome.kind === 'permanent' ? 'failed' : 'pending',
   );
   throw failureFor(outcome);
+}
+
+/** A row that was not attempted: gone, no longer pending, or its target has no URL on this worker. */
+async function notAttempted(deps: DeliveryDependencies, outboxId: number): Promise<OutboxDeliveryResult> {
+  const row = await findOutboxRow(deps.pool, outboxId);
+  if (!row) throw ApplicationFailure.nonRetryable('no such outbox row', ErrorCode.InvalidWorkflowInput);
+  if (row.status !== 'pending' && row.status !== 'not_configured') return resultFor(row, row.status);
+  // Its target has a URL: the row left `pending` between the two statements and is back (a race).
+  if (targetUrl(deps.config, row.target)) return resultFor(row, row.status);
+  const variable = TARGET_VARIABLE[row.target];
+  await markOutboxNotConfigured(deps.pool, row.outboxId, `not sent: ${variable} is not configured`);
+  countDelivery(row.target, row.action, 'not_configured');
+  logger.warn(
+    { event: shortHash(row.eventId), target: row.target, action: row.action, variable },
+    'delivery not sent: its target has no URL on this worker; parked as not_configured',
+  );
+  return resultFor(row, 'not_configured');
 }
 
 export function jsonHeaders(idempotencyKey: string): Record<string, string> {

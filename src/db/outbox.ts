@@ -83,16 +83,22 @@ export async function findOutboxRow(db: Queryable, outboxId: number): Promise<Ou
 
 /**
  * Counts an attempt before the call is made, so an attempt whose worker died mid-call is still on
- * record. Only a pending row, or one parked as `not_configured` (it is pending again), can be
- * attempted; undefined when the row has left both.
+ * record, and returns the row: one statement on the common path. Only a pending row, or one parked as
+ * `not_configured` (it is pending again), whose target is one of `targets` (those with a URL on this
+ * worker) is attempted; undefined otherwise, and the caller reads the row to say why.
  */
-export async function startOutboxAttempt(db: Queryable, outboxId: number): Promise<OutboxRow | undefined> {
-  const { rows } = await db.query<OutboxRow>(
-    `UPDATE outbox SET attempts = attempts + 1, status = 'pending', updated_at = now()
-      WHERE outbox_id = $1::bigint AND status IN ('pending', 'not_configured')
+export async function startOutboxAttempt(
+  db: Queryable,
+  outboxId: number,
+  targets: readonly OutboxTarget[],
+): Promise<OutboxRow | undefined> {
+  const { rows } = await db.query<OutboxRow>({
+    name: 'outbox.start_attempt',
+    text: `UPDATE outbox SET attempts = attempts + 1, status = 'pending', updated_at = now()
+      WHERE outbox_id = $1::bigint AND status IN ('pending', 'not_configured') AND target = ANY($2::text[])
       RETURNING ${COLUMNS}`,
-    [outboxId],
-  );
+    values: [outboxId, targets],
+  });
   return rows[0];
 }
 
@@ -110,12 +116,22 @@ export async function recordOutboxError(
   );
 }
 
-export async function markOutboxDelivered(db: Queryable, outboxId: number): Promise<void> {
-  await db.query(
-    `UPDATE outbox SET status = 'delivered', last_error = NULL, delivered_at = now(), updated_at = now()
-      WHERE outbox_id = $1::bigint AND status = 'pending'`,
-    [outboxId],
-  );
+export async function markOutboxDelivered(
+  db: Queryable,
+  outboxId: number,
+  /** A carrier release: the shipment is `released` in the same statement. */
+  releasedShipmentId?: string,
+): Promise<void> {
+  // A data-modifying WITH runs to completion whatever the outer statement reads: both or neither.
+  await db.query({
+    name: 'outbox.mark_delivered',
+    text: `WITH delivered AS (
+        UPDATE outbox SET status = 'delivered', last_error = NULL, delivered_at = now(), updated_at = now()
+         WHERE outbox_id = $1::bigint AND status = 'pending')
+      UPDATE shipments SET hold_status = 'released', updated_at = now()
+       WHERE $2::text IS NOT NULL AND shipment_id = $2::text`,
+    values: [outboxId, releasedShipmentId ?? null],
+  });
 }
 
 /** A delivered (or possibly applied) effect that the saga undid downstream. */
