@@ -12,13 +12,20 @@ import { after, before, test } from 'node:test';
 import { BULK_PRIORITY_KEY } from '../src/temporal/client';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { paymentEvent, postWebhook, startTestStack, uniqueId, type TestStack } from './support/harness';
-import { runSettle, stackEnv } from './support/settle-cli';
+import {
+  paymentEvent,
+  postWebhook,
+  startTestStack,
+  uniqueId,
+  waitFor,
+  type TestStack,
+} from './support/harness';
+import { finished, runSettle, spawnSettle, stackEnv } from './support/settle-cli';
 
 let stack: TestStack;
 
 before(async () => {
-  // No worker: the runs stay open, their start options are what is checked.
+  // No worker until the first test starts one: its import must wait for it.
   stack = await startTestStack({ worker: false });
 });
 after(() => stack.close());
@@ -28,11 +35,59 @@ async function startedAs(eventId: string): Promise<{ priority?: number; taskQueu
   return { priority: description.priority?.priorityKey, taskQueue: description.taskQueue };
 }
 
+test('an import waits while its runs queue for the workers, and finishes once they catch up', async () => {
+  // No worker has polled yet (a stopped worker's last long polls can still take tasks).
+  const events = Array.from({ length: 12 }, () => paymentEvent({ shipmentId: uniqueId('SHP') }));
+  await addShipments(
+    stack.pool,
+    events.map((event) => event.data.shipment_id),
+  );
+  const dir = mkdtempSync(join(tmpdir(), 'settle-import-'));
+  const file = join(dir, 'report.jsonl');
+  writeFileSync(file, events.map((event) => JSON.stringify(event)).join('\n'));
+  const ids = events.map((event) => event.id);
+  const admitted = async () => {
+    const { rows } = await stack.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM events WHERE event_id = ANY($1)',
+      [ids],
+    );
+    return rows[0]!.n;
+  };
+  try {
+    const importing = finished(
+      spawnSettle(['import', file, '--json', '--max-backlog', '4', '--concurrency', '1'], stackEnv(stack)),
+    );
+    let exited = false;
+    void importing.then(() => (exited = true));
+    // With no worker polling, four runs wait on the bulk queue and the import holds the rest back.
+    await waitFor('four imported runs queued', async () => (await admitted()) >= 4);
+    // Proving an absence takes time: several refreshes of the backlog (every 250 ms) with no progress.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    if (exited) {
+      const run = await importing;
+      assert.fail(`the import ran to the end with no worker to drain its runs: ${run.stdout} ${run.stderr}`);
+    }
+    assert.ok((await admitted()) <= 5, `${await admitted()} runs admitted past a backlog of 4`);
+
+    await stack.startWorker();
+    const run = await importing;
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal((JSON.parse(run.stdout) as { counts: { accepted: number } }).counts.accepted, 12);
+    for (const event of events) {
+      const result = await stack.client.workflow.getHandle(paymentWorkflowId(event.id)).result();
+      assert.equal(result.outcome, 'applied', event.id);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('an imported event’s run waits behind live traffic; a webhook’s does not', async () => {
   const live = paymentEvent({ shipmentId: uniqueId('SHP') });
+  const imported = paymentEvent({ shipmentId: uniqueId('SHP') });
+  await addShipments(stack.pool, [live.data.shipment_id, imported.data.shipment_id]);
   assert.equal((await postWebhook(stack, live)).status, 202);
 
-  const imported = paymentEvent({ shipmentId: uniqueId('SHP') });
   const dir = mkdtempSync(join(tmpdir(), 'settle-import-'));
   try {
     const file = join(dir, 'report.jsonl');
@@ -51,9 +106,7 @@ test('an imported event’s run waits behind live traffic; a webhook’s does no
   assert.ok((webhook.priority ?? 0) < BULK_PRIORITY_KEY);
   assert.equal(webhook.taskQueue, stack.config.taskQueue);
 
-  // One settle worker serves both queues: both events are applied.
-  await addShipments(stack.pool, [live.data.shipment_id, imported.data.shipment_id]);
-  await stack.startWorker();
+  // One settle worker serves both queues (the test above started it): both events are applied.
   for (const event of [live, imported]) {
     const result = await stack.client.workflow.getHandle(paymentWorkflowId(event.id)).result();
     assert.equal(result.outcome, 'applied', event.id);

@@ -7,6 +7,7 @@ import { admitProviderEvent } from './provider-ingest';
 import { describeIssues, readPaymentEvent } from '../domain/payment-event';
 import { parseUntrustedJson } from '../domain/untrusted-json';
 import { ErrorCode } from '../domain/errors';
+import { ImportPace } from './import-pace';
 import { exportAdapter } from '../providers';
 import type { ProviderName } from '../providers/types';
 
@@ -37,6 +38,8 @@ export type ImportSummary = {
 
 export type ImportOptions = {
   concurrency: number;
+  /** Started runs not yet reconciled before the import waits for the workers (import-pace.ts); 0 never waits. */
+  maxBacklog?: number;
   /** Stops reading new lines; lines in flight finish, so the summary stays exact. */
   signal?: AbortSignal;
   onProgress?: (processed: number, total: number, counts: ImportCounts) => void;
@@ -49,6 +52,9 @@ export type ImportOptions = {
   provider?: ProviderName;
 };
 
+/** `settle import`'s default: a few seconds of the workers' bulk work queued ahead of them. */
+export const DEFAULT_MAX_BACKLOG = 100;
+
 /** Non-empty lines of a file, counted without holding it in memory. */
 export async function countLines(file: string): Promise<number> {
   let lines = 0;
@@ -60,8 +66,9 @@ export async function countLines(file: string): Promise<number> {
 
 /**
  * Feeds a provider's event report (one JSON event per line) through the same path as the webhook,
- * `ingestPaymentEvent` with source `import`, a bounded number of lines at a time. An event already
- * known is a duplicate, so a rerun after an interrupted import applies only what is missing.
+ * `ingestPaymentEvent` with source `import`, a bounded number of lines at a time, no faster than the
+ * workers drain the bulk task queue. An event already known is a duplicate, so a rerun after an
+ * interrupted import applies only what is missing.
  */
 export async function importReport(
   deps: { pool: pg.Pool; client: Client; taskQueue: string },
@@ -80,7 +87,10 @@ export async function importReport(
     elapsed_ms: 0,
   };
   const inFlight = new Set<Promise<void>>();
+  const maxBacklog = options.maxBacklog ?? DEFAULT_MAX_BACKLOG;
+  const pace = maxBacklog > 0 ? new ImportPace(deps.pool, maxBacklog) : undefined;
   const record = (outcome: LineOutcome, line: number) => {
+    if (outcome.status === 'accepted') pace?.started(outcome.eventId);
     summary.processed += 1;
     summary.counts[outcome.status] += 1;
     if (outcome.status === 'rejected' || outcome.status === 'unavailable') {
@@ -95,6 +105,7 @@ export async function importReport(
   for await (const text of reader) {
     lineNumber += 1;
     if (!text.trim()) continue;
+    await pace?.admitOne(options.signal);
     if (options.signal?.aborted) {
       summary.interrupted = true;
       break;
@@ -117,7 +128,8 @@ export async function importReport(
 }
 
 type LineOutcome =
-  | { status: 'accepted' | 'duplicate' | 'ignored' }
+  | { status: 'accepted'; eventId: string }
+  | { status: 'duplicate' | 'ignored' }
   | { status: 'rejected' | 'unavailable'; problem: Omit<ImportProblem, 'line'> };
 
 async function importLine(
@@ -181,6 +193,7 @@ async function importLine(
   }
   switch (outcome!.status) {
     case 'accepted':
+      return { status: 'accepted', eventId };
     case 'duplicate':
     case 'ignored':
       return { status: outcome!.status };

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
-import { importReport, type ImportCounts, type ImportSummary } from '../../app/import';
+import { DEFAULT_MAX_BACKLOG, importReport, type ImportCounts, type ImportSummary } from '../../app/import';
 import { onShutdown, stopping } from '../../lib/shutdown';
 
 /** With stderr not a terminal, a progress line at least this often. */
@@ -24,86 +24,107 @@ export function registerImport(program: Command) {
     )
     .option('--concurrency <n>', 'lines in flight at once', parseCount, 4)
     .option(
+      '--max-backlog <n>',
+      'imported runs started but not yet reconciled before the import waits for the workers to catch up ' +
+        '(they run on the bulk task queue, <queue>-bulk), so that an import never floods Temporal ahead of ' +
+        'live traffic; 0 never waits',
+      parseBacklog,
+      DEFAULT_MAX_BACKLOG,
+    )
+    .option(
       '--json',
       'print the summary as JSON (progress stays on stderr: a bar on a terminal, otherwise a plain line at least every 10 s)',
     )
-    .action(async (file: string, options: { concurrency: number; json?: boolean; provider?: string }) => {
-      if (options.provider !== undefined && options.provider !== 'stripe' && options.provider !== 'adyen')
-        throw new CliError('--provider must be stripe or adyen');
-      const provider = options.provider as 'stripe' | 'adyen' | undefined;
-      if (!existsSync(file)) throw new CliError(`cannot read ${file}`);
-      // Ctrl-C or SIGTERM (lib/shutdown.ts) stops reading; the lines in flight finish (Ctrl-C again quits now).
-      let imported!: () => void;
-      const importDone = new Promise<void>((resolve) => (imported = resolve));
-      const off = onShutdown('import (lines in flight)', () => importDone);
+    .action(
+      async (
+        file: string,
+        options: { concurrency: number; maxBacklog: number; json?: boolean; provider?: string },
+      ) => {
+        if (options.provider !== undefined && options.provider !== 'stripe' && options.provider !== 'adyen')
+          throw new CliError('--provider must be stripe or adyen');
+        const provider = options.provider as 'stripe' | 'adyen' | undefined;
+        if (!existsSync(file)) throw new CliError(`cannot read ${file}`);
+        // Ctrl-C or SIGTERM (lib/shutdown.ts) stops reading; the lines in flight finish (Ctrl-C again quits now).
+        let imported!: () => void;
+        const importDone = new Promise<void>((resolve) => (imported = resolve));
+        const off = onShutdown('import (lines in flight)', () => importDone);
 
-      const bar = new SingleBar({
-        stream: process.stderr,
-        format:
-          'import |{bar}| {percentage}% {value}/{total} lines | {rate}/s | ETA {eta_formatted} | ' +
-          'accepted {accepted} duplicate {duplicate} rejected {rejected}',
-        barsize: 30,
-        etaBuffer: 200,
-        hideCursor: true,
-      });
-      const started = Date.now();
-      let barStarted = false;
-      // Without a terminal (cron, CI) a bar is noise: plain lines instead, the first at once, then one at
-      // least every PROGRESS_LINE_MS, and the last when the run ends. Their format is in docs/operations.md.
-      const plain = !process.stderr.isTTY;
-      let lastLineAt = 0;
-      let last: { processed: number; total: number; counts: ImportCounts } | undefined;
-      const progressLine = () => {
-        if (!last) return;
-        const seconds = Math.max((Date.now() - started) / 1000, 0.001);
-        const percent = last.total ? Math.floor((last.processed / last.total) * 100) : 100;
-        process.stderr.write(
-          `import: ${last.processed}/${last.total} lines (${percent}%) ${Math.round(last.processed / seconds)}/s ` +
-            `accepted ${last.counts.accepted} duplicate ${last.counts.duplicate} ignored ${last.counts.ignored} ` +
-            `rejected ${last.counts.rejected} elapsed ${Math.round(seconds)}s\n`,
-        );
-        lastLineAt = Date.now();
-      };
-      const ticker = plain ? setInterval(progressLine, PROGRESS_LINE_MS) : undefined;
-      try {
-        const summary = await withServices(({ pool, client, config }) =>
-          importReport({ pool, client, taskQueue: config.taskQueue }, file, {
-            concurrency: options.concurrency,
-            signal: stopping,
-            provider,
-            onProgress: (processed, total, counts) => {
-              if (plain) {
-                last = { processed, total, counts };
-                if (!lastLineAt) progressLine();
-                return;
-              }
-              const seconds = Math.max((Date.now() - started) / 1000, 0.001);
-              const payload = { ...counts, rate: Math.round(processed / seconds) };
-              if (!barStarted) {
-                barStarted = true;
-                bar.start(total, 0, payload);
-              }
-              bar.update(processed, payload);
-            },
-          }),
-        );
-        bar.stop();
-        if (plain) progressLine();
-        output(options.json, summary, renderSummary);
-        process.exitCode = summary.interrupted
-          ? 130
-          : summary.unavailable.length
-            ? 75
-            : summary.rejected.length
-              ? 2
-              : 0;
-      } finally {
-        clearInterval(ticker);
-        bar.stop();
-        imported();
-        off();
-      }
-    });
+        const bar = new SingleBar({
+          stream: process.stderr,
+          format:
+            'import |{bar}| {percentage}% {value}/{total} lines | {rate}/s | ETA {eta_formatted} | ' +
+            'accepted {accepted} duplicate {duplicate} rejected {rejected}',
+          barsize: 30,
+          etaBuffer: 200,
+          hideCursor: true,
+        });
+        const started = Date.now();
+        let barStarted = false;
+        // Without a terminal (cron, CI) a bar is noise: plain lines instead, the first at once, then one at
+        // least every PROGRESS_LINE_MS, and the last when the run ends. Their format is in docs/operations.md.
+        const plain = !process.stderr.isTTY;
+        let lastLineAt = 0;
+        let last: { processed: number; total: number; counts: ImportCounts } | undefined;
+        const progressLine = () => {
+          if (!last) return;
+          const seconds = Math.max((Date.now() - started) / 1000, 0.001);
+          const percent = last.total ? Math.floor((last.processed / last.total) * 100) : 100;
+          process.stderr.write(
+            `import: ${last.processed}/${last.total} lines (${percent}%) ${Math.round(last.processed / seconds)}/s ` +
+              `accepted ${last.counts.accepted} duplicate ${last.counts.duplicate} ignored ${last.counts.ignored} ` +
+              `rejected ${last.counts.rejected} elapsed ${Math.round(seconds)}s\n`,
+          );
+          lastLineAt = Date.now();
+        };
+        const ticker = plain ? setInterval(progressLine, PROGRESS_LINE_MS) : undefined;
+        try {
+          const summary = await withServices(({ pool, client, config }) =>
+            importReport({ pool, client, taskQueue: config.taskQueue }, file, {
+              concurrency: options.concurrency,
+              maxBacklog: options.maxBacklog,
+              signal: stopping,
+              provider,
+              onProgress: (processed, total, counts) => {
+                if (plain) {
+                  last = { processed, total, counts };
+                  if (!lastLineAt) progressLine();
+                  return;
+                }
+                const seconds = Math.max((Date.now() - started) / 1000, 0.001);
+                const payload = { ...counts, rate: Math.round(processed / seconds) };
+                if (!barStarted) {
+                  barStarted = true;
+                  bar.start(total, 0, payload);
+                }
+                bar.update(processed, payload);
+              },
+            }),
+          );
+          bar.stop();
+          if (plain) progressLine();
+          output(options.json, summary, renderSummary);
+          process.exitCode = summary.interrupted
+            ? 130
+            : summary.unavailable.length
+              ? 75
+              : summary.rejected.length
+                ? 2
+                : 0;
+        } finally {
+          clearInterval(ticker);
+          bar.stop();
+          imported();
+          off();
+        }
+      },
+    );
+}
+
+function parseBacklog(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 100_000)
+    throw new CliError('--max-backlog must be an integer from 0 to 100000');
+  return n;
 }
 
 function parseCount(value: string): number {
