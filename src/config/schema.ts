@@ -212,7 +212,7 @@ export const configVariables = {
       .int('must be a whole number from 1 to 100')
       .min(1, 'must be a whole number from 1 to 100')
       .max(100, 'must be a whole number from 1 to 100'),
-    { default: '4' },
+    { default: '2' },
   ),
 };
 

@@ -1,7 +1,7 @@
 /**
  * Live events (webhooks, provider notifications, replays, reminders) run on the configured task
  * queue; bulk runs (`settle import`) on its `-bulk` twin, which every settle worker polls with a few
- * slots of its own (SETTLE_BULK_CONCURRENCY). A worker's slots and its local-activity queue are
+ * slots of its own (SETTLE_BULK_CONCURRENCY, 2 by default). A worker's slots and its local-activity queue are
  * served in arrival order, whatever the task's priority: only a queue of their own keeps thousands
  * of imported runs from standing in front of a live event inside the worker.
  */

@@ -34,7 +34,8 @@ export function registerRoles(program: Command) {
   program
     .command('worker')
     .description(
-      'Run one worker process (polls SETTLE_TASK_QUEUE); SIGTERM or SIGINT drains in-flight tasks, then ' +
+      'Run one worker process (polls SETTLE_TASK_QUEUE, and its -bulk twin for imports with ' +
+        'SETTLE_BULK_CONCURRENCY slots); SIGTERM or SIGINT drains in-flight tasks, then ' +
         'exits (within 8 s whatever is left). Exits non-zero at start, naming the cause, when the ' +
         'namespace is missing, the credentials are refused or TLS fails. ' +
         'Serves /metrics on HOST:SETTLE_METRICS_PORT and ensures the daily claim purge Schedule. ' +
