@@ -46,13 +46,41 @@ export async function spawnTs(
     child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
   );
   const alive = () => child.exitCode === null && child.signalCode === null;
-  const handle: Child = {
+  const handle = childHandle(
+    name,
+    child,
+    exited,
+    () => out,
+    () => err,
+  );
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ready(out))) {
+    if (!alive()) throw new Error(`${name} exited before it was ready:\n${err.trim()}`);
+    if (Date.now() > deadline) {
+      await handle.kill();
+      throw new Error(`${name} was not ready within ${timeoutMs} ms:\n${err.trim()}`);
+    }
+    await sleep(100);
+  }
+  return handle;
+}
+
+/** The Child of a spawned process: its output as `output`/`errors` read it, kill and stop. */
+export function childHandle(
+  name: string,
+  child: ChildProcess,
+  exited: Promise<number | string>,
+  output: () => string,
+  errors: () => string,
+): Child {
+  const alive = () => child.exitCode === null && child.signalCode === null && child.pid !== undefined;
+  return {
     name,
     process: child,
-    pid: child.pid!,
+    pid: child.pid ?? -1,
     exited,
-    output: () => out,
-    errors: () => err,
+    output,
+    errors,
     async kill() {
       if (alive()) child.kill('SIGKILL');
       return exited;
@@ -65,16 +93,6 @@ export async function spawnTs(
       return how;
     },
   };
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ready(out))) {
-    if (!alive()) throw new Error(`${name} exited before it was ready:\n${err.trim()}`);
-    if (Date.now() > deadline) {
-      await handle.kill();
-      throw new Error(`${name} was not ready within ${timeoutMs} ms:\n${err.trim()}`);
-    }
-    await sleep(100);
-  }
-  return handle;
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -16,6 +16,33 @@ import { sleep, spawnTs, type Child } from './processes';
 import { RecordingReceiver } from '../test/support/receiver';
 
 /**
+ * What every settle process of a proof run (bench, chaos, topology) reads besides Temporal's address:
+ * its PostgreSQL and task queue, the secrets, and the recording receiver as carrier and ERP.
+ */
+export function settleProcessEnv(run: {
+  databaseUrl: string;
+  taskQueue: string;
+  secret: string;
+  apiToken: string;
+  receiverUrl: string;
+  scratch: string;
+  logLevel: string;
+}): Record<string, string> {
+  return {
+    DATABASE_URL: run.databaseUrl,
+    SETTLE_TASK_QUEUE: run.taskQueue,
+    SETTLE_WEBHOOK_SECRETS: run.secret,
+    SETTLE_API_TOKEN: run.apiToken,
+    SETTLE_CARRIER_URL: `${run.receiverUrl}/carrier`,
+    SETTLE_ERP_URL: `${run.receiverUrl}/erp`,
+    SETTLE_ALLOW_PRIVATE_TARGETS: 'true',
+    SETTLE_METRICS_PORT: '0',
+    SETTLE_LOG_LEVEL: run.logLevel,
+    SETTLE_HOME: join(run.scratch, 'home'),
+  };
+}
+
+/**
  * Everything on this machine, on loopback, in a scratch folder: an embedded PostgreSQL and a Temporal
  * dev server on a SQLite file (both restartable on the same data, for the fault-injection suite), a
  * recording downstream receiver in this process, and settle's gateway and workers as child processes
@@ -136,18 +163,17 @@ export class ProofStack {
   env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
     return {
       ...process.env,
-      DATABASE_URL: this.databaseUrl,
       TEMPORAL_ADDRESS: this.temporal.address,
-      SETTLE_TASK_QUEUE: this.taskQueue,
-      SETTLE_WEBHOOK_SECRETS: this.secret,
-      SETTLE_API_TOKEN: this.apiToken,
-      SETTLE_CARRIER_URL: `${this.receiver.url}/carrier`,
-      SETTLE_ERP_URL: `${this.receiver.url}/erp`,
-      SETTLE_ALLOW_PRIVATE_TARGETS: 'true',
-      SETTLE_METRICS_PORT: '0',
-      // Request logs at info cost the gateway a JSON line per request; the figures are for warn.
-      SETTLE_LOG_LEVEL: process.env.SETTLE_LOG_LEVEL ?? 'warn',
-      SETTLE_HOME: join(this.scratch, 'home'),
+      ...settleProcessEnv({
+        databaseUrl: this.databaseUrl,
+        taskQueue: this.taskQueue,
+        secret: this.secret,
+        apiToken: this.apiToken,
+        scratch: this.scratch,
+        receiverUrl: this.receiver.url,
+        // Request logs at info cost the gateway a JSON line per request; the figures are for warn.
+        logLevel: process.env.SETTLE_LOG_LEVEL ?? 'warn',
+      }),
       ...extra,
     };
   }

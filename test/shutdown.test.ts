@@ -88,6 +88,29 @@ function listening(port: number): Promise<boolean> {
 }
 
 /** Whether any stored event's ID matches the LIKE pattern. */
+/** `clients` senders posting webhooks back to back, each until `stop()` or until its post fails (the gateway is gone). */
+function postUntilStopped(
+  gateway: { gatewayUrl: string; secret: string },
+  clients: number,
+): { accepted(): number; stop(): Promise<void> } {
+  let load = true;
+  let accepted = 0;
+  const senders = Array.from({ length: clients }, async () => {
+    while (load) {
+      const posted = await postWebhook(gateway, paymentEvent()).catch(() => undefined);
+      if (!posted) return;
+      if (posted.status === 202) accepted += 1;
+    }
+  });
+  return {
+    accepted: () => accepted,
+    async stop() {
+      load = false;
+      await Promise.all(senders);
+    },
+  };
+}
+
 async function eventsLike(pattern: string): Promise<boolean> {
   const { rows } = await stack.pool.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM events WHERE event_id LIKE $1`,
@@ -207,17 +230,12 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
       const { child, run, output } = spawnWithOutput(['gateway'], env({ PORT: String(port) }));
       await waitFor('the gateway to listen', async () => output.text.includes('gateway listening'), 120_000);
       const gateway = { gatewayUrl: `http://127.0.0.1:${port}`, secret: stack.secret };
-      let load = true;
-      // Eight clients posting back to back until the gateway is gone.
-      const clients = Array.from({ length: 8 }, async () => {
-        while (load) await postWebhook(gateway, paymentEvent()).catch(() => (load = false));
-      });
+      const load = postUntilStopped(gateway, 8);
       await waitFor('requests to be answered', async () =>
         output.text.includes('"route":"/webhooks/payments"'),
       );
       const result = await stopWith(child, run, signal);
-      load = false;
-      await Promise.all(clients);
+      await load.stop();
       assertStopped(result, 'the gateway');
       assert.equal(result.code, 0, result.stderr);
     });
@@ -243,16 +261,12 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
       const first = paymentEvent({ shipmentId });
       assert.equal((await postWebhook(gateway, first)).status, 202);
       await waitFor('the first event to be claimed', () => eventsClaimed(first.id), 120_000);
-      let load = true;
-      const clients = Array.from({ length: 4 }, async () => {
-        while (load) await postWebhook(gateway, paymentEvent()).catch(() => (load = false));
-      });
+      const load = postUntilStopped(gateway, 4);
       await waitFor('requests to be answered', async () =>
         output.text.includes('"route":"/webhooks/payments"'),
       );
       const result = await stopWith(child, run, signal);
-      load = false;
-      await Promise.all(clients);
+      await load.stop();
       assertStopped(result, 'serve');
       assert.equal(result.code, 0, result.stderr);
     });
@@ -331,8 +345,7 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
         SETTLE_CARRIER_URL: '',
         SETTLE_ERP_URL: '',
       });
-      let load = true;
-      let clients: Promise<void>[] = [];
+      let load: ReturnType<typeof postUntilStopped> | undefined;
       try {
         await waitFor(
           'settle start to run',
@@ -340,24 +353,16 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
           300_000,
         );
         const gateway = { gatewayUrl: `http://127.0.0.1:${ports.gateway}`, secret };
-        let accepted = 0;
-        // Four clients posting back to back until the stack is gone: the worker has runs in flight.
-        clients = Array.from({ length: 4 }, async () => {
-          while (load) {
-            const posted = await postWebhook(gateway, paymentEvent()).catch(() => undefined);
-            if (!posted) break;
-            if (posted.status === 202) accepted += 1;
-          }
-        });
-        await waitFor('events to be accepted', async () => accepted >= 10, 120_000);
+        // The worker has runs in flight when the signal comes.
+        const posting = (load = postUntilStopped(gateway, 4));
+        await waitFor('events to be accepted', async () => posting.accepted() >= 10, 120_000);
         const result = await stopWith(child, run, signal);
         assertStopped(result, 'settle start');
         for (const [name, port] of Object.entries(ports)) {
           assert.equal(await listening(port), false, `the ${name} (port ${port}) still listens`);
         }
       } finally {
-        load = false;
-        await Promise.all(clients);
+        await load?.stop();
         // SIGTERM, not SIGKILL: a stack still starting stops its dev servers too.
         if (child.exitCode === null) child.kill('SIGTERM');
         await run.catch(() => undefined);

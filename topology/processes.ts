@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
-import { sleep, type Child } from '../proof/processes';
+import { childHandle, sleep, type Child } from '../proof/processes';
 import { freePort } from '../src/lib/free-port';
 
 /**
@@ -44,26 +44,13 @@ export async function startProgram(options: {
       resolve(code ?? signal ?? 'unknown');
     });
   });
-  const alive = () => child.exitCode === null && child.signalCode === null && child.pid !== undefined;
-  const handle: Child = {
-    name: options.name,
-    process: child,
-    pid: child.pid ?? -1,
+  const handle = childHandle(
+    options.name,
+    child,
     exited,
-    output: () => tail,
-    errors: () => tail,
-    async kill() {
-      if (alive()) child.kill('SIGKILL');
-      return exited;
-    },
-    async stop(graceMs = 15_000) {
-      if (alive()) child.kill('SIGTERM');
-      const timer = setTimeout(() => alive() && child.kill('SIGKILL'), graceMs);
-      const how = await exited;
-      clearTimeout(timer);
-      return how;
-    },
-  };
+    () => tail,
+    () => tail,
+  );
   options.onSpawn?.(handle);
   if (!options.ready) return handle;
   const deadline = Date.now() + (options.timeoutMs ?? 120_000);

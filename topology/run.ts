@@ -31,6 +31,7 @@ import pg from 'pg';
 import { RecordingReceiver } from '../test/support/receiver';
 import { closedLoop, erpKey, makeEvent, newRunId, shipmentFor } from '../proof/load';
 import { ResourceSampler, sleep, type Child } from '../proof/processes';
+import { settleProcessEnv } from '../proof/stack';
 import { checkInvariants } from '../chaos/invariants';
 import { Provider } from '../chaos/provider';
 import { addShipments } from '../src/db/shipments';
@@ -138,16 +139,15 @@ class Topology {
     return {
       ...inherited,
       ...this.cluster.clientEnv(identity),
-      DATABASE_URL: this.databaseUrl,
-      SETTLE_TASK_QUEUE: 'settle',
-      SETTLE_WEBHOOK_SECRETS: this.secret,
-      SETTLE_API_TOKEN: this.apiToken,
-      SETTLE_CARRIER_URL: `${this.receiver.url}/carrier`,
-      SETTLE_ERP_URL: `${this.receiver.url}/erp`,
-      SETTLE_ALLOW_PRIVATE_TARGETS: 'true',
-      SETTLE_METRICS_PORT: '0',
-      SETTLE_LOG_LEVEL: 'info',
-      SETTLE_HOME: join(this.scratch, 'home'),
+      ...settleProcessEnv({
+        databaseUrl: this.databaseUrl,
+        taskQueue: 'settle',
+        secret: this.secret,
+        apiToken: this.apiToken,
+        receiverUrl: this.receiver.url,
+        scratch: this.scratch,
+        logLevel: 'info',
+      }),
       // glibc's malloc arenas, as the Dockerfile sets them.
       MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
       ...extra,
