@@ -302,7 +302,7 @@ async function benchOn(): Promise<Goal[]> {
       });
     }
     if (wanted('LI') && pMax > 0) {
-      // Live webhooks at 25 % load, idle and then while an import's backlog drains (bulk priority).
+      // Live webhooks at 25 % load, idle and then while an import's backlog drains (the bulk task queue).
       const rate = round(pMax / 4, 1);
       await measure(
         'LI',

@@ -230,7 +230,11 @@ export async function createWorker({ config, pool, interceptors = [], tuning, sd
     maxConcurrentWorkflowTaskExecutions: slots,
     maxConcurrentLocalActivityExecutions: 2 * slots,
     maxConcurrentActivityTaskExecutions: 2 * slots,
-    // Imported runs close at once; the cache holds the ones mid-step.
+    // A payment run closes in its first workflow task, so its pollers belong on the normal queue: with
+    // the SDK's split (a fifth normal, the rest sticky) a sticky poll held one of the two slots and
+    // one run at a time was served (12 imported events/s). The cache must stay (local activities
+    // need their run cached); it holds the runs mid-step.
+    nonStickyToStickyPollRatio: 1,
     maxCachedWorkflows: Math.max(2, 4 * slots),
     ...sdkOptions,
   });
