@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type pg from 'pg';
 
 /** How often a waiting import looks for its runs' claims. */
@@ -23,8 +24,6 @@ export class ImportPace {
   /** Started runs not yet seen reconciled, with when they started. */
   private readonly outstanding = new Map<string, number>();
   private checkedAt = 0;
-  /** Lines that waited for the workers. */
-  waits = 0;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -33,14 +32,12 @@ export class ImportPace {
 
   /** Resolves when one more run may start (at once under the limit), or when `signal` aborts. */
   async admitOne(signal?: AbortSignal): Promise<void> {
-    let waited = false;
     while (!signal?.aborted && this.outstanding.size >= this.maxBacklog) {
       if (Date.now() - this.checkedAt >= CHECK_MS) await this.check();
       if (this.outstanding.size < this.maxBacklog) break;
-      waited = true;
-      await pause(CHECK_MS, signal);
+      // An abort ends the wait early (the delay rejects); the loop then sees it.
+      await delay(CHECK_MS, undefined, { signal }).catch(() => {});
     }
-    if (waited) this.waits += 1;
   }
 
   /** A run this import started: it counts until its claim appears. */
@@ -65,16 +62,4 @@ export class ImportPace {
       // PostgreSQL unreachable: the lines themselves will report it; the next check tries again.
     }
   }
-}
-
-function pause(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-  });
 }
