@@ -35,8 +35,35 @@ export type HttpClient = { post(url: string, options: PostOptions): Promise<Http
 /** Only the start of a response body is kept, for the operator's `last_error`. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
+/**
+ * How long an idle connection waits for its next request. Under the common server keep-alive
+ * timeouts (Node's 5 s), so a connection is seldom reused just as the server closes it; and short
+ * enough that a changed DNS answer takes effect within seconds.
+ */
+const IDLE_CONNECTION_MS = 4_000;
+
+/**
+ * Connections are kept alive and reused: a delivery no longer pays a TCP (and TLS) handshake at both
+ * ends. Each new connection resolves its host and, unless private targets are allowed, is checked on
+ * every address it resolves to before it connects; a reused one goes to the address checked when it
+ * was made. Private and public-only requests never share a pool, so a connection made without the
+ * check can never serve a request that needs it.
+ */
 export function createHttpClient(): HttpClient {
-  return { post };
+  const pools = {
+    publicOnly: { http: keptAlive(http.Agent), https: keptAlive(https.Agent) },
+    any: { http: keptAlive(http.Agent), https: keptAlive(https.Agent) },
+  };
+  return {
+    post: (target, options) =>
+      post(target, options, pools[options.allowPrivateTargets ? 'any' : 'publicOnly']),
+  };
+}
+
+type Pool = { http: http.Agent; https: https.Agent };
+
+function keptAlive<A extends typeof http.Agent | typeof https.Agent>(Agent: A): InstanceType<A> {
+  return new Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS, scheduling: 'lifo' }) as InstanceType<A>;
 }
 
 /** Resolves like dns.lookup but fails when any address is not public, so the check covers what we connect to. */
@@ -58,7 +85,25 @@ const publicOnlyLookup = ((hostname: string, options: { all?: boolean }, callbac
 }) as unknown as LookupFunction;
 type LookupCallback = (error: Error | null, address: string | LookupAddress[], family?: number) => void;
 
-function post(target: string, options: PostOptions): Promise<HttpResponse> {
+async function post(target: string, options: PostOptions, pool: Pool): Promise<HttpResponse> {
+  const deadline = Date.now() + options.timeoutMs;
+  try {
+    return await exchange(target, options, pool, true);
+  } catch (error) {
+    // A kept-alive connection the server closed just as it was reused, before any answer: it goes
+    // again at once on a fresh connection instead of costing a retry delay, within the same
+    // deadline (a reminder's lease is sized to one request timeout).
+    if (!(error instanceof StaleConnectionError)) throw error;
+    const timeoutMs = deadline - Date.now();
+    if (timeoutMs <= 0)
+      throw new HttpRequestError('timeout', `no complete answer within ${options.timeoutMs} ms`);
+    return exchange(target, { ...options, timeoutMs }, pool, false);
+  }
+}
+
+class StaleConnectionError extends Error {}
+
+function exchange(target: string, options: PostOptions, pool: Pool, reuse: boolean): Promise<HttpResponse> {
   return new Promise((resolve, reject) => {
     let url: URL;
     try {
@@ -83,14 +128,17 @@ function post(target: string, options: PostOptions): Promise<HttpResponse> {
     const request = transport.request(url, {
       method: 'POST',
       headers: { ...options.headers, 'content-length': String(Buffer.byteLength(options.body)) },
-      // A fresh connection per attempt: each one resolves, and is checked, again.
-      agent: false,
+      // `false`: a fresh connection, never one that might be stale.
+      agent: reuse ? pool[url.protocol === 'https:' ? 'https' : 'http'] : false,
       ...(options.allowPrivateTargets ? {} : { lookup: publicOnlyLookup }),
       signal: options.signal,
     });
+    let answered = false;
     const fail = (error: Error) => {
       clearTimeout(timer);
-      reject(asRequestError(error));
+      const code = (error as NodeJS.ErrnoException).code;
+      const stale = request.reusedSocket && !answered && (code === 'ECONNRESET' || code === 'EPIPE');
+      reject(stale ? new StaleConnectionError(error.message) : asRequestError(error));
     };
     const timer = setTimeout(() => {
       const timeout = new HttpRequestError('timeout', `no complete answer within ${options.timeoutMs} ms`);
@@ -99,6 +147,7 @@ function post(target: string, options: PostOptions): Promise<HttpResponse> {
     }, options.timeoutMs);
     request.on('error', fail);
     request.on('response', (response) => {
+      answered = true;
       const chunks: Buffer[] = [];
       let size = 0;
       response.on('data', (chunk: Buffer) => {
