@@ -1,7 +1,10 @@
 /**
  * A settle worker in a process of its own (what `settle worker` runs, without its metrics endpoint
  * and purge Schedule), so the benchmarks can measure its CPU and memory and the fault-injection suite
- * can kill it. Reads the ordinary settle environment and prints `worker ready` once it polls.
+ * and the tests (test/support/child-worker.ts) can kill it. Reads the ordinary settle environment and
+ * prints `worker ready` once it polls.
+ *
+ * SETTLE_TEST_TUNING=<JSON>: shorter delivery timeouts and leases (DeliveryTuning), for tests.
  *
  * SETTLE_CHAOS_PAUSE_AFTER_COMMIT=<prefix>: for events whose ID starts with the prefix, print
  * `committed` after the reconcile transaction commits and then hang, so the suite can kill the worker
@@ -42,9 +45,11 @@ async function main() {
   const config = loadConfig();
   const pool = createPool(config.databaseUrl);
   const pausePrefix = process.env.SETTLE_CHAOS_PAUSE_AFTER_COMMIT;
+  const tuning = process.env.SETTLE_TEST_TUNING ? JSON.parse(process.env.SETTLE_TEST_TUNING) : undefined;
   const { worker, connection } = await createWorker({
     config,
     pool,
+    tuning,
     sdkOptions: benchWorkerOptions(),
     interceptors: pausePrefix
       ? [

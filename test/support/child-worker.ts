@@ -5,23 +5,27 @@ import type { TestStack } from './harness';
 
 export type ChildWorker = { process: ChildProcess; kill(): Promise<void> };
 
-/** Starts test/support/worker-process.ts on the stack's database and task queue; resolves once it polls. */
+/** Starts proof/worker-process.ts on the stack's database and task queue; resolves once it polls. */
 export async function startChildWorker(
   stack: TestStack,
   env: Record<string, string | undefined> = {},
   tuning: Partial<DeliveryTuning> = {},
 ): Promise<ChildWorker> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'worker-process.ts')], {
-    env: {
-      ...process.env,
-      DATABASE_URL: stack.databaseUrl,
-      TEMPORAL_ADDRESS: stack.config.temporalAddress,
-      SETTLE_TASK_QUEUE: stack.taskQueue,
-      SETTLE_TEST_TUNING: JSON.stringify(tuning),
-      ...env,
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(__dirname, '..', '..', 'proof', 'worker-process.ts')],
+    {
+      env: {
+        ...process.env,
+        DATABASE_URL: stack.databaseUrl,
+        TEMPORAL_ADDRESS: stack.config.temporalAddress,
+        SETTLE_TASK_QUEUE: stack.taskQueue,
+        SETTLE_TEST_TUNING: JSON.stringify(tuning),
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  );
   await new Promise<void>((resolve, reject) => {
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => {
