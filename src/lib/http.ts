@@ -50,10 +50,7 @@ const IDLE_CONNECTION_MS = 4_000;
  * check can never serve a request that needs it.
  */
 export function createHttpClient(): HttpClient {
-  const pools = {
-    publicOnly: { http: keptAlive(http.Agent), https: keptAlive(https.Agent) },
-    any: { http: keptAlive(http.Agent), https: keptAlive(https.Agent) },
-  };
+  const pools = { publicOnly: keptAlivePool(), any: keptAlivePool() };
   return {
     post: (target, options) =>
       post(target, options, pools[options.allowPrivateTargets ? 'any' : 'publicOnly']),
@@ -62,9 +59,13 @@ export function createHttpClient(): HttpClient {
 
 type Pool = { http: http.Agent; https: https.Agent };
 
-function keptAlive<A extends typeof http.Agent | typeof https.Agent>(Agent: A): InstanceType<A> {
-  return new Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS, scheduling: 'lifo' }) as InstanceType<A>;
+function keptAlivePool(): Pool {
+  const options = { keepAlive: true, timeout: IDLE_CONNECTION_MS, scheduling: 'lifo' } as const;
+  return { http: new http.Agent(options), https: new https.Agent(options) };
 }
+
+const timedOut = (timeoutMs: number) =>
+  new HttpRequestError('timeout', `no complete answer within ${timeoutMs} ms`);
 
 /** Resolves like dns.lookup but fails when any address is not public, so the check covers what we connect to. */
 const publicOnlyLookup = ((hostname: string, options: { all?: boolean }, callback: LookupCallback) => {
@@ -95,8 +96,7 @@ async function post(target: string, options: PostOptions, pool: Pool): Promise<H
     // deadline (a reminder's lease is sized to one request timeout).
     if (!(error instanceof StaleConnectionError)) throw error;
     const timeoutMs = deadline - Date.now();
-    if (timeoutMs <= 0)
-      throw new HttpRequestError('timeout', `no complete answer within ${options.timeoutMs} ms`);
+    if (timeoutMs <= 0) throw timedOut(options.timeoutMs);
     return exchange(target, { ...options, timeoutMs }, pool, false);
   }
 }
@@ -141,7 +141,7 @@ function exchange(target: string, options: PostOptions, pool: Pool, reuse: boole
       reject(stale ? new StaleConnectionError(error.message) : asRequestError(error));
     };
     const timer = setTimeout(() => {
-      const timeout = new HttpRequestError('timeout', `no complete answer within ${options.timeoutMs} ms`);
+      const timeout = timedOut(options.timeoutMs);
       fail(timeout);
       request.destroy(timeout);
     }, options.timeoutMs);
