@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 
 /**
  * The downstream API of every test, bench and chaos run (the carrier, the ERP, a reminder's webhook):
@@ -22,13 +22,24 @@ export type ReceivedRequest = {
   key: string;
   /** Requests made with this key so far, this one included, from 1. */
   attempt: number;
+  /** The TCP connection it came on, numbered from 1 in the order they were accepted. */
+  connection: number;
+  /** Requests on that connection so far, this one included, from 1: 2 and up is a kept connection. */
+  onConnection: number;
 };
 
 /**
  * What the receiver does with a request: answer `status` (with `headers`); apply the effect first
- * when `apply` is true (default: for a 2xx); `hang` holds the request open and never answers.
+ * when `apply` is true (default: for a 2xx); `hang` holds the request open and never answers; `drop`
+ * cuts its connection without answering.
  */
-export type Answer = { status: number; headers?: Record<string, string>; apply?: boolean; hang?: boolean };
+export type Answer = {
+  status: number;
+  headers?: Record<string, string>;
+  apply?: boolean;
+  hang?: boolean;
+  drop?: boolean;
+};
 /** `index` counts every request the receiver got, from 0. */
 export type Behaviour = (request: ReceivedRequest, index: number) => Answer;
 
@@ -61,6 +72,8 @@ export class RecordingReceiver {
   url = '';
   private readonly waiters = new Map<string, ((at: number) => void)[]>();
   private readonly held: ServerResponse[] = [];
+  private readonly connections = new WeakMap<Socket, { id: number; requests: number }>();
+  private connectionCount = 0;
   private server: Server | undefined;
 
   /** The behaviour may be replaced while the receiver runs (chaos switches it per scenario). */
@@ -83,6 +96,8 @@ export class RecordingReceiver {
         record.requests += 1;
         record.arrivals.push(at);
         record.bodies.add(createHash('sha256').update(body).digest('hex'));
+        const connection = this.connections.get(request.socket)!;
+        connection.requests += 1;
         const received: ReceivedRequest = {
           at,
           path,
@@ -93,6 +108,8 @@ export class RecordingReceiver {
           },
           key,
           attempt: record.requests,
+          connection: connection.id,
+          onConnection: connection.requests,
         };
         const index = this.requests.push(received) - 1;
         const answer = this.behaviour(received, index);
@@ -101,11 +118,18 @@ export class RecordingReceiver {
           this.held.push(response);
           return;
         }
+        if (answer.drop) {
+          request.socket.destroy();
+          return;
+        }
         response.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
         response.end(JSON.stringify({ status: answer.status }));
       });
     });
     server.keepAliveTimeout = 30_000;
+    server.on('connection', (socket: Socket) =>
+      this.connections.set(socket, { id: ++this.connectionCount, requests: 0 }),
+    );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     this.server = server;
     this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
