@@ -1,5 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { relative } from 'node:path';
+import { inspect } from 'node:util';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
 import { connectClient } from '../../src/temporal/client';
@@ -209,18 +212,61 @@ export async function postWebhook(
   return { status: response.status, body: text ? JSON.parse(text) : {}, headers: response.headers };
 }
 
+/**
+ * The bound when a caller gives none: one event's way through a worker or a CLI process's start on a
+ * loaded 2-core machine takes up to ~25 s (bulk-priority's first wait took 23.5 s under load 20).
+ */
+const DEFAULT_WAIT_MS = 120_000;
+
+/**
+ * Polls `probe` until it returns a truthy value (returned), or until `until(value)` holds when given
+ * (then the probe returns what it observed, e.g. a count). A timeout is a bound on a hang, not on the
+ * machine's speed: its message says how long it waited and what the probe saw last, so a failure
+ * reads "timed out after 120 s waiting for 20 lines to be imported: last observed 12".
+ */
 export async function waitFor<T>(
   what: string,
   probe: () => Promise<T | undefined | false>,
-  timeoutMs = 20_000,
+  timeoutMs?: number,
+): Promise<T>;
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T>,
+  options: { until: (value: T) => boolean; timeoutMs?: number },
+): Promise<T>;
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  options: number | { until?: (value: T) => boolean; timeoutMs?: number } = {},
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const { until, timeoutMs = DEFAULT_WAIT_MS } =
+    typeof options === 'number' ? { timeoutMs: options } : options;
+  const started = Date.now();
   for (;;) {
     const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (until ? until(value as T) : value) {
+      recordWait(what, Date.now() - started, timeoutMs);
+      return value as T;
+    }
+    if (Date.now() - started > timeoutMs) {
+      throw new Error(
+        `timed out after ${((Date.now() - started) / 1000).toFixed(0)} s waiting for ${what}: ` +
+          `last observed ${inspect(value, { depth: 2, breakLength: Infinity })}`,
+      );
+    }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/**
+ * Under `npm test`, each wait's duration against its bound goes to the runner's timings file, which
+ * prints the waits that took more than a fifth of their bound (a bound must be 5x a loaded run's).
+ */
+function recordWait(what: string, ms: number, boundMs: number) {
+  const timings = process.env.SETTLE_TEST_TIMINGS;
+  if (!timings) return;
+  const file = relative(process.cwd(), process.argv[1] ?? '');
+  appendFileSync(timings, `${JSON.stringify({ wait: what, file, ms, boundMs })}\n`);
 }
 
 /** Rows the tests count to prove "one effect" and "nothing written". */
