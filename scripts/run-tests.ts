@@ -7,11 +7,14 @@
  *
  * `npm run test:unit` (`--unit`) runs the unit tests only. Other arguments keep the files whose path
  * contains one of them, in either set.
+ *
+ * At the end it prints the slowest integration files (each file's process wall time, from
+ * test/support/file-timing.mjs): the figures README's test section quotes.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { freePort } from '../src/lib/free-port';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/stack/embedded-postgres';
 import { findTemporalCli, findTemporalTestServer } from '../src/stack/temporal-binaries';
@@ -51,7 +54,15 @@ async function main() {
     }
     const services = await starting!;
     process.stderr.write(`settle tests: services ready in ${seconds(started)} s\n`);
-    process.exitCode = await runNodeTest(integrationFiles, { ...env, ...services.env });
+    const timings = join(mkdtempSync(join(tmpdir(), 'settle-timings-')), 'files.jsonl');
+    process.exitCode = await runNodeTest(integrationFiles, {
+      ...env,
+      ...services.env,
+      SETTLE_TEST_TIMINGS: timings,
+    });
+    printSlowest(timings, 10);
+    rmSync(dirname(timings), { recursive: true, force: true });
+    process.stderr.write(`settle tests: done in ${seconds(started)} s\n`);
   } finally {
     await (await starting?.catch(() => undefined))?.stop();
   }
@@ -93,6 +104,7 @@ async function startServices(): Promise<Services> {
 }
 
 const UNIT_DIR = join('test', 'unit');
+const TIMING_MODULE = './test/support/file-timing.mjs';
 const INTEGRATION_DIR = 'test';
 
 /** The `*.test.ts` files directly in `dir` whose path contains one of `filters` (all when none). */
@@ -104,13 +116,51 @@ function selectTestFiles(dir: string, filters: string[]): string[] {
   return filters.length ? all.filter((file) => filters.some((filter) => file.includes(filter))) : all;
 }
 
+/**
+ * From the lines file-timing.ts (`{ file, ms }`) and harness.ts's waitFor (`{ wait, file, ms, boundMs }`)
+ * appended: the `count` slowest test files, and every wait that took more than a fifth of its bound.
+ */
+function printSlowest(timings: string, count: number) {
+  if (!existsSync(timings)) return;
+  const lines = readFileSync(timings, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { file: string; ms: number; wait?: string; boundMs?: number });
+  const files = lines.filter((line) => line.wait === undefined).sort((a, b) => b.ms - a.ms);
+  const rows = files
+    .slice(0, count)
+    .map(({ file, ms }) => `  ${(ms / 1000).toFixed(1).padStart(7)} s  ${file}`);
+  process.stderr.write(
+    `settle tests: the ${rows.length} slowest of ${files.length} files\n${rows.join('\n')}\n`,
+  );
+  const tight = lines
+    .filter((line) => line.wait !== undefined && line.ms * 5 > line.boundMs!)
+    .map(
+      (line) => `  ${(line.ms / 1000).toFixed(1)} s of ${line.boundMs! / 1000} s  ${line.file}: ${line.wait}`,
+    );
+  if (tight.length) {
+    process.stderr.write(
+      `settle tests: waits that took more than a fifth of their bound\n${tight.join('\n')}\n`,
+    );
+  }
+}
+
 const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(1);
 
 function runNodeTest(files: string[], env: NodeJS.ProcessEnv): Promise<number> {
   return new Promise((resolve) => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-reporter=spec', ...files],
+      [
+        '--import',
+        'tsx',
+        '--import',
+        TIMING_MODULE,
+        '--test',
+        '--test-concurrency=2',
+        '--test-reporter=spec',
+        ...files,
+      ],
       { stdio: 'inherit', env },
     );
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
