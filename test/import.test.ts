@@ -59,10 +59,19 @@ async function count(sql: string, params: unknown[] = []): Promise<number> {
   return rows[0]!.n;
 }
 
+/**
+ * The interrupted report's size: enough lines that half of them is more than the import's concurrency
+ * (so the interruption lands between lines, with lines in flight), few enough that the test measures
+ * no throughput. Import volume is the bench's part (`npm run bench`, I: 1,000 lines short, 10,000 full).
+ */
+const REPORT_LINES = 40;
+const HALF = REPORT_LINES / 2;
+const CONCURRENCY = 4;
+
 describe('settle import', () => {
-  test('a 2,000-event report interrupted half-way and rerun applies every event exactly once', async () => {
+  test(`a ${REPORT_LINES}-event report interrupted half-way and rerun applies every event exactly once`, async () => {
     const run = uniqueId('nightly');
-    const events = Array.from({ length: 2000 }, (_, i) =>
+    const events = Array.from({ length: REPORT_LINES }, (_, i) =>
       paymentEvent({ id: `${run}_${i}`, shipmentId: `SHP-${run}-${i}`, paymentId: `pi_${run}_${i}` }),
     );
     await addShipments(
@@ -72,17 +81,17 @@ describe('settle import', () => {
     const file = join(dir, 'report.jsonl');
     writeFileSync(file, `${events.map((event) => JSON.stringify(event)).join('\n')}\n`);
     const env = stackEnv(stack);
-    // Lines from the 1,000th on wait at their INSERT for a lock this test holds, so the interruption
-    // lands half-way however fast the machine is.
-    const gate = await holdImportGate(run, 1000);
+    // Lines from the half-way one on wait at their INSERT for a lock this test holds, so the
+    // interruption lands half-way however fast the machine is.
+    const gate = await holdImportGate(run, HALF);
 
-    const first = spawnSettle(['import', file, '--json', '--concurrency', '4'], env);
+    const first = spawnSettle(['import', file, '--json', '--concurrency', String(CONCURRENCY)], env);
     const firstDone = finished(first);
     try {
       await waitFor(
-        'half of the report to be imported',
-        async () => (await count(`SELECT count(*)::int AS n FROM events WHERE source = 'import'`)) >= 1000,
-        120_000,
+        `${HALF} of ${REPORT_LINES} lines (the half before the gate) to be imported`,
+        () => count(`SELECT count(*)::int AS n FROM events WHERE source = 'import'`),
+        { until: (n) => n >= HALF, timeoutMs: 300_000 },
       );
       first.kill('SIGINT');
     } finally {
@@ -92,10 +101,10 @@ describe('settle import', () => {
     assert.equal(interrupted.code, 130, interrupted.stderr);
     const partial = JSON.parse(interrupted.stdout) as ImportSummary;
     assert.equal(partial.interrupted, true);
-    assert.equal(partial.lines, 2000);
-    // The 1,000 before the gate, and at most the 4 lines that were waiting at it.
+    assert.equal(partial.lines, REPORT_LINES);
+    // The half before the gate, and at most the lines that were waiting at it (one per slot).
     assert.ok(
-      partial.counts.accepted >= 1000 && partial.counts.accepted <= 1004,
+      partial.counts.accepted >= HALF && partial.counts.accepted <= HALF + CONCURRENCY,
       `accepted ${partial.counts.accepted}`,
     );
     assert.equal(partial.counts.duplicate + partial.counts.rejected + partial.counts.unavailable, 0);
@@ -109,9 +118,9 @@ describe('settle import', () => {
     assert.equal(rerun.code, 0, rerun.stderr);
     const rest = JSON.parse(rerun.stdout) as ImportSummary;
     assert.equal(rest.interrupted, false);
-    assert.equal(rest.processed, 2000);
+    assert.equal(rest.processed, REPORT_LINES);
     assert.equal(rest.counts.duplicate, partial.counts.accepted);
-    assert.equal(rest.counts.accepted, 2000 - partial.counts.accepted);
+    assert.equal(rest.counts.accepted, REPORT_LINES - partial.counts.accepted);
     assert.deepEqual(rest.rejected, []);
     // stderr is a pipe here, as under cron or CI: plain progress lines, the last one the totals.
     const progress = rerun.stderr.split('\n').filter((line) => line.startsWith('import: '));
@@ -119,42 +128,40 @@ describe('settle import', () => {
     assert.match(
       progress.at(-1)!,
       new RegExp(
-        `^import: 2000/2000 lines \\(100%\\) \\d+/s accepted ${rest.counts.accepted} duplicate ${rest.counts.duplicate} ignored 0 rejected 0 elapsed \\d+s$`,
+        `^import: ${REPORT_LINES}/${REPORT_LINES} lines \\(100%\\) \\d+/s accepted ${rest.counts.accepted} duplicate ${rest.counts.duplicate} ignored 0 rejected 0 elapsed \\d+s$`,
       ),
     );
 
     const ids = events.map((event) => event.id);
     await waitFor(
-      'every imported event to be reconciled',
-      async () =>
-        (await count(`SELECT count(*)::int AS n FROM claims WHERE event_id = ANY($1::text[])`, [ids])) ===
-        2000,
-      170_000,
+      `all ${REPORT_LINES} imported events to be reconciled (claims)`,
+      () => count(`SELECT count(*)::int AS n FROM claims WHERE event_id = ANY($1::text[])`, [ids]),
+      { until: (n) => n === REPORT_LINES, timeoutMs: 300_000 },
     );
     assert.equal(
       await count(
         `SELECT count(*)::int AS n FROM claims WHERE event_id = ANY($1::text[]) AND outcome = 'applied'`,
         [ids],
       ),
-      2000,
+      REPORT_LINES,
     );
     assert.equal(
       await count(`SELECT count(*)::int AS n FROM ledger_entries WHERE event_id = ANY($1::text[])`, [ids]),
-      2000,
+      REPORT_LINES,
     );
     assert.equal(
       await count(
         `SELECT count(DISTINCT event_id)::int AS n FROM ledger_entries WHERE event_id = ANY($1::text[])`,
         [ids],
       ),
-      2000,
+      REPORT_LINES,
     );
     assert.equal(
       await count(
         `SELECT count(*)::int AS n FROM shipments WHERE shipment_id LIKE $1::text AND payment_status = 'settled'`,
         [`SHP-${run}-%`],
       ),
-      2000,
+      REPORT_LINES,
     );
   });
 
