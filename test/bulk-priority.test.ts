@@ -29,6 +29,8 @@ before(async () => {
   stack = await startTestStack({ worker: false });
 });
 after(() => stack.close());
+/** Whether the first test got as far as starting the worker (the second needs one, whatever the first did). */
+let workerStarted = false;
 
 async function startedAs(eventId: string): Promise<{ priority?: number; taskQueue: string }> {
   const description = await stack.client.workflow.getHandle(paymentWorkflowId(eventId)).describe();
@@ -60,7 +62,7 @@ test('an import waits while its runs queue for the workers, and finishes once th
     let exited = false;
     void importing.then(() => (exited = true));
     // With no worker polling, four runs wait on the bulk queue and the import holds the rest back.
-    await waitFor('four imported runs queued', async () => (await admitted()) >= 4);
+    await waitFor('four imported runs queued', admitted, { until: (n) => n >= 4, timeoutMs: 120_000 });
     // Proving an absence takes time: several refreshes of the backlog (every 250 ms) with no progress.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     if (exited) {
@@ -70,6 +72,7 @@ test('an import waits while its runs queue for the workers, and finishes once th
     assert.ok((await admitted()) <= 5, `${await admitted()} runs admitted past a backlog of 4`);
 
     await stack.startWorker();
+    workerStarted = true;
     const run = await importing;
     assert.equal(run.code, 0, run.stderr);
     assert.equal((JSON.parse(run.stdout) as { counts: { accepted: number } }).counts.accepted, 12);
@@ -83,6 +86,11 @@ test('an import waits while its runs queue for the workers, and finishes once th
 });
 
 test('an imported event’s run waits behind live traffic; a webhook’s does not', async () => {
+  // Without a worker (the test above failed before it started one) the runs below would wait forever.
+  if (!workerStarted) {
+    await stack.startWorker();
+    workerStarted = true;
+  }
   const live = paymentEvent({ shipmentId: uniqueId('SHP') });
   const imported = paymentEvent({ shipmentId: uniqueId('SHP') });
   await addShipments(stack.pool, [live.data.shipment_id, imported.data.shipment_id]);
@@ -106,7 +114,7 @@ test('an imported event’s run waits behind live traffic; a webhook’s does no
   assert.ok((webhook.priority ?? 0) < BULK_PRIORITY_KEY);
   assert.equal(webhook.taskQueue, stack.config.taskQueue);
 
-  // One settle worker serves both queues (the test above started it): both events are applied.
+  // One settle worker serves both queues: both events are applied.
   for (const event of [live, imported]) {
     const result = await stack.client.workflow.getHandle(paymentWorkflowId(event.id)).result();
     assert.equal(result.outcome, 'applied', event.id);
