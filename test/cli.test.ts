@@ -18,7 +18,7 @@ import {
 import { runCommand, runSettle, spawnSettle } from './support/settle-cli';
 
 /** Runs `settle …` in the project folder, as a person would type it there. */
-const settle = (args: string[], env: NodeJS.ProcessEnv) => runSettle(args, env, 60_000, PROJECT_ROOT);
+const settle = (args: string[], env: NodeJS.ProcessEnv) => runSettle(args, env, 300_000, PROJECT_ROOT);
 
 describe('settle commands against a running stack', () => {
   let stack: TestStack;

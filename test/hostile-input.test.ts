@@ -450,5 +450,5 @@ test('an accepted poison-free event is stored and reconciled', async () => {
   const id = uniqueId('ok');
   const response = await postWebhook(stack, { ...paymentEvent({ id }), note: 'é😀\t\n' });
   assert.equal(response.status, 202);
-  await waitFor('the claim', async () => (await countRows(stack.pool, 'claims', id)) === 1, 60_000);
+  await waitFor('the claim', async () => (await countRows(stack.pool, 'claims', id)) === 1, 300_000);
 });

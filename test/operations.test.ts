@@ -187,7 +187,7 @@ describe('retention', () => {
       const done = finished(child);
       let out = '';
       child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-      await waitFor('the worker to run', async () => out.includes('worker running'), 60_000);
+      await waitFor('the worker to run', async () => out.includes('worker running'), 300_000);
       child.kill('SIGTERM');
       const run = await done;
       assert.equal(run.code, 0, run.stderr);
@@ -222,7 +222,7 @@ describe('retention', () => {
     // Triggered now instead of at 03:17: the scheduled workflow purges with the worker's retention.
     const expired = await claimAged(95);
     await stack.client.schedule.getHandle(scheduleId).trigger();
-    await waitFor('the scheduled purge', async () => !(await present('claims', expired)), 60_000);
+    await waitFor('the scheduled purge', async () => !(await present('claims', expired)), 300_000);
     assert.equal(await present('events', expired), false);
   });
 });

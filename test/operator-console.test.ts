@@ -93,7 +93,7 @@ describe('a delivery retrying past SETTLE_DELIVERY_STUCK_AFTER', () => {
         (await exceptions()).exceptions.find(
           (row) => row.event_id === event.id && row.kind === 'delivery_stuck',
         ),
-      90_000,
+      300_000,
     );
     assert.equal(stuck.target, 'carrier');
     assert.equal(stuck.shipment_id, shipmentId);
@@ -131,7 +131,7 @@ describe('a delivery retrying past SETTLE_DELIVERY_STUCK_AFTER', () => {
       'delivery_stuck',
       async () =>
         (await exceptions('--kind', 'delivery_stuck')).exceptions.some((row) => row.event_id === event.id),
-      90_000,
+      300_000,
     );
 
     const resolved = await runSettle(
@@ -178,14 +178,14 @@ describe('a delivery retrying past SETTLE_DELIVERY_STUCK_AFTER', () => {
         );
         return rows.length === 2 && rows;
       },
-      90_000,
+      300_000,
     );
     assert.deepEqual(abandoned.map((row) => row.target).sort(), ['carrier', 'erp']);
     assert.equal(await gauge('delivery_abandoned'), 2);
     assert.equal((await openByKind()).delivery_abandoned, 2);
 
     // The carrier is still down: replay answers once the reconcile has decided, not after the delivery.
-    const replay = await runSettle(['replay', event.id, '--json'], env, 60_000);
+    const replay = await runSettle(['replay', event.id, '--json'], env, 300_000);
     assert.equal(replay.code, 0, replay.stderr);
     const [result] = (JSON.parse(replay.stdout) as { results: ReplayResult[] }).results;
     assert.ok(result?.status === 'replayed');
@@ -196,7 +196,7 @@ describe('a delivery retrying past SETTLE_DELIVERY_STUCK_AFTER', () => {
     const carrierDelivery = result.deliveries.find((d) => d.target === 'carrier');
     assert.equal(carrierDelivery?.action_taken, 'started');
     assert.equal(carrierDelivery?.status, 'pending');
-    const human = await runSettle(['replay', event.id], env, 60_000);
+    const human = await runSettle(['replay', event.id], env, 300_000);
     assert.equal(human.code, 0, human.stderr);
     assert.match(
       human.stdout,
@@ -246,7 +246,7 @@ describe('settle replay --wait', () => {
     await waitFor(
       'the replay to wait for the deliveries',
       async () => /waiting up to 10m for 2 pending/.test(stderr),
-      60_000,
+      300_000,
     );
     child.kill('SIGINT');
     const interrupted = await exited;

@@ -99,7 +99,7 @@ async function listThroughCli(address: string, taskQueue: string, query: string)
  * Visibility is eventually consistent: waits until both the client and the CLI find exactly `expected`,
  * then asserts it (so a timeout shows what they found instead).
  */
-async function assertListed(query: string, expected: string[], timeoutMs = 60_000) {
+async function assertListed(query: string, expected: string[], timeoutMs = 300_000) {
   const want = [...expected].sort();
   let found: { client: string[]; cli: string[] } = { client: [], cli: [] };
   await waitFor(
@@ -224,7 +224,7 @@ describe('the Temporal UI finds runs by their business', () => {
           found = await listThroughCli(onlyCarrier.config.temporalAddress, onlyCarrier.taskQueue, query);
           return found.length > 0;
         },
-        60_000,
+        300_000,
       ).catch(() => undefined);
       assert.deepEqual(found, [workflowId]);
       assert.match(
@@ -242,11 +242,11 @@ describe('settle worker', () => {
     const base = stackEnv(stack, { SETTLE_METRICS_PORT: '0' });
     delete base.SETTLE_CARRIER_URL;
     delete base.SETTLE_ERP_URL;
-    const neither = await runSettle(['worker'], base, 60_000);
+    const neither = await runSettle(['worker'], base, 300_000);
     assert.equal(neither.code, 1, neither.stderr);
     assert.match(neither.stderr, /SETTLE_CARRIER_URL and SETTLE_ERP_URL are not set/);
 
-    const noErp = await runSettle(['worker'], { ...base, SETTLE_CARRIER_URL: carrier.url }, 60_000);
+    const noErp = await runSettle(['worker'], { ...base, SETTLE_CARRIER_URL: carrier.url }, 300_000);
     assert.equal(noErp.code, 1, noErp.stderr);
     assert.match(noErp.stderr, /SETTLE_ERP_URL is not set/);
     assert.doesNotMatch(noErp.stderr, /SETTLE_CARRIER_URL/);

@@ -229,7 +229,7 @@ describe('POST /webhooks/adyen', () => {
         const reply = await send([auth, capture]);
         return reply.text === '[accepted]' && reply;
       },
-      60_000,
+      300_000,
     );
     assert.equal(accepted.status, 200);
     await workflowResult(settleId(capture));

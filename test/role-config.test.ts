@@ -49,7 +49,7 @@ describe('production roles and .settle/', () => {
         TEMPORAL_ADDRESS: '127.0.0.1:1',
         PORT: '0',
       },
-      60_000,
+      300_000,
       devFolder(),
     );
     assert.equal(run.code, 1, run.stderr);
@@ -64,7 +64,7 @@ describe('production roles and .settle/', () => {
         SETTLE_CARRIER_URL: 'http://127.0.0.1:1/carrier',
         SETTLE_ERP_URL: 'http://127.0.0.1:1/erp',
       },
-      60_000,
+      300_000,
       devFolder(),
     );
     assert.equal(run.code, 1, run.stderr);
@@ -73,7 +73,7 @@ describe('production roles and .settle/', () => {
   });
 
   test('a bad SETTLE_LOG_LEVEL stops any command at once, naming it', async () => {
-    const run = await runSettle(['inspect', 'pay_1'], { ...UNSET, SETTLE_LOG_LEVEL: 'loud' }, 60_000);
+    const run = await runSettle(['inspect', 'pay_1'], { ...UNSET, SETTLE_LOG_LEVEL: 'loud' }, 300_000);
     assert.equal(run.code, 1, run.stderr);
     assert.match(run.stderr, /^ {2}SETTLE_LOG_LEVEL: must be one of/m);
   });

@@ -63,7 +63,7 @@ test('with Temporal down the gateway answers 503 with Retry-After and writes not
       const response = await postWebhook(stack, event);
       return response.status === 202 && response;
     },
-    60_000,
+    300_000,
   );
   assert.equal(accepted.body.status, 'accepted');
   const result: PaymentWorkflowResult = await stack.client.workflow

@@ -51,8 +51,11 @@ export function spawnSettle(
   return spawnCommand(process.execPath, [join(PROJECT_ROOT, 'bin/settle.js'), ...args], env, cwd);
 }
 
-/** Waits for a spawned command to exit, collecting its output. */
-export function finished(child: ChildProcessWithoutNullStreams, timeoutMs = 180_000): Promise<CliRun> {
+/**
+ * Waits for a spawned command to exit, collecting its output. The default bound is on a hang: a CLI
+ * process's start alone (tsx, the config, a Temporal connection) took 30 to 60 s under load 30 on 2 cores.
+ */
+export function finished(child: ChildProcessWithoutNullStreams, timeoutMs = 300_000): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     let stdout = '';
     let stderr = '';
@@ -60,7 +63,11 @@ export function finished(child: ChildProcessWithoutNullStreams, timeoutMs = 180_
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`${child.spawnargs.join(' ')} timed out\n${stdout}\n${stderr}`));
+      reject(
+        new Error(
+          `${child.spawnargs.join(' ')} timed out after ${timeoutMs / 1000} s; its output:\n${stdout}\n${stderr}`,
+        ),
+      );
     }, timeoutMs);
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
