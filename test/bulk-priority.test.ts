@@ -62,7 +62,7 @@ test('an import waits while its runs queue for the workers, and finishes once th
     let exited = false;
     void importing.then(() => (exited = true));
     // With no worker polling, four runs wait on the bulk queue and the import holds the rest back.
-    await waitFor('four imported runs queued', admitted, { until: (n) => n >= 4, timeoutMs: 120_000 });
+    await waitFor('four imported runs queued', admitted, { until: (n) => n >= 4, timeoutMs: 300_000 });
     // Proving an absence takes time: several refreshes of the backlog (every 250 ms) with no progress.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     if (exited) {

@@ -214,9 +214,9 @@ export async function postWebhook(
 
 /**
  * The bound when a caller gives none: one event's way through a worker or a CLI process's start on a
- * loaded 2-core machine takes up to ~25 s (bulk-priority's first wait took 23.5 s under load 20).
+ * loaded 2-core machine took up to 58 s (bulk-priority's first wait, under load 35): 5x that.
  */
-const DEFAULT_WAIT_MS = 120_000;
+const DEFAULT_WAIT_MS = 300_000;
 
 /**
  * Polls `probe` until it returns a truthy value (returned), or until `until(value)` holds when given
