@@ -17,7 +17,9 @@ export function createPool(databaseUrl: string, options: { max?: number } = {}):
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max: options.max ?? 20,
-    connectionTimeoutMillis: 5_000,
+    // A bound on a hang, not on the machine's speed: a refused connection fails at once, and a
+    // connect (or a wait for a free client) on a saturated host can take several seconds.
+    connectionTimeoutMillis: 20_000,
     idleTimeoutMillis: 30_000,
   });
   // An idle client losing its server (PostgreSQL restarted) must not crash the process.
