@@ -26,8 +26,7 @@ export const NEXT_STEP: Record<ExceptionKind, string> = {
   delivery_abandoned: 'its run was cancelled or terminated: settle replay <event id> sends what is pending',
 };
 
-/** An event without a claim this long after receipt is `failed` (workflow failed, or no worker). */
-export const DEFAULT_UNRECONCILED_AFTER_MS = 15 * 60_000;
+export { DEFAULT_UNRECONCILED_AFTER_MS } from '../db/exceptions';
 
 /** Outbox rows idle this long are checked against their run; a younger one may just be between steps. */
 const ABANDONED_IDLE_MS = 10_000;

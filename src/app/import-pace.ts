@@ -63,3 +63,6 @@ export class ImportPace {
     }
   }
 }
+
+/** `settle import`'s default: a few seconds of the workers' bulk work queued ahead of them. */
+export const DEFAULT_MAX_BACKLOG = 100;

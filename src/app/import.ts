@@ -7,7 +7,7 @@ import { admitProviderEvent } from './provider-ingest';
 import { describeIssues, readPaymentEvent } from '../domain/payment-event';
 import { parseUntrustedJson } from '../domain/untrusted-json';
 import { ErrorCode } from '../domain/errors';
-import { ImportPace } from './import-pace';
+import { DEFAULT_MAX_BACKLOG, ImportPace } from './import-pace';
 import { exportAdapter } from '../providers';
 import type { ProviderName } from '../providers/types';
 
@@ -52,8 +52,7 @@ export type ImportOptions = {
   provider?: ProviderName;
 };
 
-/** `settle import`'s default: a few seconds of the workers' bulk work queued ahead of them. */
-export const DEFAULT_MAX_BACKLOG = 100;
+export { DEFAULT_MAX_BACKLOG };
 
 /** Non-empty lines of a file, counted without holding it in memory. */
 export async function countLines(file: string): Promise<number> {

@@ -3,20 +3,12 @@ import type pg from 'pg';
 import { connectClient } from '../temporal/client';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createPool } from '../db/pool';
-import { resolveEnvironment, resolveStackEnvironment, withDevSecrets } from '../stack/dev-state';
+import { resolveEnvironment, resolveStackEnvironment, withDevSecrets } from '../lib/dev-state';
+import { CliError } from './errors';
+
+export { CliError };
 
 export type Services = { config: Config; pool: pg.Pool; client: Client; env: NodeJS.ProcessEnv };
-
-/** A failure meant for the person at the terminal: printed without a stack trace. */
-export class CliError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode = 1,
-  ) {
-    super(message);
-    this.name = 'CliError';
-  }
-}
 
 /**
  * The configuration of `settle worker` and `settle gateway`, production processes: their own

@@ -11,9 +11,13 @@ import { registerShipments } from './commands/shipments';
 import { registerSimulate } from './commands/simulate';
 import { registerStats } from './commands/stats';
 import { installShutdown, stopping } from '../lib/shutdown';
-import { ConfigError } from '../config';
-import { TemporalSetupError } from '../temporal/connection';
-import { CliError } from './context';
+import { ConfigError } from '../config/error';
+import { CliError } from './errors';
+
+// This module and commands/ only declare the commands, their options and help: `settle --help` loads
+// commander and nothing else. Each command's implementation (actions/<name>.ts, with the Temporal SDK,
+// pg, the provider libraries it needs) is imported when that command runs. A new command is a
+// register function in commands/ whose action imports its actions/ module, and one line below.
 
 // Before anything else: SIGINT and SIGTERM stop every role and command within the deadline.
 installShutdown();
@@ -40,7 +44,8 @@ registerExample(program);
 void program
   .parseAsync(process.argv)
   .catch((error: unknown) => {
-    if (error instanceof CliError || error instanceof TemporalSetupError || error instanceof ConfigError) {
+    // TemporalSetupError by name: importing temporal/connection for its class would load the SDK.
+    if (error instanceof CliError || error instanceof ConfigError || isTemporalSetupError(error)) {
       process.stderr.write(`settle: ${error.message}\n`);
       process.exitCode = error instanceof CliError ? error.exitCode : 1;
     } else {
@@ -56,3 +61,7 @@ void program
   .then(() => {
     if (stopping.aborted) process.exit(process.exitCode ?? 0);
   });
+
+function isTemporalSetupError(error: unknown): error is Error {
+  return error instanceof Error && error.name === 'TemporalSetupError';
+}

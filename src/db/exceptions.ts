@@ -185,3 +185,6 @@ export async function insertResolutions(
   );
   return rows.map((row) => ({ ...row, resolved_at: row.resolved_at.toISOString() }));
 }
+
+/** An event without a claim this long after receipt is `failed` (workflow failed, or no worker). */
+export const DEFAULT_UNRECONCILED_AFTER_MS = 15 * 60_000;

@@ -10,7 +10,7 @@ import { onShutdown, SHUTDOWN_DEADLINE_MS } from '../lib/shutdown';
 import { prepareRetention } from '../app/purge-schedule';
 import { createWorker, installTemporalRuntime } from '../worker/run';
 import { startDevDownstream, type DevDownstream } from './dev-downstream';
-import { clearRunningStack, loadOrCreateDevSecrets, writeRunningStack } from './dev-state';
+import { clearRunningStack, loadOrCreateDevSecrets, writeRunningStack } from '../lib/dev-state';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres';
 import { stateDir } from '../lib/paths';
 import { findTemporalCli } from './temporal-binaries';

@@ -1,22 +1,4 @@
 import type { Command } from 'commander';
-import type { FastifyInstance } from 'fastify';
-import { clientOnWorkerConnection, connectClient } from '../../temporal/client';
-import { createPool } from '../../db/pool';
-import { missingWebhookSecrets, startGateway } from '../../gateway/run';
-import { logger } from '../../lib/logger';
-import { startMetricsServer } from '../../metrics/metrics-server';
-import { prepareRetention } from '../../app/purge-schedule';
-import { runDevStack } from '../../stack/dev-stack';
-import { createWorker, missingDownstreamVariables, runUntilStopped, runWorker } from '../../worker/run';
-import { onShutdown } from '../../lib/shutdown';
-import { checkNamespace, probeTls } from '../../temporal/connection';
-import { CliError, roleConfig } from '../context';
-
-/** How long a starting gateway waits for Temporal's answer about its namespace. */
-const GATEWAY_START_CHECK_MS = 10_000;
-
-/** How long a stopping gateway lets open connections finish before cutting them. */
-const GATEWAY_CLOSE_GRACE_MS = 3_000;
 
 /** `settle start`, `settle worker`, `settle gateway`, `settle serve`: the long-running processes. */
 export function registerRoles(program: Command) {
@@ -27,9 +9,7 @@ export function registerRoles(program: Command) {
         '(persisted under .settle/), migrations, a worker and the gateway, and a stand-in carrier and ERP ' +
         'unless SETTLE_CARRIER_URL or SETTLE_ERP_URL is set. What `npm start` runs.',
     )
-    .action(async () => {
-      await runDevStack();
-    });
+    .action(async () => (await import('../actions/roles.js')).start());
 
   program
     .command('worker')
@@ -43,38 +23,7 @@ export function registerRoles(program: Command) {
         'the runs it keeps in memory. Refuses to start without SETTLE_CARRIER_URL and SETTLE_ERP_URL. ' +
         'Configured by its environment alone (never a running stack or the development secrets of .settle/).',
     )
-    .action(async () => {
-      const config = roleConfig();
-      const missing = missingDownstreamVariables(config);
-      if (missing.length) {
-        throw new CliError(
-          `${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set: a worker without its ` +
-            'downstream targets cannot deliver payments. Set them (only `npm start` runs stand-ins).',
-        );
-      }
-      const pool = createPool(config.databaseUrl);
-      const metrics = await startMetricsServer({ port: config.metricsPort, host: config.host });
-      logger.info({ url: `${metrics.url}/metrics` }, 'worker metrics listening');
-      try {
-        const client = await connectClient(config);
-        // Fail fast: a worker that cannot register ends here with the cause, never idles unhealthy.
-        const problem = await checkNamespace(
-          client,
-          undefined,
-          config.temporalTls !== undefined && config.temporalTls !== false,
-        );
-        if (problem && problem.code !== 'unreachable') {
-          await client.connection.close();
-          throw new CliError(problem.message);
-        }
-        await prepareRetention(client, config, logger);
-        await client.connection.close();
-        await runWorker({ config, pool });
-      } finally {
-        await metrics.close();
-        await pool.end();
-      }
-    });
+    .action(async () => (await import('../actions/roles.js')).worker());
 
   program
     .command('gateway')
@@ -84,39 +33,7 @@ export function registerRoles(program: Command) {
         'Refuses to start without SETTLE_WEBHOOK_SECRETS (or a provider secret). Configured by its ' +
         'environment alone (never a running stack or the development secrets of .settle/).',
     )
-    .action(async () => {
-      const config = roleConfig();
-      const missingSecrets = missingWebhookSecrets(config);
-      if (missingSecrets) throw new CliError(missingSecrets);
-      const pool = createPool(config.databaseUrl);
-      const refused = await probeTls(config);
-      if (refused) {
-        await pool.end();
-        throw new CliError(refused);
-      }
-      const client = await connectClient(config);
-      // A namespace that is missing, credentials or a TLS handshake refused: no request could ever be
-      // admitted, so the gateway stops here naming the cause. A Temporal that is only down (or not up
-      // yet) is no reason: the gateway starts, answers 503 with Retry-After, and /readyz says why.
-      const problem = await checkNamespace(
-        client,
-        GATEWAY_START_CHECK_MS,
-        config.temporalTls !== undefined && config.temporalTls !== false,
-      );
-      if (problem && problem.code !== 'unreachable') {
-        await client.connection.close().catch(() => {});
-        await pool.end();
-        throw new CliError(problem.message);
-      }
-      if (problem) logger.warn({ temporal: problem.code }, problem.message);
-      const { app, url } = await startGateway({ config, pool, client });
-      logger.info({ url }, 'gateway listening');
-      await new Promise<void>((resolve) => {
-        onShutdown('gateway (finishing open requests)', () => closeGateway(app).then(resolve));
-      });
-      await client.connection.close();
-      await pool.end();
-    });
+    .action(async () => (await import('../actions/roles.js')).gateway());
 
   program
     .command('serve')
@@ -127,51 +44,5 @@ export function registerRoles(program: Command) {
         'together, by its environment alone; SIGTERM or SIGINT stops accepting, drains, and exits ' +
         'within 8 s.',
     )
-    .action(async () => {
-      const config = roleConfig();
-      const missingSecrets = missingWebhookSecrets(config);
-      if (missingSecrets) throw new CliError(missingSecrets);
-      const missing = missingDownstreamVariables(config);
-      if (missing.length)
-        throw new CliError(`${missing.join(' and ')} not set: see \`settle worker --help\`.`);
-      const pool = createPool(config.databaseUrl);
-      try {
-        const refused = await probeTls(config);
-        if (refused) throw new CliError(refused);
-        const { worker, connection } = await createWorker({ config, pool });
-        const client = clientOnWorkerConnection(connection, config.temporalNamespace);
-        try {
-          const problem = await checkNamespace(
-            client,
-            GATEWAY_START_CHECK_MS,
-            config.temporalTls !== undefined && config.temporalTls !== false,
-          );
-          if (problem) throw new CliError(problem.message);
-          await prepareRetention(client, config, logger);
-          const { app, url } = await startGateway({ config, pool, client });
-          logger.info({ url, taskQueue: config.taskQueue }, 'gateway listening, worker running');
-          try {
-            await runUntilStopped(worker, 'gateway and worker (finishing requests, draining tasks)', () =>
-              closeGateway(app),
-            );
-          } finally {
-            await app.close().catch(() => {});
-          }
-        } finally {
-          await connection.close();
-        }
-      } finally {
-        await pool.end();
-      }
-    });
-}
-
-/** Stops accepting and finishes open requests; keep-alive connections are cut after a grace. */
-async function closeGateway(app: FastifyInstance): Promise<void> {
-  const closing = app.close();
-  // A client sending back to back on a keep-alive connection would hold close() open: after the
-  // grace its connections are cut (its requests were answered 503 since close began).
-  const cut = setTimeout(() => app.server.closeAllConnections(), GATEWAY_CLOSE_GRACE_MS);
-  await closing;
-  clearTimeout(cut);
+    .action(async () => (await import('../actions/roles.js')).serve());
 }

@@ -1,0 +1,53 @@
+import { inspectEvent, type EventInspection } from '../../app/inspect';
+import { CliError, output, withServices } from '../context';
+
+export async function inspect(eventId: string, options: { json?: boolean }): Promise<void> {
+  const inspection = await withServices(({ pool, client }) => inspectEvent(pool, client, eventId));
+  if (!inspection) {
+    if (options.json)
+      process.stdout.write(
+        `${JSON.stringify({ status: 'rejected', error: 'not_found', event_id: eventId })}\n`,
+      );
+    throw new CliError(`no record of event ${eventId}`, 4);
+  }
+  output(options.json, inspection, renderInspection);
+}
+
+export function renderInspection(view: EventInspection): string {
+  const lines = [
+    `event       ${view.event_id} (${view.type ?? 'type unknown'})`,
+    `outcome     ${view.outcome ?? 'not yet reconciled'}${view.claimed_at ? `   claimed ${view.claimed_at}` : ''}`,
+    `payload     sha256 ${view.payload_sha256}`,
+    `workflow    ${view.workflow_id}   ${
+      view.workflow
+        ? `${view.workflow.status} (run ${view.workflow.run_id})`
+        : view.workflow_error
+          ? `unknown: ${view.workflow_error_message ?? view.workflow_error}`
+          : 'no longer kept by Temporal (the claim still decides)'
+    }`,
+    `shipment    ${
+      view.shipment
+        ? `${view.shipment.shipment_id}: payment ${view.shipment.payment_status}, hold ${view.shipment.hold_status}`
+        : view.missing_shipment_id
+          ? `${view.missing_shipment_id} does not exist (settle shipments add ${view.missing_shipment_id}, then settle replay ${view.event_id})`
+          : 'none'
+    }`,
+    'ledger',
+    ...(view.ledger.length
+      ? view.ledger.map(
+          (entry) =>
+            `  #${entry.entry_id} ${entry.kind.padEnd(8)} ${entry.amount} ${entry.currency}   from ${entry.event_id}`,
+        )
+      : ['  (no entries)']),
+    'deliveries',
+    ...(view.deliveries.length
+      ? view.deliveries.map(
+          (d) =>
+            `  ${`${d.target}.${d.action}`.padEnd(28)} ${d.status.padEnd(11)} attempts ${d.attempts}   key ${d.idempotency_key}${
+              d.last_error ? `   last error: ${d.last_error}` : ''
+            }`,
+        )
+      : ['  (none)']),
+  ];
+  return lines.join('\n');
+}

@@ -1,0 +1,138 @@
+import type { FastifyInstance } from 'fastify';
+import { clientOnWorkerConnection, connectClient } from '../../temporal/client';
+import { createPool } from '../../db/pool';
+import { missingWebhookSecrets, startGateway } from '../../gateway/run';
+import { logger } from '../../lib/logger';
+import { startMetricsServer } from '../../metrics/metrics-server';
+import { prepareRetention } from '../../app/purge-schedule';
+import { runDevStack } from '../../stack/dev-stack';
+import { createWorker, missingDownstreamVariables, runUntilStopped, runWorker } from '../../worker/run';
+import { onShutdown } from '../../lib/shutdown';
+import { checkNamespace, probeTls } from '../../temporal/connection';
+import { CliError, roleConfig } from '../context';
+
+/** How long a starting gateway waits for Temporal's answer about its namespace. */
+const GATEWAY_START_CHECK_MS = 10_000;
+
+/** How long a stopping gateway lets open connections finish before cutting them. */
+const GATEWAY_CLOSE_GRACE_MS = 3_000;
+
+/** `settle start`, `settle worker`, `settle gateway`, `settle serve`: the long-running processes. */
+
+export async function start(): Promise<void> {
+  await runDevStack();
+}
+
+export async function worker(): Promise<void> {
+  const config = roleConfig();
+  const missing = missingDownstreamVariables(config);
+  if (missing.length) {
+    throw new CliError(
+      `${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set: a worker without its ` +
+        'downstream targets cannot deliver payments. Set them (only `npm start` runs stand-ins).',
+    );
+  }
+  const pool = createPool(config.databaseUrl);
+  const metrics = await startMetricsServer({ port: config.metricsPort, host: config.host });
+  logger.info({ url: `${metrics.url}/metrics` }, 'worker metrics listening');
+  try {
+    const client = await connectClient(config);
+    // Fail fast: a worker that cannot register ends here with the cause, never idles unhealthy.
+    const problem = await checkNamespace(
+      client,
+      undefined,
+      config.temporalTls !== undefined && config.temporalTls !== false,
+    );
+    if (problem && problem.code !== 'unreachable') {
+      await client.connection.close();
+      throw new CliError(problem.message);
+    }
+    await prepareRetention(client, config, logger);
+    await client.connection.close();
+    await runWorker({ config, pool });
+  } finally {
+    await metrics.close();
+    await pool.end();
+  }
+}
+
+export async function gateway(): Promise<void> {
+  const config = roleConfig();
+  const missingSecrets = missingWebhookSecrets(config);
+  if (missingSecrets) throw new CliError(missingSecrets);
+  const pool = createPool(config.databaseUrl);
+  const refused = await probeTls(config);
+  if (refused) {
+    await pool.end();
+    throw new CliError(refused);
+  }
+  const client = await connectClient(config);
+  // A namespace that is missing, credentials or a TLS handshake refused: no request could ever be
+  // admitted, so the gateway stops here naming the cause. A Temporal that is only down (or not up
+  // yet) is no reason: the gateway starts, answers 503 with Retry-After, and /readyz says why.
+  const problem = await checkNamespace(
+    client,
+    GATEWAY_START_CHECK_MS,
+    config.temporalTls !== undefined && config.temporalTls !== false,
+  );
+  if (problem && problem.code !== 'unreachable') {
+    await client.connection.close().catch(() => {});
+    await pool.end();
+    throw new CliError(problem.message);
+  }
+  if (problem) logger.warn({ temporal: problem.code }, problem.message);
+  const { app, url } = await startGateway({ config, pool, client });
+  logger.info({ url }, 'gateway listening');
+  await new Promise<void>((resolve) => {
+    onShutdown('gateway (finishing open requests)', () => closeGateway(app).then(resolve));
+  });
+  await client.connection.close();
+  await pool.end();
+}
+
+export async function serve(): Promise<void> {
+  const config = roleConfig();
+  const missingSecrets = missingWebhookSecrets(config);
+  if (missingSecrets) throw new CliError(missingSecrets);
+  const missing = missingDownstreamVariables(config);
+  if (missing.length) throw new CliError(`${missing.join(' and ')} not set: see \`settle worker --help\`.`);
+  const pool = createPool(config.databaseUrl);
+  try {
+    const refused = await probeTls(config);
+    if (refused) throw new CliError(refused);
+    const { worker, connection } = await createWorker({ config, pool });
+    const client = clientOnWorkerConnection(connection, config.temporalNamespace);
+    try {
+      const problem = await checkNamespace(
+        client,
+        GATEWAY_START_CHECK_MS,
+        config.temporalTls !== undefined && config.temporalTls !== false,
+      );
+      if (problem) throw new CliError(problem.message);
+      await prepareRetention(client, config, logger);
+      const { app, url } = await startGateway({ config, pool, client });
+      logger.info({ url, taskQueue: config.taskQueue }, 'gateway listening, worker running');
+      try {
+        await runUntilStopped(worker, 'gateway and worker (finishing requests, draining tasks)', () =>
+          closeGateway(app),
+        );
+      } finally {
+        await app.close().catch(() => {});
+      }
+    } finally {
+      await connection.close();
+    }
+  } finally {
+    await pool.end();
+  }
+}
+
+/** Stops accepting and finishes open requests; keep-alive connections are cut after a grace. */
+async function closeGateway(app: FastifyInstance): Promise<void> {
+  const closing = app.close();
+  // A client sending back to back on a keep-alive connection would hold close() open: after the
+  // grace its connections are cut (its requests were answered 503 since close began).
+  const cut = setTimeout(() => app.server.closeAllConnections(), GATEWAY_CLOSE_GRACE_MS);
+  await closing;
+  clearTimeout(cut);
+}
