@@ -1,8 +1,37 @@
-# settle: one image for every role (`settle gateway`, `settle worker`, `settle migrate`, …).
-# The TypeScript sources run through tsx, as `npx settle` does locally: there is no build step.
-# Temporal itself runs from Temporal's images with topology/temporal-server.yaml mounted
-# (docker-compose.yml, docs/deployment.md); settle's image only holds settle.
-FROM node:20-bookworm-slim
+# settle: one image for every role (`settle gateway`, `settle worker`, `settle migrate`, …), running
+# the compiled JavaScript of `npm run build` on Node.js 24 LTS: no tsx, TypeScript or esbuild at run
+# time. Temporal itself runs from Temporal's images (docker-compose.yml, docs/deployment.md).
+#
+#   docker build -t settle:latest .
+# Where npm's registry is reached through a proxy with its own CA (as on the development machines),
+# docker/build-image.sh puts that CA bundle in docker/npm-ca/ for the build stages (never in the
+# final stage) and builds with --network host.
+#
+# NODE_IMAGE is the official image in a real deployment; where no registry is reachable,
+# docker/base/build.sh makes a local equivalent under the same name (docs/deployment.md, "The image").
+ARG NODE_IMAGE=node:24-bookworm-slim
+
+# Build stage: every dependency, the TypeScript compiled to dist/, the workflow bundle built into it.
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY docker/npm-ca/ /tmp/npm-ca/
+RUN if [ -f /tmp/npm-ca/ca.pem ]; then export NODE_EXTRA_CA_CERTS=/tmp/npm-ca/ca.pem; fi \
+  && npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+# dist/stack/ (`settle start`'s development stack) is dropped before the bundle is keyed and built.
+RUN npm run build && rm -rf dist/stack && npm run build:workflows
+
+# Production dependencies only (no embedded PostgreSQL, @temporalio/testing, tsx, TypeScript).
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY docker/npm-ca/ /tmp/npm-ca/
+RUN if [ -f /tmp/npm-ca/ca.pem ]; then export NODE_EXTRA_CA_CERTS=/tmp/npm-ca/ca.pem; fi \
+  && npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
 # Two glibc malloc arenas instead of eight per core: ~30 MB less RSS for a worker under load, at no
 # measured cost in throughput (docs/performance.md, "Worker RSS").
@@ -10,17 +39,18 @@ ENV MALLOC_ARENA_MAX=2
 # Listen on every interface inside the container (the gateway and the worker's metrics), so the
 # published ports reach them; outside a container settle defaults to 127.0.0.1.
 ENV HOST=0.0.0.0
-WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev && npm cache clean --force
-COPY bin ./bin
-COPY src ./src
-COPY tsconfig.json ./
-USER node
-# settle's state folder, writable by the node user; the workflow bundle is built into its cache now,
-# so a starting worker finds it instead of bundling (src/worker/workflow-bundle.ts).
+# settle's state folder; nothing in it is written by the production roles (the workflow bundle is in
+# dist/workflow-bundles/), so the root filesystem can be read-only.
 ENV SETTLE_HOME=/home/node/.settle
-RUN node -r tsx/cjs -e "require('./src/worker/workflow-bundle').workflowBundlePath()"
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+# package-lock.json stays: it is part of the workflow bundle's key (src/worker/workflow-bundle.ts).
+COPY package.json package-lock.json ./
+COPY bin ./bin
+COPY --from=build /app/dist ./dist
+USER node
 EXPOSE 8080 9464
+# bin/settle.js runs dist/ as there is no src/ here. node is PID 1: settle's own SIGTERM handler
+# stops the role (docker stop).
 ENTRYPOINT ["node", "bin/settle.js"]
 CMD ["--help"]

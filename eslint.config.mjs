@@ -23,7 +23,7 @@ const workflowPatterns = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.settle/**', '.tools/**', 'bin/**'] },
+  { ignores: ['node_modules/**', '.settle/**', '.tools/**', 'bin/**', 'dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -7,6 +7,11 @@
  * reach most of it anyway), the lockfile and the SDK version, so an edited workflow never runs from
  * a stale bundle. It is written to a temporary file and renamed, so a process starting beside the
  * builder reads the whole bundle or none.
+ *
+ * From the compiled dist/ (the image), the same code bundles dist/workflows, and `node
+ * dist/worker/workflow-bundle.js --prebuild` (the image's build stage) writes the bundle into
+ * dist/workflow-bundles/, where a worker finds it without writing anywhere: a read-only root
+ * filesystem needs no writable cache.
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -33,6 +38,11 @@ const WORKFLOWS_PATH = require.resolve('../workflows');
 /** src/: everything the workflows can import lies under it. */
 const SOURCE_ROOT = join(__dirname, '..');
 
+/** Bundles built with the code (dist/workflow-bundles/), outside the hashed sources. */
+const PREBUILT_DIR = join(SOURCE_ROOT, 'workflow-bundles');
+/** Running the compiled JavaScript: no tsx to load in the bundling child. */
+const COMPILED = __filename.endsWith('.js');
+
 const BUNDLE_PREFIX = 'workflow-bundle-';
 /** Bundles of other source versions unused for this long are deleted when a new one is built. */
 const STALE_AFTER_MS = 60 * 60 * 1000;
@@ -46,8 +56,11 @@ export function workflowBundlePath(): Promise<string> {
 }
 
 async function ensureBundle(): Promise<string> {
+  const name = `${BUNDLE_PREFIX}${bundleKey()}.js`;
+  const prebuilt = join(PREBUILT_DIR, name);
+  if (existsSync(prebuilt)) return prebuilt;
   const dir = cacheDir();
-  const file = join(dir, `${BUNDLE_PREFIX}${bundleKey()}.js`);
+  const file = join(dir, name);
   if (existsSync(file)) {
     markUsed(file);
     return file;
@@ -90,13 +103,15 @@ function filesUnder(dir: string): string[] {
     .sort((a, b) => a.name.localeCompare(b.name))
     .flatMap((entry) => {
       const path = join(dir, entry.name);
+      if (path === PREBUILT_DIR) return [];
       return entry.isDirectory() ? filesUnder(path) : [path];
     });
 }
 
 function buildInChildProcess(file: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), __filename, file], {
+    const loader = COMPILED ? [] : ['--require', require.resolve('tsx/cjs')];
+    const child = spawn(process.execPath, [...loader, __filename, file], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let errors = '';
@@ -143,8 +158,17 @@ async function buildBundle(file: string): Promise<void> {
   renameSync(temporary, file);
 }
 
+/** `--prebuild`: the bundle for these sources into PREBUILT_DIR (the image's build stage). */
+async function prebuild(): Promise<void> {
+  mkdirSync(PREBUILT_DIR, { recursive: true });
+  const file = join(PREBUILT_DIR, `${BUNDLE_PREFIX}${bundleKey()}.js`);
+  await buildBundle(file);
+  process.stdout.write(`${relative(process.cwd(), file)}\n`);
+}
+
 if (require.main === module) {
-  buildBundle(process.argv[2]!).catch((error: unknown) => {
+  const arg = process.argv[2]!;
+  (arg === '--prebuild' ? prebuild() : buildBundle(arg)).catch((error: unknown) => {
     process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     process.exitCode = 1;
   });

@@ -5,7 +5,6 @@ import { missingWebhookSecrets, startGateway } from '../../gateway/run';
 import { logger } from '../../lib/logger';
 import { startMetricsServer } from '../../metrics/metrics-server';
 import { prepareRetention } from '../../app/purge-schedule';
-import { runDevStack } from '../../stack/dev-stack';
 import { createWorker, missingDownstreamVariables, runUntilStopped, runWorker } from '../../worker/run';
 import { onShutdown } from '../../lib/shutdown';
 import { checkNamespace, probeTls } from '../../temporal/connection';
@@ -18,10 +17,6 @@ const GATEWAY_START_CHECK_MS = 10_000;
 const GATEWAY_CLOSE_GRACE_MS = 3_000;
 
 /** `settle start`, `settle worker`, `settle gateway`, `settle serve`: the long-running processes. */
-
-export async function start(): Promise<void> {
-  await runDevStack();
-}
 
 export async function worker(): Promise<void> {
   const config = roleConfig();

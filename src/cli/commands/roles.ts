@@ -9,7 +9,7 @@ export function registerRoles(program: Command) {
         '(persisted under .settle/), migrations, a worker and the gateway, and a stand-in carrier and ERP ' +
         'unless SETTLE_CARRIER_URL or SETTLE_ERP_URL is set. What `npm start` runs.',
     )
-    .action(async () => (await import('../actions/roles.js')).start());
+    .action(async () => (await import('../actions/start.js')).start());
 
   program
     .command('worker')
