@@ -30,6 +30,13 @@ COPY package.json package-lock.json ./
 COPY docker/npm-ca/ /tmp/npm-ca/
 RUN if [ -f /tmp/npm-ca/ca.pem ]; then export NODE_EXTRA_CA_CERTS=/tmp/npm-ca/ca.pem; fi \
   && npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# Of the Temporal core bridge's prebuilt binaries (five platforms, ~27 MB each) only this platform's is
+# ever loaded; its Rust sources (sdk-core/) and every source map serve no one at run time.
+RUN cd node_modules/@temporalio/core-bridge \
+  && target="$(node -p "require('./common.js').getPrebuiltTargetName()")" \
+  && find releases -mindepth 1 -maxdepth 1 ! -name "$target" -exec rm -rf {} + \
+  && rm -rf sdk-core \
+  && cd /app && find node_modules -name '*.map' -type f -delete
 
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
