@@ -3,9 +3,8 @@ import { clientOnWorkerConnection, connectClient } from '../../temporal/client';
 import { createPool } from '../../db/pool';
 import { missingWebhookSecrets, startGateway } from '../../gateway/run';
 import { logger } from '../../lib/logger';
-import { startMetricsServer } from '../../metrics/metrics-server';
 import { prepareRetention } from '../../app/purge-schedule';
-import { createWorker, missingDownstreamVariables, runUntilStopped, runWorker } from '../../worker/run';
+import { createWorker, missingDownstreamVariables, runUntilStopped } from '../../worker/run';
 import { onShutdown } from '../../lib/shutdown';
 import { checkNamespace, probeTls } from '../../temporal/connection';
 import { CliError, roleConfig } from '../context';
@@ -16,41 +15,7 @@ const GATEWAY_START_CHECK_MS = 10_000;
 /** How long a stopping gateway lets open connections finish before cutting them. */
 const GATEWAY_CLOSE_GRACE_MS = 3_000;
 
-/** `settle start`, `settle worker`, `settle gateway`, `settle serve`: the long-running processes. */
-
-export async function worker(): Promise<void> {
-  const config = roleConfig();
-  const missing = missingDownstreamVariables(config);
-  if (missing.length) {
-    throw new CliError(
-      `${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set: a worker without its ` +
-        'downstream targets cannot deliver payments. Set them (only `npm start` runs stand-ins).',
-    );
-  }
-  const pool = createPool(config.databaseUrl);
-  const metrics = await startMetricsServer({ port: config.metricsPort, host: config.host });
-  logger.info({ url: `${metrics.url}/metrics` }, 'worker metrics listening');
-  try {
-    const client = await connectClient(config);
-    // Fail fast: a worker that cannot register ends here with the cause, never idles unhealthy.
-    const problem = await checkNamespace(
-      client,
-      undefined,
-      config.temporalTls !== undefined && config.temporalTls !== false,
-    );
-    if (problem && problem.code !== 'unreachable') {
-      await client.connection.close();
-      throw new CliError(problem.message);
-    }
-    await prepareRetention(client, config, logger);
-    await client.connection.close();
-    await runWorker({ config, pool });
-  } finally {
-    await metrics.close();
-    await pool.end();
-  }
-}
-
+/** `settle gateway` and `settle serve` (`settle worker` is worker.ts: it loads no gateway). */
 export async function gateway(): Promise<void> {
   const config = roleConfig();
   const missingSecrets = missingWebhookSecrets(config);

@@ -23,7 +23,7 @@ export function registerRoles(program: Command) {
         'the runs it keeps in memory. Refuses to start without SETTLE_CARRIER_URL and SETTLE_ERP_URL. ' +
         'Configured by its environment alone (never a running stack or the development secrets of .settle/).',
     )
-    .action(async () => (await import('../actions/roles.js')).worker());
+    .action(async () => (await import('../actions/worker.js')).worker());
 
   program
     .command('gateway')
