@@ -54,7 +54,53 @@ const RECORDED: [string, number, Record<string, number>][] = [
   ['reminder-gone', 3, { workflowStart: 1, timer: 1, activity: 1 }],
 ];
 
+/**
+ * The same scenarios with the workflow task's attribute changes sent as one upsert (the
+ * coalesce-search-attributes patch): its marker [5] is one of the first task's markers, its
+ * TemporalChangeVersion upsert [6] is exempt.
+ */
+const COALESCED: [string, number, Record<string, number>][] = [
+  // start; markers [5, 7, 8, 9]; one upsert of SettleOutcome and SettleDeliveryState [10]: T3L's 2 + 1.
+  ['payment-applied-delivered', 3, { workflowStart: 1, localActivities: 1, upsertSearchAttributes: 1 }],
+  ['payment-stale', 3, { workflowStart: 1, localActivities: 1, upsertSearchAttributes: 1 }],
+  ['payment-unmatched', 3, { workflowStart: 1, localActivities: 1, upsertSearchAttributes: 1 }],
+  ['payment-claim-existed', 3, { workflowStart: 1, localActivities: 1, upsertSearchAttributes: 1 }],
+  ['payment-conflict', 3, { workflowStart: 1, localActivities: 1, activity: 1 }],
+  // start; markers in tasks [4] and [18]; timer [8]; durable reconcile [13]; one upsert [21].
+  [
+    'payment-lost-ack-retried',
+    6,
+    { workflowStart: 1, localActivities: 2, timer: 1, activity: 1, upsertSearchAttributes: 1 },
+  ],
+  // `retrying` shown before the wait [9], `delivered` at the end [22]; timer [10]; delivery [15] at
+  // attempt 2 [16].
+  [
+    'payment-delivery-retried',
+    8,
+    {
+      workflowStart: 1,
+      localActivities: 2,
+      upsertSearchAttributes: 2,
+      timer: 1,
+      activity: 1,
+      activityRetries: 1,
+    },
+  ],
+  // `delivering` before the durable delivery [10], `compensated` at the end [29]; activities [11, 17, 23].
+  [
+    'payment-saga-compensated',
+    7,
+    { workflowStart: 1, localActivities: 1, upsertSearchAttributes: 2, activity: 3 },
+  ],
+];
+
 describe('billable actions counted from a history', () => {
+  for (const [name, total, byKind] of COALESCED) {
+    test(`coalesced ${name}: ${total}`, () => {
+      assert.deepEqual(countActions(read(`coalesced-search-attributes/${name}`)), { total, byKind });
+    });
+  }
+
   for (const [name, total, byKind] of RECORDED) {
     test(`${name}: ${total}`, () => {
       assert.deepEqual(countActions(read(name)), { total, byKind });
