@@ -1,7 +1,7 @@
 /**
- * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,L,PE,R,BY,I,LI] [-- --server=dev|cluster|both]`:
+ * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,L,PE,R,BY,RT,I,LI] [-- --server=dev|cluster|both]`:
  * PE is P through `settle serve` (eager start; LE@50% its load row), LI live webhooks during an import,
- * BY the bytes one event keeps in settle's tables. Every Temporal row counts its billable actions.
+ * BY the bytes one event keeps in settle's tables, RT the purge of past-retention claims under load. Every Temporal row counts its billable actions.
  * settle's benchmarks against baselines measured in the same run, on this machine, on loopback. Each
  * figure is the median of its repetitions; CPU time (per event) and peak RSS are per process.
  * Writes bench/results.json (bench/results-cluster.json for the cluster) and prints a table.
@@ -20,6 +20,7 @@ import { ProofStack } from '../proof/stack';
 import { benchTemporalFloor, floorPrefix, floorWorkflowIds, NOOP_TASK_QUEUE } from './temporal-floor';
 import { actionsPerEvent } from './actions';
 import { benchBytesPerEvent, prepareBytes } from './bytes';
+import { benchRetention } from './retention';
 import { paymentWorkflowId } from '../src/domain/ids';
 import type { PaymentEvent } from '../src/domain/payment-event';
 
@@ -50,9 +51,11 @@ const SIZE = short
       loadSeconds: 10,
       importEvents: 1_000,
       bytesEvents: 300,
+      retentionClaims: 200_000,
     }
   : {
       bytesEvents: 1_000,
+      retentionClaims: 10_000_000,
       reps: 3,
       claimEvents: 2_000,
       floorWorkflows: 1_000,
@@ -347,6 +350,17 @@ async function benchOn(): Promise<Goal[]> {
       });
     }
 
+    if (wanted('RT')) {
+      // Once: live webhooks at 25 % load (2/s without P) idle, then while the purge of past-retention
+      // claims generated in SQL runs; then four more fill-and-purge cycles.
+      const rate = pMax > 0 ? round(pMax / 4, 1) : 2;
+      await measure('RT', `purge of ${SIZE.retentionClaims} past-retention claims under live load`, {
+        run: () => benchRetention(stack, SIZE.retentionClaims, rate, SIZE.loadSeconds * 1000),
+        events: (figures) => figures.sent!,
+        reps: 1,
+      });
+    }
+
     if (wanted('I')) {
       // Once: 10,000 events take minutes to drain on 2 cores.
       await measure('I', `settle import of a ${SIZE.importEvents}-event report`, {
@@ -573,6 +587,18 @@ function evaluateGoals(): Goal[] {
     measured: actionsR === undefined ? 'not measured' : `${actionsR} actions/event`,
     met: actionsR === undefined ? null : actionsR === 0,
   });
+  upTo(
+    'live delivered p99 during a purge ≤ 1.5 × idle (RT)',
+    fig('RT', 'purgingDeliveredP99Ms'),
+    fig('RT', 'idleDeliveredP99Ms'),
+    1.5,
+  );
+  upTo(
+    'claim store after five fill-and-purge cycles ≤ 1.2 × after one (RT)',
+    fig('RT', 'claimStoreMbAfterFiveCycles'),
+    fig('RT', 'claimStoreMbAfterFirstCycle'),
+    1.2,
+  );
   const workerRss = Math.max(...results.map((r) => r.resources.worker?.peakRssMb ?? 0));
   goals.push({ goal: 'worker RSS < 300 MB', measured: `${workerRss} MB`, met: workerRss < 300 });
   goals.push({
