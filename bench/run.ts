@@ -1,6 +1,7 @@
 /**
- * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,L,PE,R,I,LI] [-- --server=dev|cluster|both]`:
- * PE is P through `settle serve` (eager start; LE@50% its load row), LI live webhooks during an import.
+ * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,L,PE,R,BY,RT,I,LI] [-- --server=dev|cluster|both]`:
+ * PE is P through `settle serve` (eager start; LE@50% its load row), LI live webhooks during an import,
+ * BY the bytes one event keeps in settle's tables, RT the purge of past-retention claims under load. Every Temporal row counts its billable actions.
  * settle's benchmarks against baselines measured in the same run, on this machine, on loopback. Each
  * figure is the median of its repetitions; CPU time (per event) and peak RSS are per process.
  * Writes bench/results.json (bench/results-cluster.json for the cluster) and prints a table.
@@ -16,7 +17,11 @@ import { benchLiveDuringImport } from './live-during-import';
 import { median } from '../proof/load';
 import { ResourceSampler, round, spawnTs, type Child, type Usage } from '../proof/processes';
 import { ProofStack } from '../proof/stack';
-import { benchTemporalFloor, NOOP_TASK_QUEUE } from './temporal-floor';
+import { benchTemporalFloor, floorPrefix, floorWorkflowIds, NOOP_TASK_QUEUE } from './temporal-floor';
+import { actionsPerEvent } from './actions';
+import { benchBytesPerEvent, prepareBytes } from './bytes';
+import { benchRetention } from './retention';
+import { paymentWorkflowId } from '../src/domain/ids';
 import type { PaymentEvent } from '../src/domain/payment-event';
 
 const short = process.argv.includes('--short');
@@ -38,8 +43,19 @@ const wanted = (id: string) => (only ? only.includes(id) : server === 'dev' || C
 
 /** Sizes: the short form finishes in about three minutes on 2 cores; the full one in about eleven. */
 const SIZE = short
-  ? { reps: 1, claimEvents: 400, floorWorkflows: 300, pathEvents: 300, loadSeconds: 10, importEvents: 1_000 }
+  ? {
+      reps: 1,
+      claimEvents: 400,
+      floorWorkflows: 300,
+      pathEvents: 300,
+      loadSeconds: 10,
+      importEvents: 1_000,
+      bytesEvents: 300,
+      retentionClaims: 200_000,
+    }
   : {
+      bytesEvents: 1_000,
+      retentionClaims: 10_000_000,
       reps: 3,
       claimEvents: 2_000,
       floorWorkflows: 1_000,
@@ -47,6 +63,9 @@ const SIZE = short
       loadSeconds: 20,
       importEvents: 10_000,
     };
+
+/** A path row's runs: one payment workflow per event. */
+const runsOf = (events: PaymentEvent[]) => ({ ids: events.map((event) => paymentWorkflowId(event.id)) });
 
 type Result = {
   id: string;
@@ -133,19 +152,27 @@ async function benchOn(): Promise<Goal[]> {
         run: (prepared: P, rep: number) => Promise<F>;
         events: number | ((figures: F) => number);
         reps?: number;
+        /** The workflow IDs a repetition ran: their histories give the row's actions per event. */
+        workflowIds?: (prepared: P, figures: F, startedAt: Date) => { ids: string[]; since?: Date };
       },
     ): Promise<Result> => {
       log(`${id}: ${what}`);
       const reps = row.reps ?? SIZE.reps;
-      const runs: F[] = [];
+      const runs: Record<string, number>[] = [];
       const usages: Record<string, Usage>[] = [];
       let events = 0;
       for (let rep = 0; rep < reps; rep += 1) {
         const prepared = (await row.prepare?.(rep)) as P;
         const sampler = new ResourceSampler(pids, ['worker', 'noop-worker']);
+        const startedAt = new Date();
         const figures = await row.run(prepared, rep);
         usages.push(sampler.stop());
-        runs.push(figures);
+        const runsOf = row.workflowIds?.(prepared, figures, startedAt);
+        runs.push(
+          runsOf
+            ? { ...figures, ...(await actionsPerEvent(stack.client, runsOf.ids, { since: runsOf.since })) }
+            : figures,
+        );
         events += typeof row.events === 'number' ? row.events : row.events(figures);
       }
       const figures: Record<string, number> = {};
@@ -201,21 +228,32 @@ async function benchOn(): Promise<Goal[]> {
       await benchTemporalFloor(stack, 50, 10);
       for (const concurrency of [10, 50]) {
         await measure(`T0@${concurrency}`, `no-op workflow + no-op activity, ${concurrency} in flight`, {
-          run: () => benchTemporalFloor(stack, SIZE.floorWorkflows, concurrency),
+          prepare: async () => floorPrefix(),
+          run: (prefix) =>
+            benchTemporalFloor(stack, SIZE.floorWorkflows, concurrency, 'noopWorkflow', prefix),
           events: SIZE.floorWorkflows,
+          workflowIds: (prefix) => ({ ids: floorWorkflowIds(prefix, SIZE.floorWorkflows) }),
         });
       }
     }
 
     if (wanted('T3')) {
-      await measure('T3@50', 'three no-op activities in sequence, 50 in flight', {
-        run: () => benchTemporalFloor(stack, SIZE.floorWorkflows / 2, 50, 'threeActivitiesWorkflow'),
+      const floorRow = (workflowType: 'threeActivitiesWorkflow' | 'threeLocalActivitiesWorkflow') => ({
+        prepare: async () => floorPrefix(),
+        run: (prefix: string) => benchTemporalFloor(stack, SIZE.floorWorkflows / 2, 50, workflowType, prefix),
         events: SIZE.floorWorkflows / 2,
+        workflowIds: (prefix: string) => ({ ids: floorWorkflowIds(prefix, SIZE.floorWorkflows / 2) }),
       });
-      await measure('T3L@50', "P's shape: three no-op local activities, 50 in flight", {
-        run: () => benchTemporalFloor(stack, SIZE.floorWorkflows / 2, 50, 'threeLocalActivitiesWorkflow'),
-        events: SIZE.floorWorkflows / 2,
-      });
+      await measure(
+        'T3@50',
+        'three no-op activities in sequence, 50 in flight',
+        floorRow('threeActivitiesWorkflow'),
+      );
+      await measure(
+        'T3L@50',
+        "P's shape: three no-op local activities, 50 in flight",
+        floorRow('threeLocalActivitiesWorkflow'),
+      );
     }
 
     const finished: PaymentEvent[] = [];
@@ -234,6 +272,7 @@ async function benchOn(): Promise<Goal[]> {
               return figures;
             },
             events: SIZE.pathEvents,
+            workflowIds: runsOf,
           },
         );
         pMax = Math.max(pMax, result.figures.eventsPerSecond!);
@@ -247,6 +286,7 @@ async function benchOn(): Promise<Goal[]> {
           prepare: () => preparePathEvents(stack, loadEvents(rate, SIZE.loadSeconds * 1000)),
           run: (events) => benchFixedLoad(stack, rate, SIZE.loadSeconds * 1000, events),
           events: (figures) => figures.sent,
+          workflowIds: (events, figures) => runsOf(events.slice(0, figures.sent)),
         });
       }
     }
@@ -267,6 +307,7 @@ async function benchOn(): Promise<Goal[]> {
               prepare: () => preparePathEvents(stack, SIZE.pathEvents),
               run: (events) => benchFullPath(eager, events, concurrency),
               events: SIZE.pathEvents,
+              workflowIds: runsOf,
             },
           );
           eagerMax = Math.max(eagerMax, result.figures.eventsPerSecond!);
@@ -277,6 +318,7 @@ async function benchOn(): Promise<Goal[]> {
             prepare: () => preparePathEvents(stack, loadEvents(rate, SIZE.loadSeconds * 1000)),
             run: (events) => benchFixedLoad(eager, rate, SIZE.loadSeconds * 1000, events),
             events: (figures) => figures.sent,
+            workflowIds: (events, figures) => runsOf(events.slice(0, figures.sent)),
           });
         }
       } finally {
@@ -289,6 +331,33 @@ async function benchOn(): Promise<Goal[]> {
       await measure('R', `replay storm: all ${finished.length} finished events again, 50 in flight`, {
         run: () => benchReplayStorm(stack, finished, 50),
         events: finished.length,
+        // A duplicate is answered from its claim before any start: only a run started since costs.
+        workflowIds: (_, __, startedAt) => ({
+          ids: finished.map((e) => paymentWorkflowId(e.id)),
+          since: startedAt,
+        }),
+      });
+    }
+
+    if (wanted('BY')) {
+      // Once: the growth of every settle table and index over a known number of events.
+      await measure('BY', `bytes per event: ${SIZE.bytesEvents} events through the path, 50 in flight`, {
+        prepare: () => prepareBytes(stack, SIZE.bytesEvents),
+        run: (prepared) => benchBytesPerEvent(stack, prepared, 50),
+        events: SIZE.bytesEvents,
+        reps: 1,
+        workflowIds: (prepared) => runsOf(prepared.events),
+      });
+    }
+
+    if (wanted('RT')) {
+      // Once: live webhooks at 25 % load (2/s without P) idle, then while the purge of past-retention
+      // claims generated in SQL runs; then four more fill-and-purge cycles.
+      const rate = pMax > 0 ? round(pMax / 4, 1) : 2;
+      await measure('RT', `purge of ${SIZE.retentionClaims} past-retention claims under live load`, {
+        run: () => benchRetention(stack, SIZE.retentionClaims, rate, SIZE.loadSeconds * 1000),
+        events: (figures) => figures.sent!,
+        reps: 1,
       });
     }
 
@@ -501,6 +570,35 @@ function evaluateGoals(): Goal[] {
     fig('LI', 'idleDeliveredP99Ms'),
     2,
   );
+  // Temporal Cloud's billable actions (bench/actions.ts): settle's happy path against its floor's shape.
+  const actionsP = fig('P@50', 'actionsPerEvent');
+  const actionsT3L = fig('T3L@50', 'actionsPerEvent');
+  goals.push({
+    goal: 'happy-path actions/event ≤ T3L + 1 (P@50)',
+    measured:
+      actionsP === undefined || actionsT3L === undefined
+        ? 'not measured'
+        : `${actionsP} (T3L ${actionsT3L}; $${fig('P@50', 'usdPerMillionEvents')} per M events at list)`,
+    met: actionsP === undefined || actionsT3L === undefined ? null : actionsP <= actionsT3L + 1,
+  });
+  const actionsR = fig('R', 'actionsPerEvent');
+  goals.push({
+    goal: 'a redelivered duplicate costs no action (R)',
+    measured: actionsR === undefined ? 'not measured' : `${actionsR} actions/event`,
+    met: actionsR === undefined ? null : actionsR === 0,
+  });
+  upTo(
+    'live delivered p99 during a purge ≤ 1.5 × idle (RT)',
+    fig('RT', 'purgingDeliveredP99Ms'),
+    fig('RT', 'idleDeliveredP99Ms'),
+    1.5,
+  );
+  upTo(
+    'claim store after five fill-and-purge cycles ≤ 1.2 × after one (RT)',
+    fig('RT', 'claimStoreMbAfterFiveCycles'),
+    fig('RT', 'claimStoreMbAfterFirstCycle'),
+    1.2,
+  );
   const workerRss = Math.max(...results.map((r) => r.resources.worker?.peakRssMb ?? 0));
   goals.push({ goal: 'worker RSS < 300 MB', measured: `${workerRss} MB`, met: workerRss < 300 });
   goals.push({
@@ -526,6 +624,8 @@ function printTable(
       'commit p50/p99 ms',
       `CPU ms/event ${classes.join('/')}`,
       'RSS MB worker/noop',
+      'actions/event ($/M events)',
+      'bytes/event',
     ],
   ];
   for (const r of results) {
@@ -542,6 +642,8 @@ function printTable(
       pair(f.commitP50Ms, f.commitP99Ms),
       cpu,
       `${r.resources.worker?.peakRssMb ?? '-'}/${r.resources['noop-worker']?.peakRssMb ?? '-'}`,
+      f.actionsPerEvent === undefined ? '' : `${f.actionsPerEvent} ($${f.usdPerMillionEvents})`,
+      f.bytesPerEvent === undefined ? '' : `${Math.round(f.bytesPerEvent)}`,
     ]);
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((row) => row[c]!.length)));

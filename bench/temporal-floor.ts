@@ -14,8 +14,8 @@ export async function benchTemporalFloor(
   count: number,
   concurrency: number,
   workflowType: 'noopWorkflow' | 'threeActivitiesWorkflow' | 'threeLocalActivitiesWorkflow' = 'noopWorkflow',
+  prefix = floorPrefix(),
 ): Promise<{ workflowsPerSecond: number }> {
-  const prefix = `t0-${randomBytes(3).toString('hex')}`;
   const ms = await closedLoop(count, concurrency, async (i) => {
     await stack.client.workflow.execute(workflowType, {
       taskQueue: NOOP_TASK_QUEUE,
@@ -25,3 +25,10 @@ export async function benchTemporalFloor(
   });
   return { workflowsPerSecond: count / (ms / 1000) };
 }
+
+/** A fresh prefix for a floor run's workflow IDs (`<prefix>-<i>`). */
+export const floorPrefix = () => `t0-${randomBytes(3).toString('hex')}`;
+
+/** The workflow IDs of a floor run of `count` workflows under `prefix`. */
+export const floorWorkflowIds = (prefix: string, count: number) =>
+  Array.from({ length: count }, (_, i) => `${prefix}-${i}`);

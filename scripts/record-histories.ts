@@ -31,7 +31,8 @@ import { createWorker } from '../src/worker/run';
 import { afterReconcileCommit } from '../test/support/after-commit';
 
 const run = promisify(execFile);
-const OUT_DIR = join(__dirname, '..', 'test', 'histories');
+/** SETTLE_HISTORIES_DIR records elsewhere, e.g. a subfolder for a patched path beside the current one. */
+const OUT_DIR = process.env.SETTLE_HISTORIES_DIR ?? join(__dirname, '..', 'test', 'histories');
 
 function event(
   id: string,

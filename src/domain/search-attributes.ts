@@ -37,13 +37,19 @@ export const SETTLE_SEARCH_ATTRIBUTES = [
 export type DeliveryState =
   'pending' | 'delivering' | 'retrying' | 'delivered' | 'compensated' | 'not_configured';
 
-/** What a payment run carries from its start, before anything has run. */
+/** Every payment run's delivery state from its start, before anything has run. */
+export const START_DELIVERY_STATE: DeliveryState = 'pending';
+
+/**
+ * What a payment run carries from its start, before anything has run: every attribute known then (the
+ * outcome is not, until reconcile has decided). Attributes given at start cost no Temporal action.
+ */
 export function paymentStartSearchAttributes(event: PaymentEvent): SearchAttributePair[] {
   return [
     { key: ShipmentIdKey, value: event.data.shipment_id },
     { key: PaymentIdKey, value: event.data.payment_id },
     { key: PaymentEventTypeKey, value: event.type },
-    { key: SettleDeliveryStateKey, value: 'pending' satisfies DeliveryState },
+    { key: SettleDeliveryStateKey, value: START_DELIVERY_STATE },
   ];
 }
 

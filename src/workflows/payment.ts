@@ -6,6 +6,7 @@ import {
   ApplicationFailure,
   defineQuery,
   log,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -13,14 +14,19 @@ import {
   sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { Duration } from '@temporalio/common';
+import type { Duration, SearchAttributeUpdatePair } from '@temporalio/common';
 import type { Activities, OutboxDeliveryResult, ReconcileResult } from '../activities';
 import type { PaymentCompensationResult } from '../activities/compensate-payment';
 import type { RetryAfterDetails } from '../activities/downstream';
 import type { OutboxEntry } from '../db/outbox';
 import type { PaymentEvent } from '../domain/payment-event';
 import { isPaymentEvent } from '../domain/payment-event-shape';
-import { SettleDeliveryStateKey, SettleOutcomeKey, type DeliveryState } from '../domain/search-attributes';
+import {
+  SettleDeliveryStateKey,
+  SettleOutcomeKey,
+  START_DELIVERY_STATE,
+  type DeliveryState,
+} from '../domain/search-attributes';
 import { ErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../domain/errors';
 import { Saga } from './saga';
 
@@ -122,6 +128,7 @@ async function runStep<F extends ActivityFunction>(
   step: Step<F>,
   args: Parameters<F>,
   summary: string,
+  view: OperatorView,
   onRetry: (reason: string) => void = () => {},
 ): Promise<Awaited<ReturnType<F>>> {
   try {
@@ -136,8 +143,10 @@ async function runStep<F extends ActivityFunction>(
     const reason = failure?.nonRetryable
       ? `first attempt refused: ${why}; the durable attempt records the refusal`
       : `retrying, first attempt failed: ${why}`;
+    if (!failure?.nonRetryable) onRetry(reason);
+    // The timer or the durable activity ends the workflow task: what changed is shown from here on.
+    view.flush();
     if (!failure?.nonRetryable) {
-      onRetry(reason);
       await sleep(retryAfterMs(failure) ?? step.firstRetryDelay, { summary: `wait, then retry ${summary}` });
     }
     return step.durable.executeWithOptions({ summary: `${summary} · ${reason}` }, args);
@@ -157,7 +166,20 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
   const { event } = input;
   let decided: ReconcileResult | null = null;
   setHandler(reconciledQuery, () => decided);
-  const view = new OperatorView();
+  // Runs started before this change upserted each attribute as it changed (one action per command).
+  const view = new OperatorView(patched(COALESCE_SEARCH_ATTRIBUTES_PATCH));
+  try {
+    return await reconcileAndDeliver(event, view, (result) => (decided = result));
+  } finally {
+    view.flush();
+  }
+}
+
+async function reconcileAndDeliver(
+  event: PaymentEvent,
+  view: OperatorView,
+  onDecided: (result: ReconcileResult) => void,
+): Promise<PaymentWorkflowResult> {
   const saga = new Saga();
   let compensation: PaymentCompensationResult | undefined;
   // Registered before reconcile runs; like every compensation it runs only after a downstream refusal.
@@ -168,8 +190,13 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
     );
   });
 
-  const reconciled = await runStep(RECONCILE, [event], `reconcile ${event.type} · ${event.data.shipment_id}`);
-  decided = reconciled;
+  const reconciled = await runStep(
+    RECONCILE,
+    [event],
+    `reconcile ${event.type} · ${event.data.shipment_id}`,
+    view,
+  );
+  onDecided(reconciled);
   log.info('payment event reconciled', {
     eventType: event.type,
     shipmentId: event.data.shipment_id,
@@ -197,7 +224,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
 
     const summary = `${row.target} ${row.action}`;
     view.deliveryState('delivering', `${summary}: sending`);
-    const delivered = await runStep(DELIVER, [{ outboxId: row.outboxId }], summary, (reason) =>
+    const delivered = await runStep(DELIVER, [{ outboxId: row.outboxId }], summary, view, (reason) =>
       view.deliveryState('retrying', `${summary}: ${reason}`),
     ).catch((error: unknown) => {
       if (isRefusal(error)) return undefined;
@@ -221,6 +248,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
       target: row.target,
       action: row.action,
     });
+    view.flush();
     await saga.compensate(reason);
     view.outcome('needs_review');
     view.deliveryState('compensated', `needs review: ${reason}`);
@@ -238,23 +266,56 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
   return { ...reconciled, outbox, deliveries, compensated: false };
 }
 
+/** The patch that sends a workflow task's search-attribute changes as one upsert command. */
+export const COALESCE_SEARCH_ATTRIBUTES_PATCH = 'coalesce-search-attributes';
+
 /**
  * What an operator sees of a run in the Temporal UI: the search attributes SettleOutcome and
- * SettleDeliveryState (upserted only when they change: each upsert is a command in the history) and
- * the run's current details. Activity summaries are set where each activity runs.
+ * SettleDeliveryState and the run's current details. Activity summaries are set where each activity runs.
+ *
+ * Each upsert command is a billable action (https://docs.temporal.io/cloud/actions: one per command,
+ * however many attributes it carries), and the server applies a task's commands only when the task
+ * completes, so changes made within one workflow task are never seen one by one. So the view collects
+ * the changes and `flush` sends them as one command before the workflow waits on the server (a timer,
+ * a durable activity, the compensation) and when it ends; local activities run inside the task and do
+ * not flush. A happy run thus upserts once (outcome and `delivered`), a retrying run shows `retrying`
+ * during its wait. Only a local step outliving the task's heartbeat (about 8 s) shows the start's
+ * `pending` until the task ends. Unpatched (runs started before the change): one command per change,
+ * as they were recorded.
  */
 class OperatorView {
   private state: DeliveryState | null | undefined;
+  /** What the run's attributes hold on the server: the start's, then each flush's. */
+  private readonly shown = new Map<string, string | null>([
+    [SettleDeliveryStateKey.name, START_DELIVERY_STATE],
+  ]);
+  private readonly pending = new Map<string, SearchAttributeUpdatePair>();
+
+  constructor(private readonly coalesce: boolean) {}
 
   outcome(outcome: PaymentWorkflowResult['outcome']): void {
-    upsertSearchAttributes([{ key: SettleOutcomeKey, value: outcome }]);
+    this.set({ key: SettleOutcomeKey, value: outcome });
     setCurrentDetails(`outcome ${outcome}`);
   }
 
   deliveryState(state: DeliveryState | null, details?: string): void {
-    if (state !== this.state) upsertSearchAttributes([{ key: SettleDeliveryStateKey, value: state }]);
+    if (state !== this.state) this.set({ key: SettleDeliveryStateKey, value: state });
     this.state = state;
     setCurrentDetails(details ?? (state ? `deliveries ${state}` : 'nothing to deliver'));
+  }
+
+  /** Sends the changes not yet shown as one upsert command (none if nothing changed). */
+  flush(): void {
+    const changed = [...this.pending.values()].filter((pair) => this.shown.get(pair.key.name) !== pair.value);
+    this.pending.clear();
+    if (changed.length === 0) return;
+    upsertSearchAttributes(changed);
+    for (const pair of changed) this.shown.set(pair.key.name, pair.value as string | null);
+  }
+
+  private set(pair: SearchAttributeUpdatePair): void {
+    if (!this.coalesce) upsertSearchAttributes([pair]);
+    else this.pending.set(pair.key.name, pair);
   }
 }
 
