@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { z } from 'zod';
 import { ConfigError } from './error';
 import {
@@ -16,6 +17,31 @@ type Parsed<V extends Variables> = { [K in keyof V]: z.output<V[K]['schema']> };
 /** An empty variable is an unset one, for settle's variables and for Temporal's alike. */
 function setOnly(env: NodeJS.ProcessEnv): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => !!entry[1]));
+}
+
+/**
+ * SETTLE_PAYLOAD_KEYS_FILE's content in place of SETTLE_PAYLOAD_KEYS, so that the file's keys are
+ * parsed, and a bad one named, as the variable's would be. Both set, or a file that cannot be read,
+ * is a ConfigError naming the file variable.
+ */
+function withPayloadKeysFile(set: Record<string, string>): {
+  set: Record<string, string>;
+  describe: (name: string) => string;
+} {
+  const file = set.SETTLE_PAYLOAD_KEYS_FILE;
+  if (!file) return { set, describe: (name) => name };
+  const problem = (message: string) => new ConfigError([{ variable: 'SETTLE_PAYLOAD_KEYS_FILE', message }]);
+  if (set.SETTLE_PAYLOAD_KEYS) throw problem('is set together with SETTLE_PAYLOAD_KEYS: set one of them');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw problem(`cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)} (${file})`);
+  }
+  return {
+    set: { ...set, SETTLE_PAYLOAD_KEYS: text.trim() || ' ' },
+    describe: (name) => (name === 'SETTLE_PAYLOAD_KEYS' ? `SETTLE_PAYLOAD_KEYS_FILE (${file})` : name),
+  };
 }
 
 /** Parses `variables` from `set` (defaults applied); throws ConfigError naming every bad variable. */
@@ -67,15 +93,6 @@ export function loadConfig(
     options.temporal === 'dev-stack'
       ? { address: set.TEMPORAL_ADDRESS, namespace: set.TEMPORAL_NAMESPACE }
       : loadTemporalProfile(set);
-  // Temporal's own configuration decides address and namespace (a variable, or the profile's key).
-  const resolved = { ...set };
-  for (const [variable, value] of [
-    ['TEMPORAL_ADDRESS', temporal.address],
-    ['TEMPORAL_NAMESPACE', temporal.namespace],
-  ] as const) {
-    if (value) resolved[variable] = value;
-    else delete resolved[variable];
-  }
   const issues: ConfigError['issues'] = [];
   const collect = <T>(parse: () => T): T | undefined => {
     try {
@@ -86,13 +103,23 @@ export function loadConfig(
       return undefined;
     }
   };
+  const keys = collect(() => withPayloadKeysFile(set)) ?? { set, describe: (name: string) => name };
+  // Temporal's own configuration decides address and namespace (a variable, or the profile's key).
+  const resolved = { ...keys.set };
+  for (const [variable, value] of [
+    ['TEMPORAL_ADDRESS', temporal.address],
+    ['TEMPORAL_NAMESPACE', temporal.namespace],
+  ] as const) {
+    if (value) resolved[variable] = value;
+    else delete resolved[variable];
+  }
   // The process settings are checked here too, so one message names every bad variable.
   collect(() => parseVariables(settingsVariables, set));
   const config = collect(() =>
     parseVariables(configVariables, resolved, (name) =>
       name.startsWith('TEMPORAL_') && !set[name] && temporal.profileSource
         ? `${name} (or its key in ${temporal.profileSource})`
-        : name,
+        : keys.describe(name),
     ),
   );
   if (!config || issues.length > 0) throw new ConfigError(issues);
@@ -116,7 +143,8 @@ export function loadConfigPart<K extends keyof typeof configVariables>(
     typeof configVariables,
     K
   >;
-  return parseVariables(variables, setOnly(env)) as Pick<Config, K>;
+  const { set, describe } = withPayloadKeysFile(setOnly(env));
+  return parseVariables(variables, set, describe) as Pick<Config, K>;
 }
 
 /** Each variable's default, parsed: for code handed no configuration (tools, tests). */

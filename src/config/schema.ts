@@ -1,6 +1,7 @@
 import type { TLSConfig } from '@temporalio/client';
 import { z } from 'zod';
 import { parseDuration } from '../domain/duration';
+import { parsePayloadKeys } from './payload-keys';
 
 // Every environment variable settle reads is declared here, once; the `Config` and `Settings` types
 // are inferred from these declarations. A new variable is one entry below, plus its row in the
@@ -64,6 +65,15 @@ const duration = z.string().transform((value, ctx) => {
     return z.NEVER;
   }
   return ms;
+});
+
+const payloadKeys = z.string().transform((value, ctx) => {
+  const parsed = parsePayloadKeys(value);
+  if ('problem' in parsed) {
+    ctx.addIssue({ code: 'custom', message: parsed.problem });
+    return z.NEVER;
+  }
+  return parsed.keys;
 });
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -213,6 +223,25 @@ export const configVariables = {
       .min(1, 'must be a whole number from 1 to 100')
       .max(100, 'must be a whole number from 1 to 100'),
     { default: '2' },
+  ),
+  /**
+   * Payload encryption keys (`<key id>:<base64 of 32 bytes>`, comma-separated): every payload settle
+   * writes to Temporal is encrypted under the first, and read with whichever its key ID names (a key
+   * rotates by going first, the old one kept after it). Unset: payloads are written in plain JSON.
+   */
+  payloadKeys: variable('SETTLE_PAYLOAD_KEYS', payloadKeys.optional()),
+  /** A file holding the keys instead (one a line, or comma-separated), for a mounted secret. */
+  payloadKeysFile: variable('SETTLE_PAYLOAD_KEYS_FILE', z.string().optional()),
+  /** Bearer token `settle codec-server` requires on /encode and /decode. */
+  codecToken: variable('SETTLE_CODEC_TOKEN', z.string().min(16, 'must be at least 16 characters').optional()),
+  /** Port of `settle codec-server`. */
+  codecPort: variable('SETTLE_CODEC_PORT', port(0), { default: '8235' }),
+  /** The one browser origin (the Temporal UI's) `settle codec-server` answers cross-origin requests from. */
+  codecCorsOrigin: variable(
+    'SETTLE_CODEC_CORS_ORIGIN',
+    httpUrl
+      .refine((value) => new URL(value).origin === value, 'must be an origin: scheme, host and port, no path')
+      .optional(),
   ),
 };
 
