@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { connectClient } from '../src/temporal/client';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
+import { parsePayloadKeys, type PayloadKey } from '../src/config/payload-keys';
 import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { freePort } from '../src/lib/free-port';
@@ -27,8 +28,11 @@ export function settleProcessEnv(run: {
   receiverUrl: string;
   scratch: string;
   logLevel: string;
+  /** SETTLE_PAYLOAD_KEYS: every settle process of a run encrypts its payloads, as production does. */
+  payloadKeys: string;
 }): Record<string, string> {
   return {
+    SETTLE_PAYLOAD_KEYS: run.payloadKeys,
     DATABASE_URL: run.databaseUrl,
     SETTLE_TASK_QUEUE: run.taskQueue,
     SETTLE_WEBHOOK_SECRETS: run.secret,
@@ -53,6 +57,8 @@ export class ProofStack {
   readonly secret = `whsec_${randomBytes(24).toString('base64')}`;
   readonly apiToken = randomBytes(24).toString('hex');
   readonly taskQueue = 'settle';
+  /** One key of the run's own (SETTLE_PAYLOAD_KEYS); a row turns encryption off with an empty value. */
+  readonly payloadKeys = `proof-${randomBytes(3).toString('hex')}:${randomBytes(32).toString('base64')}`;
   readonly receiver = new RecordingReceiver();
   postgres!: EmbeddedDatabase;
   temporal!: DevServer;
@@ -93,6 +99,7 @@ export class ProofStack {
     this.client = await connectClient({
       temporalAddress: this.temporal.address,
       temporalNamespace: 'default',
+      payloadKeys: proofKeys(this.payloadKeys),
     });
     await this.receiver.start();
   }
@@ -171,6 +178,7 @@ export class ProofStack {
         apiToken: this.apiToken,
         scratch: this.scratch,
         receiverUrl: this.receiver.url,
+        payloadKeys: this.payloadKeys,
         // Request logs at info cost the gateway a JSON line per request; the figures are for warn.
         logLevel: process.env.SETTLE_LOG_LEVEL ?? 'warn',
       }),
@@ -305,4 +313,10 @@ function temporalStorage(scratch: string): { dbFile?: string; sqlitePragmas?: st
   };
   if (!pragmas[mode]) throw new Error('SETTLE_PROOF_TEMPORAL_DB must be file, wal-full, wal or memory');
   return { dbFile: join(scratch, 'temporal.db'), sqlitePragmas: pragmas[mode] };
+}
+
+function proofKeys(spec: string): PayloadKey[] {
+  const parsed = parsePayloadKeys(spec);
+  if ('problem' in parsed) throw new Error(`proof payload keys: ${parsed.problem}`);
+  return parsed.keys;
 }

@@ -39,7 +39,7 @@ async function startAndFinish(client: typeof stack.client) {
 }
 
 test('a client on the worker’s connection is granted eager start, and the run completes', async () => {
-  const client = clientOnWorkerConnection(worker.connection, stack.config.temporalNamespace);
+  const client = clientOnWorkerConnection(worker.connection, stack.config);
   const { start, result } = await startAndFinish(client);
   assert.equal(start.started && start.eagerlyStarted, true, 'the dev server did not grant eager start');
   assert.equal(result.outcome, 'applied');

@@ -16,6 +16,8 @@ import { Client, Connection } from '@temporalio/client';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Child } from '../proof/processes';
+import type { PayloadKey } from '../src/config/payload-keys';
+import { settleDataConverter } from '../src/temporal/data-converter';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/stack/embedded-postgres';
 import { PROJECT_ROOT } from '../src/lib/paths';
 import { findTemporalCli } from '../src/stack/temporal-binaries';
@@ -39,6 +41,10 @@ export type ClusterOptions = {
   namespace?: string;
   historyShards?: number;
   log?: (line: string) => void;
+  /** The keys settle's processes encrypt payloads with: the operator's client decrypts with them too. */
+  payloadKeys?: PayloadKey[];
+  /** The UI server's codec endpoint (`codec.endpoint`), a `settle codec-server` the browser reaches. */
+  codecEndpoint?: string;
 };
 
 /** Which client certificate a client environment carries: settle's, the operator's, or none. */
@@ -196,7 +202,11 @@ export class TemporalCluster {
           }
         : undefined,
     });
-    return new Client({ connection, namespace: this.namespace });
+    return new Client({
+      connection,
+      namespace: this.namespace,
+      dataConverter: settleDataConverter({ payloadKeys: this.options.payloadKeys }),
+    });
   }
 
   async startService(service: TemporalService): Promise<Child> {
@@ -239,6 +249,11 @@ export class TemporalCluster {
         '  allowOrigins: []',
         'auth:',
         '  enabled: false',
+        // The browser calls the codec server itself; without OIDC it has no access token to pass, so
+        // the endpoint carries settle's codec token (docs/operations.md, "Payload encryption").
+        ...(this.options.codecEndpoint
+          ? ['codec:', `  endpoint: ${this.options.codecEndpoint}`, '  passAccessToken: false']
+          : []),
         ...(certs
           ? [
               'tls:',

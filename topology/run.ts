@@ -99,7 +99,10 @@ async function check(name: string, body: () => Promise<{ failures: string[]; det
 
 class Topology {
   readonly scratch = mkdtempSync(join(tmpdir(), 'settle-topology-'));
-  readonly cluster = new TemporalCluster({ scratch: this.scratch, tls, log });
+  /** The run's payload key: every settle process encrypts, as production does with keys set. */
+  readonly payloadKey = { id: `topology-${randomBytes(3).toString('hex')}`, key: randomBytes(32) };
+  readonly payloadKeys = `${this.payloadKey.id}:${this.payloadKey.key.toString('base64')}`;
+  readonly cluster = new TemporalCluster({ scratch: this.scratch, tls, log, payloadKeys: [this.payloadKey] });
   readonly secret = `whsec_${randomBytes(24).toString('base64')}`;
   readonly apiToken = randomBytes(24).toString('hex');
   readonly receiver = new RecordingReceiver();
@@ -147,6 +150,7 @@ class Topology {
         receiverUrl: this.receiver.url,
         scratch: this.scratch,
         logLevel: 'info',
+        payloadKeys: this.payloadKeys,
       }),
       // glibc's malloc arenas, as the Dockerfile sets them.
       MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',

@@ -118,7 +118,7 @@ export async function runDevStack(): Promise<void> {
 
     // The gateway's starts share the worker's connection, so Temporal hands each new run's first task
     // straight back to this worker (eager start); the worker's stop closes the connection.
-    const client = clientOnWorkerConnection(connection, config.temporalNamespace);
+    const client = clientOnWorkerConnection(connection, config);
     await prepareRetention(client, config, logger);
     const gateway = await startGateway({ config, pool, client });
     cleanups.push(() => gateway.app.close());

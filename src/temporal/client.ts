@@ -11,6 +11,7 @@ import type { Config } from '../config';
 import { paymentWorkflowId, reminderWorkflowId } from '../domain/ids';
 import type { PaymentEvent } from '../domain/payment-event';
 import { temporalConnectionOptions, type TemporalConnectionConfig } from './connection';
+import { settleDataConverter, type PayloadKeysConfig } from './data-converter';
 import { bulkTaskQueue } from './task-queues';
 import { paymentStartSearchAttributes, paymentSummary, reminderSummary } from '../domain/search-attributes';
 import type { paymentWorkflow, reminderWorkflow } from '../workflows';
@@ -18,12 +19,21 @@ import type { paymentWorkflow, reminderWorkflow } from '../workflows';
 /** How long a start may take before the caller treats Temporal as unavailable. */
 const START_DEADLINE_MS = 5_000;
 
-export async function connectClient(
-  config: TemporalConnectionConfig & Pick<Config, 'temporalNamespace'>,
-): Promise<Client> {
+/** Where a client goes, and whether its payloads are encrypted (SETTLE_PAYLOAD_KEYS). */
+export type ClientConfig = Pick<Config, 'temporalNamespace'> & PayloadKeysConfig;
+
+/**
+ * Every Temporal client settle makes (gateway, CLI commands, the purge Schedule's, tools and tests):
+ * with payload keys configured, what it writes is encrypted and what it reads decrypted.
+ */
+export async function connectClient(config: TemporalConnectionConfig & ClientConfig): Promise<Client> {
   // Lazy: the gateway starts (and answers 503) while Temporal is still down.
   const connection = Connection.lazy(temporalConnectionOptions(config));
-  return new Client({ connection, namespace: config.temporalNamespace });
+  return new Client({
+    connection,
+    namespace: config.temporalNamespace,
+    dataConverter: settleDataConverter(config),
+  });
 }
 
 /** Clients on the connection a worker of this same process polls with (`clientOnWorkerConnection`). */
@@ -35,8 +45,12 @@ const onWorkerConnection = new WeakSet<Client>();
  * for this process's worker, skipping the trip through matching; with no free slot on that worker it
  * queues the task as usual. Closing the worker's connection closes this client.
  */
-export function clientOnWorkerConnection(connection: NativeConnection, namespace: string): Client {
-  const client = new Client({ connection, namespace });
+export function clientOnWorkerConnection(connection: NativeConnection, config: ClientConfig): Client {
+  const client = new Client({
+    connection,
+    namespace: config.temporalNamespace,
+    dataConverter: settleDataConverter(config),
+  });
   onWorkerConnection.add(client);
   return client;
 }

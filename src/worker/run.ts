@@ -21,6 +21,7 @@ import {
   type TemporalConnectionConfig,
   TemporalSetupError,
 } from '../temporal/connection';
+import { settleDataConverter } from '../temporal/data-converter';
 import { bulkTaskQueue } from '../temporal/task-queues';
 import { workflowBundlePath } from './workflow-bundle';
 
@@ -75,6 +76,7 @@ export type WorkerOptions = {
         | 'allowPrivateTargets'
         | 'maxCachedWorkflows'
         | 'bulkConcurrency'
+        | 'payloadKeys'
       >
     >;
   pool: pg.Pool;
@@ -190,7 +192,10 @@ export class SettleWorker {
 /** The settle worker (live and bulk, polling settle's task queues); the caller runs it and closes the connection. */
 export async function createWorker({ config, pool, interceptors = [], tuning, sdkOptions }: WorkerOptions) {
   installTemporalRuntime();
-  const codePath = await workflowBundlePath();
+  // With payload keys, payloads and failure messages are encrypted (temporal/data-converter.ts); the
+  // codec runs outside the workflow sandbox, the failure converter inside too (the bundle's variant).
+  const dataConverter = settleDataConverter(config);
+  const codePath = await workflowBundlePath({ encodedFailures: dataConverter !== undefined });
   const connection = await connectWorker(config);
   const activities = {
     ...createActivities({
@@ -211,6 +216,7 @@ export async function createWorker({ config, pool, interceptors = [], tuning, sd
     connection,
     namespace: config.temporalNamespace,
     workflowBundle: { codePath },
+    dataConverter,
     activities,
     interceptors: { activity: [activityOutcomeInterceptor, ...interceptors] },
     // Under lib/shutdown.ts's deadline: activities still running then are cancelled, so the drain ends.

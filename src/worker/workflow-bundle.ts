@@ -33,6 +33,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { PROJECT_ROOT, stateDir } from '../lib/paths';
+import { FAILURE_CONVERTER_PATH } from '../temporal/data-converter';
 
 const WORKFLOWS_PATH = require.resolve('../workflows');
 /** src/: everything the workflows can import lies under it. */
@@ -47,16 +48,22 @@ const BUNDLE_PREFIX = 'workflow-bundle-';
 /** Bundles of other source versions unused for this long are deleted when a new one is built. */
 const STALE_AFTER_MS = 60 * 60 * 1000;
 
-let bundlePath: Promise<string> | undefined;
+const bundlePaths = new Map<boolean, Promise<string>>();
 
-/** Path of the bundle for the current sources, built on the first call of this process if need be. */
-export function workflowBundlePath(): Promise<string> {
-  bundlePath ??= ensureBundle();
-  return bundlePath;
+/**
+ * Path of the bundle for the current sources, built on the first call of this process if need be.
+ * `encodedFailures`: the variant whose workflows write failure messages into (encrypted) payloads,
+ * for a worker with payload keys (temporal/failure-converter.ts).
+ */
+export function workflowBundlePath(options: { encodedFailures?: boolean } = {}): Promise<string> {
+  const encodedFailures = options.encodedFailures === true;
+  let path = bundlePaths.get(encodedFailures);
+  if (!path) bundlePaths.set(encodedFailures, (path = ensureBundle(encodedFailures)));
+  return path;
 }
 
-async function ensureBundle(): Promise<string> {
-  const name = `${BUNDLE_PREFIX}${bundleKey()}.js`;
+async function ensureBundle(encodedFailures: boolean): Promise<string> {
+  const name = bundleName(encodedFailures);
   const prebuilt = join(PREBUILT_DIR, name);
   if (existsSync(prebuilt)) return prebuilt;
   const dir = cacheDir();
@@ -65,7 +72,7 @@ async function ensureBundle(): Promise<string> {
     markUsed(file);
     return file;
   }
-  await buildInChildProcess(file);
+  await buildInChildProcess(file, encodedFailures);
   deleteStaleBundles(dir, file);
   return file;
 }
@@ -108,10 +115,11 @@ function filesUnder(dir: string): string[] {
     });
 }
 
-function buildInChildProcess(file: string): Promise<void> {
+function buildInChildProcess(file: string, encodedFailures: boolean): Promise<void> {
   return new Promise((resolve, reject) => {
     const loader = COMPILED ? [] : ['--require', require.resolve('tsx/cjs')];
-    const child = spawn(process.execPath, [...loader, __filename, file], {
+    const args = [__filename, file, ...(encodedFailures ? ['--encoded-failures'] : [])];
+    const child = spawn(process.execPath, [...loader, ...args], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let errors = '';
@@ -148,9 +156,10 @@ function deleteStaleBundles(dir: string, current: string): void {
 }
 
 /** The child: bundles, then writes the file whole (temporary name, then rename). */
-async function buildBundle(file: string): Promise<void> {
+async function buildBundle(file: string, encodedFailures: boolean): Promise<void> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
+    ...(encodedFailures ? { failureConverterPath: FAILURE_CONVERTER_PATH } : {}),
     logger: new DefaultLogger('WARN'),
   });
   const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`;
@@ -158,18 +167,27 @@ async function buildBundle(file: string): Promise<void> {
   renameSync(temporary, file);
 }
 
-/** `--prebuild`: the bundle for these sources into PREBUILT_DIR (the image's build stage). */
+/** `--prebuild`: both bundles for these sources into PREBUILT_DIR (the image's build stage). */
 async function prebuild(): Promise<void> {
   mkdirSync(PREBUILT_DIR, { recursive: true });
-  const file = join(PREBUILT_DIR, `${BUNDLE_PREFIX}${bundleKey()}.js`);
-  await buildBundle(file);
-  process.stdout.write(`${relative(process.cwd(), file)}\n`);
+  for (const encodedFailures of [false, true]) {
+    const file = join(PREBUILT_DIR, bundleName(encodedFailures));
+    await buildBundle(file, encodedFailures);
+    process.stdout.write(`${relative(process.cwd(), file)}\n`);
+  }
+}
+
+/** The bundle's file name: its source version, and the variant with failures encoded (payload keys). */
+function bundleName(encodedFailures: boolean): string {
+  return `${BUNDLE_PREFIX}${encodedFailures ? 'encoded-failures-' : ''}${bundleKey()}.js`;
 }
 
 if (require.main === module) {
   const arg = process.argv[2]!;
-  (arg === '--prebuild' ? prebuild() : buildBundle(arg)).catch((error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exitCode = 1;
-  });
+  (arg === '--prebuild' ? prebuild() : buildBundle(arg, process.argv[3] === '--encoded-failures')).catch(
+    (error: unknown) => {
+      process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
 }

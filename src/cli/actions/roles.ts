@@ -61,7 +61,7 @@ export async function serve(): Promise<void> {
     const refused = await probeTls(config);
     if (refused) throw new CliError(refused);
     const { worker, connection } = await createWorker({ config, pool });
-    const client = clientOnWorkerConnection(connection, config.temporalNamespace);
+    const client = clientOnWorkerConnection(connection, config);
     try {
       const problem = await checkNamespace(
         client,
