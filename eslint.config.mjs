@@ -58,7 +58,7 @@ function layerRules() {
     ['domain', 'lib', 'config'],
     ['db', 'temporal', 'workflows', 'providers', 'metrics'],
     ['app', 'activities'],
-    ['gateway', 'worker'],
+    ['gateway', 'worker', 'codec'],
     ['stack', 'cli'],
   ];
   /** Narrower than the layer: what a folder must not import even though the layer would allow it. */
@@ -66,8 +66,9 @@ function layerRules() {
     // Pure rules, safe inside workflows: nothing with I/O, no configuration.
     domain: ['lib', 'config'],
     // The edges do not reach into each other: only the composition roots (stack, cli) wire them.
-    gateway: ['worker'],
-    worker: ['gateway'],
+    gateway: ['worker', 'codec'],
+    worker: ['gateway', 'codec'],
+    codec: ['gateway', 'worker'],
     stack: ['cli'],
   };
   const folderPattern = (folders) => `^(\\.\\./)+(${folders.join('|')})(/|$)`;

@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { registerCodecServer } from './commands/codec-server';
 import { registerExample } from './commands/example';
 import { registerExceptions } from './commands/exceptions';
 import { registerImport } from './commands/import';
@@ -40,6 +41,7 @@ registerStats(program);
 registerPurge(program);
 registerSimulate(program);
 registerExample(program);
+registerCodecServer(program);
 
 void program
   .parseAsync(process.argv)
