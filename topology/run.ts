@@ -34,9 +34,12 @@ import { ResourceSampler, sleep, type Child } from '../proof/processes';
 import { settleProcessEnv } from '../proof/stack';
 import { checkInvariants } from '../chaos/invariants';
 import { Provider } from '../chaos/provider';
+import { startCodecServer } from '../src/codec/server';
 import { addShipments } from '../src/db/shipments';
 import { createPool } from '../src/db/pool';
+import { logger } from '../src/lib/logger';
 import { PROJECT_ROOT } from '../src/lib/paths';
+import { EncryptionCodec, StaticKeySource } from '../src/temporal/payload-codec';
 import { TemporalCluster, type Identity } from './cluster';
 import { startProgram } from './processes';
 
@@ -106,6 +109,9 @@ class Topology {
   readonly secret = `whsec_${randomBytes(24).toString('base64')}`;
   readonly apiToken = randomBytes(24).toString('hex');
   readonly receiver = new RecordingReceiver();
+  /** The UI's codec server (settle codec-server's, in this process) and its token. */
+  readonly codecToken = randomBytes(24).toString('hex');
+  private codec: Awaited<ReturnType<typeof startCodecServer>> | undefined;
   readonly gateways: (Child | undefined)[] = [undefined, undefined];
   readonly gatewayPorts: number[] = [];
   readonly workers: Child[] = [];
@@ -124,7 +130,21 @@ class Topology {
   }
 
   async start(): Promise<void> {
+    // The UI server is configured as production's: pointed at a codec server, the token in its path.
+    // The UI's origin is known once it listens; the codec server reads this list on every call.
+    const uiOrigins: string[] = [];
+    this.codec = await startCodecServer({
+      codec: new EncryptionCodec(new StaticKeySource([this.payloadKey])),
+      token: this.codecToken,
+      namespace: this.cluster.namespace,
+      corsOrigins: uiOrigins,
+      host: '127.0.0.1',
+      port: 0,
+      logger,
+    });
+    this.cluster.options.codecEndpoint = `${this.codec.url}/${this.codecToken}`;
     await this.cluster.start();
+    uiOrigins.push(new URL(this.cluster.uiUrl).origin);
     this.databaseUrl = this.cluster.postgres.urlFor('settle');
     this.pool = createPool(this.databaseUrl, { max: 10 });
     this.client = await this.cluster.connect();
@@ -220,6 +240,7 @@ class Topology {
     await this.client?.connection.close().catch(() => {});
     await this.pool?.end().catch(() => {});
     await this.receiver.close().catch(() => {});
+    await this.codec?.close().catch(() => {});
     await this.cluster.stop();
   }
 }

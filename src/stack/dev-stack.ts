@@ -1,13 +1,15 @@
 import { mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { clientOnWorkerConnection } from '../temporal/client';
-import { loadConfig, loadSettings } from '../config';
+import { startCodecServer } from '../codec/server';
+import { loadConfig, loadConfigPart, loadSettings } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { startGateway } from '../gateway/run';
 import { logger } from '../lib/logger';
 import { onShutdown, SHUTDOWN_DEADLINE_MS } from '../lib/shutdown';
 import { prepareRetention } from '../app/purge-schedule';
+import { EncryptionCodec, StaticKeySource } from '../temporal/payload-codec';
 import { createWorker, installTemporalRuntime } from '../worker/run';
 import { startDevDownstream, type DevDownstream } from './dev-downstream';
 import { clearRunningStack, loadOrCreateDevSecrets, writeRunningStack } from '../lib/dev-state';
@@ -45,6 +47,10 @@ export async function runDevStack(): Promise<void> {
   env.SETTLE_WEBHOOK_SECRETS ||= secrets.webhookSecret;
   env.SETTLE_API_TOKEN ||= secrets.apiToken;
   env.SETTLE_OUTBOUND_SECRET ||= secrets.outboundSecret;
+  // Payloads encrypted as in production, with a development key; the UI reads them via the codec server.
+  const devPayloadKey = !env.SETTLE_PAYLOAD_KEYS && !env.SETTLE_PAYLOAD_KEYS_FILE;
+  if (devPayloadKey) env.SETTLE_PAYLOAD_KEYS = secrets.payloadKey;
+  env.SETTLE_CODEC_TOKEN ||= secrets.codecToken;
 
   // settle's own parts (gateway, worker, pool), stopped in reverse order of start; then the servers
   // they use (stand-in downstream, Temporal, PostgreSQL), together.
@@ -68,6 +74,37 @@ export async function runDevStack(): Promise<void> {
   });
 
   try {
+    // First, so the UI can be started pointed at it (the browser calls it, not the dev server).
+    const codecConfig = loadConfigPart(
+      [
+        'payloadKeys',
+        'payloadKeysFile',
+        'codecToken',
+        'codecPort',
+        'codecCorsOrigin',
+        'host',
+        'temporalNamespace',
+      ],
+      env,
+    );
+    const uiOrigins = [
+      `http://127.0.0.1:${settings.devTemporalUiPort}`,
+      `http://localhost:${settings.devTemporalUiPort}`,
+    ];
+    const codec = await startCodecServer({
+      codec: new EncryptionCodec(new StaticKeySource(codecConfig.payloadKeys!)),
+      token: codecConfig.codecToken!,
+      namespace: codecConfig.temporalNamespace,
+      corsOrigins: codecConfig.codecCorsOrigin ? [codecConfig.codecCorsOrigin] : uiOrigins,
+      host: codecConfig.host,
+      port: codecConfig.codecPort,
+      logger,
+    });
+    serverStops.push(() => codec.close());
+    // The dev server's UI has no sign-in, so no access token to pass and no header to set: its
+    // endpoint carries the token as a path segment (docs/operations.md, "Payload encryption").
+    const uiCodecEndpoint = `${codec.url}/${codecConfig.codecToken!}`;
+
     let postgres: EmbeddedDatabase | undefined;
     if (!env.DATABASE_URL) {
       const port = settings.devPostgresPort;
@@ -82,6 +119,7 @@ export async function runDevStack(): Promise<void> {
         cliPath: await findTemporalCli(),
         port: settings.devTemporalPort,
         uiPort: settings.devTemporalUiPort,
+        uiCodecEndpoint,
         dbFile: join(dir, 'temporal.db'),
         // WAL with every commit still fsynced: fewer syncs per commit than SQLite's rollback journal,
         // as durable (docs/performance.md has what each journal mode costs).
@@ -132,6 +170,7 @@ export async function runDevStack(): Promise<void> {
       gatewayUrl: gateway.url,
       namespace: config.temporalNamespace,
       taskQueue: config.taskQueue,
+      devPayloadKey,
     });
     cleanups.push(async () => clearRunningStack());
 
@@ -144,7 +183,8 @@ export async function runDevStack(): Promise<void> {
         `  postgres     ${postgres ? `embedded on 127.0.0.1:${postgres.port}, data in ${displayPath(join(dir, 'postgres'))}` : 'from DATABASE_URL'}`,
         `  migrations   ${migrations.applied.length ? `applied ${migrations.applied.join(', ')}` : 'up to date'}`,
         `  downstream   ${describeDownstream(config, downstream)}`,
-        `  secrets      development webhook secret and API token in ${displayPath(join(dir, 'dev-secrets.json'))}`,
+        `  codec        ${codec.url}   payloads encrypted (key ${config.payloadKeys![0]!.id}); the UI decodes through it`,
+        `  secrets      development webhook secret, API token, payload key and codec token in ${displayPath(join(dir, 'dev-secrets.json'))}`,
         '',
         'Send a signed example event (in another terminal, in this folder):',
         '  npx settle example',

@@ -18,6 +18,8 @@ export type DevServerOptions = {
   port: number;
   /** Omit for a headless server. */
   uiPort?: number;
+  /** The UI's remote codec endpoint (`--ui-codec-endpoint`): the UI decodes payloads through it. */
+  uiCodecEndpoint?: string;
   /** SQLite file that keeps history across restarts; omit for in-memory. */
   dbFile?: string;
   /** `PRAGMA=VALUE` for that file, e.g. `journal_mode=wal` (see docs/performance.md). */
@@ -48,6 +50,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     '--log-level',
     'error',
     ...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']),
+    ...(options.uiPort && options.uiCodecEndpoint ? ['--ui-codec-endpoint', options.uiCodecEndpoint] : []),
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
     ...(options.sqlitePragmas ?? []).flatMap((pragma) => ['--sqlite-pragma', pragma]),
     ...(options.registerSearchAttributes === false

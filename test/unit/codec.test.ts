@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -24,6 +24,11 @@ import {
 import { loadDataConverter } from '@temporalio/common/lib/internal-non-workflow/data-converter-helpers';
 import { ConfigError, loadConfig, loadConfigPart } from '../../src/config';
 import type { PayloadKey } from '../../src/config/payload-keys';
+import {
+  loadOrCreateDevSecrets,
+  resolveStackEnvironment,
+  writeRunningStack,
+} from '../../src/stack/dev-state';
 import { settleDataConverter } from '../../src/temporal/data-converter';
 import { EncryptionCodec, KEY_ID_METADATA, StaticKeySource } from '../../src/temporal/payload-codec';
 
@@ -192,6 +197,54 @@ describe('payload key variables', () => {
     assert.equal(
       load({ SETTLE_CODEC_CORS_ORIGIN: 'http://127.0.0.1:8233' }).codecCorsOrigin,
       'http://127.0.0.1:8233',
+    );
+  });
+});
+
+describe('npm start: the development key and codec token', () => {
+  test('generated beside the older secrets, reused, and given to the commands reading the stack', () => {
+    delete process.env.SETTLE_HOME;
+    const cwd = mkdtempSync(join(tmpdir(), 'settle-dev-'));
+    const older = {
+      webhookSecret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      apiToken: 'a'.repeat(24),
+      outboundSecret: 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD',
+    };
+    mkdirSync(join(cwd, '.settle'));
+    writeFileSync(join(cwd, '.settle', 'dev-secrets.json'), JSON.stringify(older));
+    const secrets = loadOrCreateDevSecrets(cwd);
+    assert.equal(secrets.apiToken, older.apiToken, 'the older secrets are kept');
+    assert.deepEqual(loadOrCreateDevSecrets(cwd), secrets, 'reused on the next start');
+    assert.ok(
+      loadConfig(
+        {
+          DATABASE_URL: 'postgres://x@127.0.0.1/x',
+          TEMPORAL_ADDRESS: '127.0.0.1:7233',
+          SETTLE_PAYLOAD_KEYS: secrets.payloadKey,
+        },
+        { temporal: 'dev-stack' },
+      ).payloadKeys?.length === 1,
+    );
+    const stack = {
+      pid: process.pid,
+      databaseUrl: 'postgres://x@127.0.0.1/x',
+      temporalAddress: '127.0.0.1:7233',
+      temporalUiUrl: null,
+      gatewayUrl: 'http://127.0.0.1:8080',
+      namespace: 'default',
+      taskQueue: 'settle',
+    };
+    writeRunningStack({ ...stack, devPayloadKey: true }, cwd);
+    assert.equal(resolveStackEnvironment({}, cwd).env.SETTLE_PAYLOAD_KEYS, secrets.payloadKey);
+    assert.equal(
+      resolveStackEnvironment({ SETTLE_PAYLOAD_KEYS_FILE: '/keys' }, cwd).env.SETTLE_PAYLOAD_KEYS,
+      undefined,
+    );
+    writeRunningStack({ ...stack, devPayloadKey: false }, cwd);
+    assert.equal(
+      resolveStackEnvironment({}, cwd).env.SETTLE_PAYLOAD_KEYS,
+      undefined,
+      'a stack started with keys of its own',
     );
   });
 });

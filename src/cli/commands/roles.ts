@@ -7,7 +7,9 @@ export function registerRoles(program: Command) {
     .description(
       'Run the whole stack on one machine: embedded PostgreSQL and a Temporal dev server with its UI ' +
         '(persisted under .settle/), migrations, a worker and the gateway, and a stand-in carrier and ERP ' +
-        'unless SETTLE_CARRIER_URL or SETTLE_ERP_URL is set. What `npm start` runs.',
+        'unless SETTLE_CARRIER_URL or SETTLE_ERP_URL is set. Payloads are encrypted with a development key ' +
+        '(unless SETTLE_PAYLOAD_KEYS is set) and a codec server on SETTLE_CODEC_PORT lets the UI show them ' +
+        'decoded. What `npm start` runs.',
     )
     .action(async () => (await import('../actions/start.js')).start());
 
