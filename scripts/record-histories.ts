@@ -5,16 +5,29 @@
  * breaks determinism fails the build. Before a version is deployed, re-record freely; after, guard a
  * change in the commands a workflow emits with workflow.patched() and move the old histories into a
  * subfolder named for the change first (they keep replaying), then re-record.
+ *
+ * `payment-encrypted-*` runs with payload encryption on, under the fixture key of
+ * test/histories/payload-keys.txt (made on the first recording, then kept). `--only=<name>` records
+ * that one history and leaves the others as they are.
  */
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { parsePayloadKeys, type PayloadKey } from '../src/config/payload-keys';
 import { startPaymentWorkflow } from '../src/temporal/client';
 import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
@@ -27,12 +40,26 @@ import { logger } from '../src/lib/logger';
 import { startEmbeddedPostgres } from '../src/stack/embedded-postgres';
 import { findTemporalCli } from '../src/stack/temporal-binaries';
 import { startTemporalDevServer } from '../src/stack/temporal-dev-server';
+import { settleDataConverter } from '../src/temporal/data-converter';
 import { createWorker } from '../src/worker/run';
 import { afterReconcileCommit } from '../test/support/after-commit';
 
 const run = promisify(execFile);
 /** SETTLE_HISTORIES_DIR records elsewhere, e.g. a subfolder for a patched path beside the current one. */
 const OUT_DIR = process.env.SETTLE_HISTORIES_DIR ?? join(__dirname, '..', 'test', 'histories');
+/** The fixture key the encrypted histories are written under (test/replay-histories.test.ts reads it). */
+const KEYS_FILE = join(__dirname, '..', 'test', 'histories', 'payload-keys.txt');
+const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length);
+const wanted = (name: string) => only === undefined || name === only;
+
+function fixtureKeys(): PayloadKey[] {
+  if (!existsSync(KEYS_FILE)) {
+    writeFileSync(KEYS_FILE, `fixture-1:${randomBytes(32).toString('base64')}\n`);
+  }
+  const parsed = parsePayloadKeys(readFileSync(KEYS_FILE, 'utf8'));
+  if ('problem' in parsed) throw new Error(`${KEYS_FILE}: ${parsed.problem}`);
+  return parsed.keys;
+}
 
 function event(
   id: string,
@@ -81,7 +108,7 @@ async function main() {
   let failedOnce = false;
   try {
     await migrate(pool);
-    await addShipments(pool, ['SHP-REC-1', 'SHP-REC-2', 'SHP-REC-3', 'SHP-REC-4']);
+    await addShipments(pool, ['SHP-REC-1', 'SHP-REC-2', 'SHP-REC-3', 'SHP-REC-4', 'SHP-REC-5']);
     const { worker, connection } = await createWorker({
       config: {
         temporalAddress: temporal.address,
@@ -104,6 +131,24 @@ async function main() {
       ],
     });
     const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
+    // The same code with payload encryption on: its own worker, task queue and client.
+    const payloadKeys = fixtureKeys();
+    const encrypted = await createWorker({
+      config: {
+        temporalAddress: temporal.address,
+        temporalNamespace: 'default',
+        taskQueue: `${taskQueue}-encrypted`,
+        carrierUrl: carrier.url,
+        erpUrl: erp.url,
+        allowPrivateTargets: true,
+        payloadKeys,
+      },
+      pool,
+    });
+    const encryptedClient = new Client({
+      connection: client.connection,
+      dataConverter: settleDataConverter({ payloadKeys }),
+    });
     const gateway = buildGateway({
       pool,
       client,
@@ -142,7 +187,9 @@ async function main() {
 
     // Only this version's histories are re-recorded; those in subfolders keep older versions replaying.
     mkdirSync(OUT_DIR, { recursive: true });
-    for (const name of readdirSync(OUT_DIR).filter((n) => n.endsWith('.json'))) rmSync(join(OUT_DIR, name));
+    for (const name of readdirSync(OUT_DIR).filter((n) => n.endsWith('.json'))) {
+      if (wanted(name.replace(/\.json$/, ''))) rmSync(join(OUT_DIR, name));
+    }
     const save = async (name: string, handle: WorkflowHandle) => {
       await handle.result().catch(() => undefined);
       const { runId } = await handle.describe();
@@ -165,13 +212,27 @@ async function main() {
     };
 
     await worker.runUntil(async () => {
+      if (wanted('payment-encrypted-applied-delivered')) {
+        await encrypted.worker.runUntil(async () => {
+          const marked = event('pay_rec_encrypted', 'payment.settled', 'SHP-REC-5', 'pi_rec_5');
+          const withExtra = { ...marked, data: { ...marked.data, customer_email: 'jane.doe@example.com' } };
+          const started = await startPaymentWorkflow(encryptedClient, `${taskQueue}-encrypted`, withExtra);
+          if (!started.started) throw new Error('payment encrypted-applied-delivered: not started');
+          await save(
+            'payment-encrypted-applied-delivered',
+            encryptedClient.workflow.getHandle(started.workflowId, started.runId),
+          );
+        });
+      }
       for (const [name, payment, reusePolicy] of payments) {
+        if (!wanted(`payment-${name}`)) continue;
         // As the gateway and replay start them: search attributes and summary included.
         const started = await startPaymentWorkflow(client, taskQueue, payment, { reusePolicy });
         if (!started.started) throw new Error(`payment ${name}: not started`);
         await save(`payment-${name}`, client.workflow.getHandle(started.workflowId, started.runId));
       }
       for (const [name, { body, cancel }] of reminders) {
+        if (!wanted(`reminder-${name}`)) continue;
         const deliveryId = `renewal-rec-${name}`;
         const dueAt = new Date(Date.now() + (cancel ? 3_600_000 : 1_000)).toISOString();
         const headers = {
@@ -191,6 +252,7 @@ async function main() {
       }
     });
     await gateway.close();
+    await encrypted.connection.close();
     await connection.close();
     await client.connection.close();
     process.stdout.write(

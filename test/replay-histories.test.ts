@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { Worker } from '@temporalio/worker';
+import { parsePayloadKeys } from '../src/config/payload-keys';
+import { settleDataConverter } from '../src/temporal/data-converter';
 import { installTemporalRuntime } from '../src/worker/run';
 import { workflowBundlePath } from '../src/worker/workflow-bundle';
 
@@ -19,6 +21,12 @@ const histories = readdirSync(HISTORIES, { recursive: true, encoding: 'utf8' })
     history: JSON.parse(readFileSync(join(HISTORIES, name), 'utf8')),
   }));
 
+// The payment-encrypted-* histories were written with payload encryption on, under this fixture key;
+// the others in plain JSON, which the same data converter reads as it is.
+const fixtureKeys = parsePayloadKeys(readFileSync(join(HISTORIES, 'payload-keys.txt'), 'utf8'));
+if ('problem' in fixtureKeys) throw new Error(`test/histories/payload-keys.txt: ${fixtureKeys.problem}`);
+const dataConverter = settleDataConverter({ payloadKeys: fixtureKeys.keys });
+
 installTemporalRuntime();
 
 test('recorded histories are committed for every workflow and scenario', () => {
@@ -30,15 +38,19 @@ test('recorded histories are committed for every workflow and scenario', () => {
     'payment-delivery-retried',
     'reminder-delivered',
     'reminder-cancelled',
+    'payment-encrypted-applied-delivered',
   ]) {
     assert.ok(names.includes(expected), `test/histories has no ${expected}.json`);
   }
+  const encrypted = histories.find((h) => h.workflowId === 'payment-encrypted-applied-delivered')!;
+  const input = encrypted.history.events[0].workflowExecutionStartedEventAttributes.input.payloads[0];
+  assert.equal(Buffer.from(input.metadata.encoding, 'base64').toString(), 'binary/encrypted');
 });
 
 test('the workflow bundle the worker runs replays every recorded history deterministically', async () => {
   const failures: string[] = [];
   for await (const result of Worker.runReplayHistories(
-    { workflowBundle: { codePath: await workflowBundlePath() } },
+    { workflowBundle: { codePath: await workflowBundlePath() }, dataConverter },
     histories,
   )) {
     if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
@@ -51,7 +63,7 @@ test('a workflow changed incompatibly fails the replay of every payment history 
   assert.ok(payments.length >= 8, `only ${payments.length} payment histories`);
   const verdicts: Record<string, string> = {};
   for await (const result of Worker.runReplayHistories(
-    { workflowsPath: require.resolve('./support/nondeterministic-workflows') },
+    { workflowsPath: require.resolve('./support/nondeterministic-workflows'), dataConverter },
     payments,
   )) {
     verdicts[result.workflowId] = result.error?.constructor.name ?? 'replayed';
