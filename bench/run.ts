@@ -1,7 +1,8 @@
 /**
- * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,L,PE,R,BY,RT,I,LI] [-- --server=dev|cluster|both]`:
+ * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,L,PE,R,BY,RT,I,LI,PC] [-- --server=dev|cluster|both]`:
  * PE is P through `settle serve` (eager start; LE@50% its load row), LI live webhooks during an import,
  * BY the bytes one event keeps in settle's tables, RT the purge of past-retention claims under load. Every Temporal row counts its billable actions.
+ * PC (only when named) P@50 through `settle serve` with payload encryption off and then on (the codec's CPU cost).
  * settle's benchmarks against baselines measured in the same run, on this machine, on loopback. Each
  * figure is the median of its repetitions; CPU time (per event) and peak RSS are per process.
  * Writes bench/results.json (bench/results-cluster.json for the cluster) and prints a table.
@@ -29,6 +30,8 @@ const only = process.argv
   .find((arg) => arg.startsWith('--only='))
   ?.slice('--only='.length)
   .split(',');
+/** Rows run only when --only names them. */
+const ON_REQUEST = ['PC'];
 /**
  * `--server=cluster`: T0 and P (unless --only says otherwise) against the real Temporal server of
  * `npm run topology` (topology/cluster.ts) instead of the dev server; results in results-cluster.json.
@@ -39,7 +42,8 @@ if (!['dev', 'cluster', 'both'].includes(serverArg)) throw new Error('--server m
 const servers = serverArg === 'both' ? (['dev', 'cluster'] as const) : [serverArg as 'dev' | 'cluster'];
 let server: 'dev' | 'cluster' = servers[0]!;
 const CLUSTER_DEFAULT = ['T0', 'P'];
-const wanted = (id: string) => (only ? only.includes(id) : server === 'dev' || CLUSTER_DEFAULT.includes(id));
+const wanted = (id: string) =>
+  only ? only.includes(id) : !ON_REQUEST.includes(id) && (server === 'dev' || CLUSTER_DEFAULT.includes(id));
 
 /** Sizes: the short form finishes in about three minutes on 2 cores; the full one in about eleven. */
 const SIZE = short
@@ -327,6 +331,34 @@ async function benchOn(): Promise<Goal[]> {
       }
     }
 
+    if (wanted('PC')) {
+      // The payload codec's cost: the same path through `settle serve` (gateway and worker in one
+      // process), encryption off (SETTLE_PAYLOAD_KEYS empty) and then on (the stack's key).
+      for (const [variant, extra] of [
+        ['off', { SETTLE_PAYLOAD_KEYS: '' }],
+        ['on', {}],
+      ] as const) {
+        const started = await stack.startServe(extra);
+        serve = started.child;
+        const through = stack.throughGateway(started.gatewayUrl);
+        try {
+          await benchFullPath(through, await preparePathEvents(stack, 50), 10);
+          await measure(
+            `PC@50 ${variant}`,
+            `P through settle serve, payload encryption ${variant}, 50 in flight`,
+            {
+              prepare: () => preparePathEvents(stack, SIZE.pathEvents),
+              run: (events) => benchFullPath(through, events, 50),
+              events: SIZE.pathEvents,
+            },
+          );
+        } finally {
+          await serve.stop().catch(() => {});
+          serve = undefined;
+        }
+      }
+    }
+
     if (wanted('R') && finished.length) {
       await measure('R', `replay storm: all ${finished.length} finished events again, 50 in flight`, {
         run: () => benchReplayStorm(stack, finished, 50),
@@ -535,6 +567,16 @@ function evaluateGoals(): Goal[] {
     own.gateway === undefined ? undefined : (own.gateway ?? 0) + (own.worker ?? 0) + (own.pg ?? 0),
     own.temporal === undefined ? undefined : own.temporal + (own['temporal-pg'] ?? 0),
     1,
+  );
+  const codecOn = cpu('PC@50 on');
+  const codecOff = cpu('PC@50 off');
+  const settleCpu = (row: Record<string, number | undefined>) =>
+    row.serve === undefined ? undefined : row.serve + (row.pg ?? 0);
+  upTo(
+    "payload codec ≤ 5 % of settle's CPU/event (serve+pg, PC@50 on / off)",
+    settleCpu(codecOn),
+    settleCpu(codecOff),
+    1.05,
   );
   ratio('B1 ≥ 0.8 × B0', fig('B1', 'eventsPerSecond'), fig('B0', 'eventsPerSecond'), 0.8);
   const pBest =
