@@ -250,7 +250,7 @@ export class TemporalCluster {
         'auth:',
         '  enabled: false',
         // The browser calls the codec server itself; without OIDC it has no access token to pass, so
-        // the endpoint carries settle's codec token (docs/operations.md, "Payload encryption").
+        // the endpoint carries settle's codec token (docs/operations.md, "Payment data in Temporal").
         ...(this.options.codecEndpoint
           ? ['codec:', `  endpoint: ${this.options.codecEndpoint}`, '  passAccessToken: false']
           : []),

@@ -102,7 +102,7 @@ export async function runDevStack(): Promise<void> {
     });
     serverStops.push(() => codec.close());
     // The dev server's UI has no sign-in, so no access token to pass and no header to set: its
-    // endpoint carries the token as a path segment (docs/operations.md, "Payload encryption").
+    // endpoint carries the token as a path segment (docs/operations.md, "Payment data in Temporal").
     const uiCodecEndpoint = `${codec.url}/${codecConfig.codecToken!}`;
 
     let postgres: EmbeddedDatabase | undefined;
