@@ -46,8 +46,6 @@ const VALIDATOR_SOURCE = join(HERE, 'validate');
 export const TARGETS = ['base', 'overlays/self-hosted-mtls', 'overlays/temporal-cloud'];
 /** The CPU utilisation the capacity model sizes for (bench/capacity.ts, --utilisation 0.6). */
 const TARGET_CPU_UTILISATION = 60;
-/** Declared by issue 25's payload codec (src/config/schema.ts once merged); read by gateway and worker. */
-const PENDING_VARIABLES = new Set(['SETTLE_PAYLOAD_KEYS']);
 /** Variables that hold secrets: only ever from a Secret, never a ConfigMap or a literal value. */
 const SECRET_VARIABLES = new Set([
   'DATABASE_URL',
@@ -271,7 +269,6 @@ const KNOWN_VARIABLES = new Set<string>([
   ...Object.values(configVariables).map((v) => v.name),
   ...Object.values(settingsVariables).map((v) => v.name),
   ...TEMPORAL_VARIABLES.filter((name) => !name.includes('<')),
-  ...PENDING_VARIABLES,
   // Node's own, for a deployment that tunes the heap (docs/performance.md).
   'NODE_OPTIONS',
 ]);
