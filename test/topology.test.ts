@@ -18,6 +18,9 @@ type Service = {
   ports?: string[];
   healthcheck?: { test: string[] };
   depends_on?: Record<string, { condition: string }>;
+  user?: string;
+  read_only?: boolean;
+  cap_drop?: string[];
 };
 
 /** docker-compose.yml's Temporal containers, and the service each runs. */
@@ -51,7 +54,7 @@ describe('docker-compose.yml', () => {
     assert.match(services.postgres!.image!, /^postgres:\d+/);
     assert.equal(services['temporal-ui']!.image, `temporalio/ui:${TEMPORAL_UI_VERSION}`);
     assert.equal(services['temporal-ui']!.environment!.TEMPORAL_ADDRESS, 'temporal:7233');
-    assert.ok(services['temporal-ui']!.ports!.some((p) => p.startsWith('8233:')));
+    assert.ok(services['temporal-ui']!.ports!.includes(published('SETTLE_UI_PORT', 8233, 8080)));
     assert.ok(existsSync(join(PROJECT_ROOT, 'Dockerfile')));
     assert.match(readFileSync(join(PROJECT_ROOT, 'Dockerfile'), 'utf8'), /^FROM node:\d+/m);
     assert.ok(
@@ -143,12 +146,15 @@ describe('docker-compose.yml', () => {
   test('runs settle roles with the environment they need, after migrations', () => {
     assert.deepEqual(services.migrate!.command, ['migrate']);
     assert.deepEqual(services.gateway!.command, ['gateway']);
-    assert.ok(services.gateway!.ports!.includes('8080:8080'));
+    assert.ok(services.gateway!.ports!.includes(published('SETTLE_GATEWAY_PORT', 8080, 8080)));
     assert.match(services.gateway!.healthcheck!.test.join(' '), /\/readyz/);
     for (const name of ['gateway', 'worker-1', 'worker-2']) {
       const service = services[name]!;
       assert.ok(service.build !== undefined || service.image === 'settle:latest');
       assert.equal(service.depends_on?.migrate?.condition, 'service_completed_successfully');
+      assert.equal(service.read_only, true, `${name} runs with a read-only root filesystem`);
+      assert.ok(service.user && !/^(0|root)\b/.test(service.user), `${name} runs as a non-root user`);
+      assert.deepEqual(service.cap_drop, ['ALL'], `${name} runs without capabilities`);
       const env = service.environment!;
       assert.match(env.DATABASE_URL!, /^postgres:\/\/[^@]+@postgres:5432\/settle$/);
       assert.equal(env.TEMPORAL_ADDRESS, 'temporal:7233');
@@ -238,6 +244,14 @@ describe('the OpenAPI document', () => {
     );
   });
 });
+
+/**
+ * A published port as docker-compose.yml writes it: this host's SETTLE_BIND_ADDRESS (127.0.0.1 by
+ * default) and a host port `variable` can change (the compose check picks free ones).
+ */
+function published(variable: string, hostPort: number, containerPort: number): string {
+  return `\${SETTLE_BIND_ADDRESS:-127.0.0.1}:\${${variable}:-${hostPort}}:${containerPort}`;
+}
 
 /** The keys of an OpenAPI path item that are operations (others: `parameters`, `summary`…). */
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
