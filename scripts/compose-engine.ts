@@ -29,6 +29,7 @@ import { findTemporalCli } from '../src/stack/temporal-binaries';
 import {
   builtTemporalServerTools,
   ensureTemporalServerTools,
+  GO_TOOLCHAIN,
   TEMPORAL_SERVER_VERSION,
   TEMPORAL_UI_VERSION,
 } from '../topology/binaries';
@@ -208,9 +209,17 @@ export async function ensureBaseImages(): Promise<string> {
   return 'debian:bookworm-slim made with mmdebstrap';
 }
 
-/** settle's image from the Dockerfile (layers cached by the engine: seconds when nothing changed). */
+/**
+ * settle's image from the Dockerfile (layers cached by the engine: seconds when nothing changed),
+ * through docker/build-image.sh where it exists (this machine's CA bundle for npm inside the build).
+ */
 export async function buildSettleImage(): Promise<void> {
-  await must('docker', ['build', '--network', 'host', '-t', 'settle:latest', '.'], { timeoutMs: 1_800_000 });
+  const script = join(PROJECT_ROOT, 'docker', 'build-image.sh');
+  if (existsSync(script)) await must('bash', [script], { timeoutMs: 1_800_000 });
+  else
+    await must('docker', ['build', '--network', 'host', '-t', 'settle:latest', '.'], {
+      timeoutMs: 1_800_000,
+    });
 }
 
 type ComposeFile = { services?: Record<string, { image?: string; build?: unknown }> };
@@ -229,6 +238,15 @@ export function thirdPartyImages(files: string[]): string[] {
 
 /** A local equivalent: its folder under docker/equivalents/ and what its build context gets. */
 type Equivalent = { dir: string; inputs: () => Promise<[from: string, to: string][]> };
+
+/** A Go module's source folder in the module cache (downloaded when absent: the same proxy). */
+async function moduleDir(module: string): Promise<string> {
+  const ran = await must('go', ['mod', 'download', '-json', module], {
+    cwd: tmpdir(),
+    env: { ...process.env, GOTOOLCHAIN: GO_TOOLCHAIN, GOFLAGS: '-mod=mod' },
+  });
+  return (JSON.parse(ran.stdout) as { Dir: string }).Dir;
+}
 
 async function serverTools() {
   return builtTemporalServerTools() ?? (await ensureTemporalServerTools());
@@ -262,7 +280,17 @@ const EQUIVALENTS: Record<string, Equivalent> = {
   },
   [`temporalio/ui:${TEMPORAL_UI_VERSION}`]: {
     dir: 'temporal-ui',
-    inputs: async () => [[(await serverTools()).ui, 'temporal-ui-server']],
+    inputs: async () => [
+      [(await serverTools()).ui, 'temporal-ui-server'],
+      [
+        join(
+          await moduleDir(`github.com/temporalio/ui-server/v2@v${TEMPORAL_UI_VERSION}`),
+          'config',
+          'docker.yaml',
+        ),
+        'docker.yaml',
+      ],
+    ],
   },
 };
 
