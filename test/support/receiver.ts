@@ -79,7 +79,11 @@ export class RecordingReceiver {
   /** The behaviour may be replaced while the receiver runs (chaos switches it per scenario). */
   constructor(public behaviour: Behaviour = () => ({ status: 200 })) {}
 
-  async start(): Promise<void> {
+  /**
+   * Listens on 127.0.0.1 at a free port unless told otherwise (the compose check's receiver
+   * container listens on every interface at a fixed port: scripts/compose-check-receiver.ts).
+   */
+  async start(listen: { host: string; port: number } = { host: '127.0.0.1', port: 0 }): Promise<void> {
     const server = createServer((request, response) => {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -130,9 +134,9 @@ export class RecordingReceiver {
     server.on('connection', (socket: Socket) =>
       this.connections.set(socket, { id: ++this.connectionCount, requests: 0 }),
     );
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => server.listen(listen.port, listen.host, resolve));
     this.server = server;
-    this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    this.url = `http://${listen.host}:${(server.address() as AddressInfo).port}`;
   }
 
   /** Resolves with the time the key's effect was applied (at once if it already was). */
