@@ -151,6 +151,7 @@ class Project {
       SETTLE_WEBHOOK_SECRETS: this.secret,
       SETTLE_API_TOKEN: this.apiToken,
       SETTLE_OUTBOUND_SECRET: `whsec_${randomBytes(24).toString('base64')}`,
+      SETTLE_PAYLOAD_KEYS: `k1:${randomBytes(32).toString('base64')}`,
       SETTLE_CARRIER_URL: 'http://receiver:8080/carrier',
       SETTLE_ERP_URL: 'http://receiver:8080/erp',
       SETTLE_CHECK_RECEIVER_DIR: receiverDir,
