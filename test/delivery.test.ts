@@ -75,8 +75,14 @@ describe('the fast path', () => {
     const history = await setup.stack.client.workflow.getHandle(paymentWorkflowId(eventId)).fetchHistory();
     const events = history.events ?? [];
     const markers = events.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
-    // One marker per step: reconcile, carrier release, ERP entry (no patch markers: 0.1.0 has no patched()).
-    assert.deepEqual(markers, ['core_local_activity', 'core_local_activity', 'core_local_activity']);
+    // One marker per step: reconcile, carrier release, ERP entry; and the one patch marker of
+    // patched('coalesce-search-attributes'), which shares the same workflow task.
+    assert.deepEqual(markers, [
+      'core_patch',
+      'core_local_activity',
+      'core_local_activity',
+      'core_local_activity',
+    ]);
     assert.equal(events.filter((e) => e.activityTaskScheduledEventAttributes).length, 0);
     assert.equal(events.filter((e) => e.workflowTaskCompletedEventAttributes).length, 1);
   });

@@ -36,7 +36,7 @@ fi
 
 # Kept only when it has this Node and sits on the debian:bookworm-slim present now.
 base_layer() { docker image inspect --format '{{index .RootFS.Layers 0}}' "$1"; }
-if present "$NODE_IMAGE" && [ "$(docker run --rm "$NODE_IMAGE" node --version)" = "v$NODE_VERSION" ] &&
+if present "$NODE_IMAGE" && [ "$(docker run --rm --network none "$NODE_IMAGE" node --version)" = "v$NODE_VERSION" ] &&
   [ "$(base_layer "$NODE_IMAGE")" = "$(base_layer "$DEBIAN_IMAGE")" ]; then
   echo "== $NODE_IMAGE present (node v$NODE_VERSION)"
 else
