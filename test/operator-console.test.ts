@@ -24,7 +24,10 @@ const carrierDownFor = new Set<string>();
 let carrier: Receiver;
 let erp: Receiver;
 let stack: TestStack;
-/** What the CLI is given: the stuck threshold, short, as the stack's own gauge has it. */
+/**
+ * What the CLI is given: another stuck threshold (1h) than the stack's gateway (2s), as an operator's
+ * laptop may have; every surface must follow the deployment's (the gateway's, in deployment_settings).
+ */
 let env: NodeJS.ProcessEnv;
 
 before(async () => {
@@ -35,7 +38,7 @@ before(async () => {
   stack = await startTestStack({
     config: { carrierUrl: carrier.url, erpUrl: erp.url, deliveryStuckAfterMs: 2_000 },
   });
-  env = stackEnv(stack, { SETTLE_DELIVERY_STUCK_AFTER: '2s' });
+  env = stackEnv(stack, { SETTLE_DELIVERY_STUCK_AFTER: '1h' });
 });
 
 after(async () => {
@@ -104,7 +107,12 @@ describe('a delivery retrying past SETTLE_DELIVERY_STUCK_AFTER', () => {
     assert.match(human.stdout, new RegExp(`delivery_stuck\\s+${event.id}`));
     assert.match(human.stdout, /delivery_stuck: the target keeps failing/);
 
-    // stats and the gauge count the very list `settle exceptions` prints.
+    // stats and the gauge count the very list `settle exceptions` prints, with the deployment's
+    // threshold (2s, written by the gateway), not the CLI's own SETTLE_DELIVERY_STUCK_AFTER (1h).
+    const { rows } = await stack.pool.query<{ value: string }>(
+      `SELECT value::text FROM deployment_settings WHERE key = 'delivery_stuck_after_ms'`,
+    );
+    assert.deepEqual(rows, [{ value: '2000' }]);
     const listed = (await exceptions()).exceptions.filter((row) => row.kind === 'delivery_stuck').length;
     assert.equal(listed, 1);
     assert.equal((await openByKind()).delivery_stuck, listed);

@@ -34,7 +34,11 @@ export type ExceptionFilter = {
   eventIds?: readonly string[];
   /** An event without a claim this long after receipt has `failed`. */
   unreconciledAfterMs: number;
-  /** A delivery still retrying this long after it was written is `delivery_stuck`. */
+  /**
+   * A delivery still retrying this long after it was written is `delivery_stuck`: only a fallback, used
+   * while no gateway has written the deployment's threshold (deployment_settings, migration 009), which
+   * every surface reads so that all of them list the same set.
+   */
   stuckAfterMs: number;
   /** Pending outbox rows whose run is known to have ended without them (see app/exceptions.ts). */
   abandonedOutboxIds: readonly number[];
@@ -108,7 +112,9 @@ export async function listExceptions(db: Queryable, filter: ExceptionFilter): Pr
         WHERE status = 'pending'
           AND (outbox_id = ANY($4::bigint[])
                OR ((attempts > 0 OR last_error IS NOT NULL)
-                   AND created_at < now() - ($3::bigint * interval '1 millisecond')))
+                   AND created_at < now() - (coalesce((SELECT value FROM deployment_settings
+                                                      WHERE key = 'delivery_stuck_after_ms'), $3::bigint)
+                                            * interval '1 millisecond')))
        UNION ALL
        SELECT 'not_configured', event_id, shipment_id, created_at,
               target || '.' || action || ' not sent: the worker that ran it has no ' || upper(target)

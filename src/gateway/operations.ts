@@ -9,6 +9,7 @@ import {
   webhooksTotal,
   type WebhookOutcome,
 } from '../metrics/settle-metrics';
+import { writeDeliveryStuckAfter } from '../db/settings';
 import { openApiDocument } from './openapi';
 
 declare module 'fastify' {
@@ -18,7 +19,12 @@ declare module 'fastify' {
   }
 }
 
-const WEBHOOK_ROUTE = '/webhooks/payments';
+/** The webhook routes counted by settle_webhooks_total and settle_webhook_ack_seconds (label `route`). */
+const WEBHOOK_ROUTES: ReadonlySet<string> = new Set([
+  '/webhooks/payments',
+  '/webhooks/stripe',
+  '/webhooks/adyen',
+]);
 
 /**
  * `GET /metrics`, `GET /openapi.json`, and the counting of every webhook by outcome. The gateway is the
@@ -32,7 +38,7 @@ export function registerOperatorRoutes(
     if (
       reply.statusCode >= 400 &&
       typeof payload === 'string' &&
-      request.routeOptions.url === WEBHOOK_ROUTE
+      WEBHOOK_ROUTES.has(request.routeOptions.url ?? '')
     ) {
       try {
         const error = (JSON.parse(payload) as { error?: unknown }).error;
@@ -45,11 +51,29 @@ export function registerOperatorRoutes(
   });
 
   app.addHook('onResponse', async (request, reply) => {
-    if (request.routeOptions.url !== WEBHOOK_ROUTE) return;
+    const route = request.routeOptions.url ?? '';
+    if (!WEBHOOK_ROUTES.has(route)) return;
     const outcome = webhookOutcome(reply.statusCode, request.ingestOutcome);
-    webhooksTotal.inc({ outcome, error: outcome === 'accepted' ? '' : (request.refusalCode ?? '') });
-    webhookAckSeconds.observe({ outcome }, reply.elapsedTime / 1000);
+    const error = reply.statusCode >= 400 ? (request.refusalCode ?? '') : '';
+    webhooksTotal.inc({ route, outcome, error });
+    webhookAckSeconds.observe({ route, outcome }, reply.elapsedTime / 1000);
   });
+
+  // The gateway sets the deployment's stuck threshold for every surface (see src/db/settings.ts).
+  const stuckAfterMs = deps.deliveryStuckAfterMs;
+  if (stuckAfterMs !== undefined) {
+    app.addHook('onReady', async () => {
+      const replaced = await writeDeliveryStuckAfter(deps.pool, stuckAfterMs, `gateway pid ${process.pid}`);
+      if (replaced !== undefined) {
+        app.log.warn(
+          { previous_ms: replaced, now_ms: stuckAfterMs },
+          'SETTLE_DELIVERY_STUCK_AFTER differs from the one the deployment had (another gateway ' +
+            "started with another value): this gateway's value now applies to every surface " +
+            '(settle exceptions, settle stats, settle_open_exceptions)',
+        );
+      }
+    });
+  }
 
   app.get('/metrics', async (_request, reply) =>
     reply.header('content-type', METRICS_CONTENT_TYPE).send(
@@ -68,6 +92,9 @@ function webhookOutcome(statusCode: number, ingestOutcome: string | undefined): 
   if (statusCode === 503) return 'unavailable';
   if (statusCode === 409) return 'conflict';
   if (statusCode >= 400) return 'rejected';
-  if (ingestOutcome === 'duplicate' || ingestOutcome === 'ignored') return ingestOutcome;
+  // An Adyen batch reports `status:count,…`: one outcome when every item had the same, else accepted.
+  const statuses = new Set((ingestOutcome ?? '').split(',').map((part) => part.split(':')[0]));
+  const only = statuses.size === 1 ? [...statuses][0] : undefined;
+  if (only === 'duplicate' || only === 'ignored' || only === 'unmatched') return only;
   return 'accepted';
 }

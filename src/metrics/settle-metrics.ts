@@ -5,20 +5,26 @@ import { renderTemporalMetrics } from './temporal-metrics';
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
 
-/** Outcome labels of settle_webhooks_total, one per row of SPEC.md's response table. */
-export type WebhookOutcome = 'accepted' | 'duplicate' | 'ignored' | 'conflict' | 'rejected' | 'unavailable';
+/**
+ * Outcome labels of settle_webhooks_total, one per row of SPEC.md's response table, plus `unmatched`
+ * (a provider event naming no shipment, answered 200 and kept as an exception).
+ */
+export type WebhookOutcome =
+  'accepted' | 'duplicate' | 'ignored' | 'unmatched' | 'conflict' | 'rejected' | 'unavailable';
 
 export const webhooksTotal = new Counter({
   name: 'settle_webhooks_total',
-  help: 'Payment webhook requests by outcome; `error` is the stable error code of refusals.',
-  labelNames: ['outcome', 'error'] as const,
+  help:
+    'Webhook requests by route (/webhooks/payments, /webhooks/stripe, /webhooks/adyen) and outcome; ' +
+    '`error` is the stable error code of refusals.',
+  labelNames: ['route', 'outcome', 'error'] as const,
   registers: [registry],
 });
 
 export const webhookAckSeconds = new Histogram({
   name: 'settle_webhook_ack_seconds',
-  help: 'Time from request to response (the acknowledgement the provider waits for), by outcome.',
-  labelNames: ['outcome'] as const,
+  help: 'Time from request to response (the acknowledgement the provider waits for), by route and outcome.',
+  labelNames: ['route', 'outcome'] as const,
   buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   registers: [registry],
 });
