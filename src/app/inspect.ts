@@ -1,4 +1,4 @@
-import { ServiceError, WorkflowNotFoundError, type Client, type Connection } from '@temporalio/client';
+import type { Client, Connection } from '@temporalio/client';
 import type pg from 'pg';
 import { findClaim } from '../db/claims';
 import { findEvent } from '../db/events';
@@ -42,10 +42,13 @@ export type EventInspection = {
   }[];
 };
 
-/** Everything known about one event, from PostgreSQL and Temporal; undefined when settle never saw it. */
+/**
+ * Everything known about one event, from PostgreSQL and Temporal; undefined when settle never saw it.
+ * `client` may still be connecting (`settle inspect`): the database part runs meanwhile.
+ */
 export async function inspectEvent(
   pool: pg.Pool,
-  client: Client | undefined,
+  client: Client | undefined | Promise<Client | undefined>,
   eventId: string,
 ): Promise<EventInspection | undefined> {
   const [event, claim] = await Promise.all([findEvent(pool, eventId), findClaim(pool, eventId)]);
@@ -100,9 +103,10 @@ export async function inspectEvent(
 }
 
 async function describeWorkflow(
-  client: Client | undefined,
+  connecting: Client | undefined | Promise<Client | undefined>,
   workflowId: string,
 ): Promise<{ workflow: EventInspection['workflow']; error?: string; message?: string }> {
+  const client = await connecting;
   if (!client) return { workflow: null, error: 'temporal_not_configured' };
   try {
     const description = await client.connection.withDeadline(Date.now() + 3_000, () =>
@@ -110,6 +114,9 @@ async function describeWorkflow(
     );
     return { workflow: { status: description.status.name, run_id: description.runId } };
   } catch (error) {
+    // The SDK's error classes only here: the client (and so the SDK) is loaded by then, and the
+    // module stays free of it until a client is given.
+    const { ServiceError, WorkflowNotFoundError } = await import('@temporalio/client');
     // Temporal answers NotFound for a missing namespace too; the SDK calls both WorkflowNotFoundError.
     if (error instanceof WorkflowNotFoundError && !/namespace/i.test(error.message))
       return { workflow: null };

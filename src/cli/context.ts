@@ -1,6 +1,5 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { connectClient } from '../temporal/client';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createPool } from '../db/pool';
 import { resolveEnvironment, resolveStackEnvironment, withDevSecrets } from '../lib/dev-state';
@@ -56,6 +55,8 @@ export async function withServices<T>(
 ): Promise<T> {
   const { config, env } = commandConfig(options);
   const pool = createPool(config.databaseUrl, { max: 5 });
+  // Loaded here, not at the top: `settle inspect` uses this module's config without the client.
+  const { connectClient } = await import('../temporal/client.js');
   const client = await connectClient(config);
   try {
     return await fn({ config, pool, client, env });

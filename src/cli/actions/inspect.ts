@@ -1,8 +1,23 @@
 import { inspectEvent, type EventInspection } from '../../app/inspect';
-import { CliError, output, withServices } from '../context';
+import { createPool } from '../../db/pool';
+import { CliError, commandConfig, output } from '../context';
 
 export async function inspect(eventId: string, options: { json?: boolean }): Promise<void> {
-  const inspection = await withServices(({ pool, client }) => inspectEvent(pool, client, eventId));
+  const { config } = commandConfig();
+  const pool = createPool(config.databaseUrl, { max: 5 });
+  // The database queries start first and the Temporal client loads and connects meanwhile (its module
+  // loading is most of this command's time); a client that cannot connect fails the command as before.
+  const connecting = import('../../temporal/client.js').then(({ connectClient }) => connectClient(config));
+  let inspection: EventInspection | undefined;
+  try {
+    [inspection] = await Promise.all([inspectEvent(pool, connecting, eventId), connecting]);
+  } finally {
+    await connecting.then(
+      (client) => client.connection.close().catch(() => {}),
+      () => {},
+    );
+    await pool.end();
+  }
   if (!inspection) {
     if (options.json)
       process.stdout.write(
