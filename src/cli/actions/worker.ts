@@ -1,9 +1,7 @@
-import { connectClient } from '../../temporal/client';
 import { createPool } from '../../db/pool';
 import { logger } from '../../lib/logger';
 import { startMetricsServer } from '../../metrics/metrics-server';
-import { prepareRetention } from '../../app/purge-schedule';
-import { missingDownstreamVariables, runWorker } from '../../worker/run';
+import { missingDownstreamVariables } from '../../worker/run';
 import { checkNamespace } from '../../temporal/connection';
 import { CliError, roleConfig } from '../context';
 
@@ -21,6 +19,13 @@ export async function worker(): Promise<void> {
   const metrics = await startMetricsServer({ port: config.metricsPort, host: config.host });
   logger.info({ url: `${metrics.url}/metrics` }, 'worker metrics listening');
   try {
+    // /healthz (the process is up) answers from here on: the Temporal client, the retention schedule
+    // and the worker SDK load only now, while a worker's readiness is its polling Temporal.
+    const [{ connectClient }, { prepareRetention }, { runWorker }] = await Promise.all([
+      import('../../temporal/client.js'),
+      import('../../app/purge-schedule.js'),
+      import('../../worker/run.js'),
+    ]);
     const client = await connectClient(config);
     // Fail fast: a worker that cannot register ends here with the cause, never idles unhealthy.
     const problem = await checkNamespace(
