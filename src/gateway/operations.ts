@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
@@ -59,19 +60,15 @@ export function registerOperatorRoutes(
     webhookAckSeconds.observe({ route, outcome }, reply.elapsedTime / 1000);
   });
 
-  // The gateway sets the deployment's stuck threshold for every surface (see src/db/settings.ts).
+  // The gateway sets the deployment's stuck threshold for every surface (see src/db/settings.ts). In
+  // the background, retried until PostgreSQL takes it: a gateway whose database is down still starts
+  // and says so on /readyz, rather than failing to start.
   const stuckAfterMs = deps.deliveryStuckAfterMs;
   if (stuckAfterMs !== undefined) {
+    const closing = new AbortController();
+    app.addHook('onClose', async () => closing.abort());
     app.addHook('onReady', async () => {
-      const replaced = await writeDeliveryStuckAfter(deps.pool, stuckAfterMs, `gateway pid ${process.pid}`);
-      if (replaced !== undefined) {
-        app.log.warn(
-          { previous_ms: replaced, now_ms: stuckAfterMs },
-          'SETTLE_DELIVERY_STUCK_AFTER differs from the one the deployment had (another gateway ' +
-            "started with another value): this gateway's value now applies to every surface " +
-            '(settle exceptions, settle stats, settle_open_exceptions)',
-        );
-      }
+      void publishDeliveryStuckAfter(app, deps.pool, stuckAfterMs, closing.signal);
     });
   }
 
@@ -97,4 +94,35 @@ function webhookOutcome(statusCode: number, ingestOutcome: string | undefined): 
   const only = statuses.size === 1 ? [...statuses][0] : undefined;
   if (only === 'duplicate' || only === 'ignored' || only === 'unmatched') return only;
   return 'accepted';
+}
+
+async function publishDeliveryStuckAfter(
+  app: FastifyInstance,
+  db: pg.Pool,
+  stuckAfterMs: number,
+  closing: AbortSignal,
+): Promise<void> {
+  for (let attempt = 1; !closing.aborted; attempt++) {
+    try {
+      const replaced = await writeDeliveryStuckAfter(db, stuckAfterMs, `gateway pid ${process.pid}`);
+      if (replaced !== undefined) {
+        app.log.warn(
+          { previous_ms: replaced, now_ms: stuckAfterMs },
+          'SETTLE_DELIVERY_STUCK_AFTER differs from the one the deployment had (another gateway ' +
+            "started with another value): this gateway's value now applies to every surface " +
+            '(settle exceptions, settle stats, settle_open_exceptions)',
+        );
+      }
+      return;
+    } catch (error) {
+      if (closing.aborted) return;
+      if (attempt === 1) {
+        app.log.warn(
+          { err: error instanceof Error ? error.message : String(error) },
+          "could not record the deployment's stuck threshold yet; retrying every 2 s",
+        );
+      }
+      await delay(2_000, undefined, { signal: closing }).catch(() => {});
+    }
+  }
 }
