@@ -23,6 +23,17 @@ const PREFLIGHT_MAX_AGE_S = 600;
 /** The request headers the Temporal UI and CLI send. */
 const ALLOWED_HEADERS = 'authorization, content-type, x-namespace';
 
+/** The settings `settle codec-server` and `npm start`'s codec server read (src/config/schema.ts). */
+export const CODEC_SERVER_SETTINGS = [
+  'payloadKeys',
+  'payloadKeysFile',
+  'codecToken',
+  'codecPort',
+  'codecCorsOrigin',
+  'host',
+  'temporalNamespace',
+] as const;
+
 export type CodecServerOptions = {
   codec: PayloadCodec;
   /** SETTLE_CODEC_TOKEN. */

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { clientOnWorkerConnection } from '../temporal/client';
-import { startCodecServer } from '../codec/server';
+import { CODEC_SERVER_SETTINGS, startCodecServer } from '../codec/server';
 import { loadConfig, loadConfigPart, loadSettings } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
@@ -75,18 +75,7 @@ export async function runDevStack(): Promise<void> {
 
   try {
     // First, so the UI can be started pointed at it (the browser calls it, not the dev server).
-    const codecConfig = loadConfigPart(
-      [
-        'payloadKeys',
-        'payloadKeysFile',
-        'codecToken',
-        'codecPort',
-        'codecCorsOrigin',
-        'host',
-        'temporalNamespace',
-      ],
-      env,
-    );
+    const codecConfig = loadConfigPart(CODEC_SERVER_SETTINGS, env);
     const uiOrigins = [
       `http://127.0.0.1:${settings.devTemporalUiPort}`,
       `http://localhost:${settings.devTemporalUiPort}`,

@@ -1,4 +1,4 @@
-import { startCodecServer } from '../../codec/server';
+import { CODEC_SERVER_SETTINGS, startCodecServer } from '../../codec/server';
 import { loadConfigPart } from '../../config';
 import { logger } from '../../lib/logger';
 import { onShutdown } from '../../lib/shutdown';
@@ -7,15 +7,7 @@ import { CliError } from '../errors';
 
 /** `settle codec-server`: runs until SIGINT/SIGTERM, then finishes open calls and stops. */
 export async function codecServer(): Promise<void> {
-  const config = loadConfigPart([
-    'payloadKeys',
-    'payloadKeysFile',
-    'codecToken',
-    'codecPort',
-    'codecCorsOrigin',
-    'host',
-    'temporalNamespace',
-  ]);
+  const config = loadConfigPart(CODEC_SERVER_SETTINGS);
   const missing = [
     ...(config.payloadKeys?.length ? [] : ['SETTLE_PAYLOAD_KEYS (or SETTLE_PAYLOAD_KEYS_FILE)']),
     ...(config.codecToken ? [] : ['SETTLE_CODEC_TOKEN']),
