@@ -20,13 +20,21 @@ import { startCodecServer } from '../src/codec/server';
 import type { PayloadKey } from '../src/config/payload-keys';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
+import { freePort } from '../src/lib/free-port';
 import { logger } from '../src/lib/logger';
 import { connectClient } from '../src/temporal/client';
 import { settleDataConverter } from '../src/temporal/data-converter';
 import { EncryptionCodec, KEY_ID_METADATA, StaticKeySource } from '../src/temporal/payload-codec';
 import { workflowBundlePath } from '../src/worker/workflow-bundle';
 import type { PaymentWorkflowResult } from '../src/workflows';
-import { paymentEvent, postWebhook, startTestStack, uniqueId, type TestStack } from './support/harness';
+import {
+  paymentEvent,
+  postWebhook,
+  startTestStack,
+  uniqueId,
+  waitFor,
+  type TestStack,
+} from './support/harness';
 import { finished, spawnSettle } from './support/settle-cli';
 import { startReceiver, type Receiver } from './support/receiver';
 
@@ -216,21 +224,19 @@ describe('payloads as Temporal stores them', () => {
   });
 
   test('settle codec-server: /healthz, 401 without the token, stops on SIGTERM within 10 s', async () => {
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const port = await freePort();
     const child = spawnSettle(['codec-server'], {
       SETTLE_PAYLOAD_KEYS: `${current.id}:${current.key.toString('base64')}`,
       SETTLE_CODEC_TOKEN: TOKEN,
       SETTLE_CODEC_PORT: String(port),
       SETTLE_LOG_LEVEL: 'info',
     });
-    const exit = finished(child, 60_000);
+    const exit = finished(child);
     const url = `http://127.0.0.1:${port}`;
-    for (let i = 0; ; i += 1) {
+    await waitFor('settle codec-server to answer /healthz', async () => {
       const health = await fetch(`${url}/healthz`).catch(() => undefined);
-      if (health?.ok) break;
-      assert.ok(i < 300, 'settle codec-server did not answer /healthz');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+      return health?.ok;
+    });
     const input = asJson(await storedInput(stack.client, eventId));
     assert.equal((await decodeCall(url, [input], {})).status, 401);
     const answered = await decodeCall(url, [input], { authorization: `Bearer ${TOKEN}` });

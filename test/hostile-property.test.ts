@@ -137,7 +137,6 @@ describe('arbitrary input never gets a 5xx', () => {
       await waitFor(
         `the reconcile of an accepted event`,
         async () => (await countRows(stack.pool, 'claims', id)) === 1,
-        120_000,
       );
     }
   });

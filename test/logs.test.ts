@@ -57,8 +57,6 @@ describe('logs', () => {
       await waitFor(
         'the gateway',
         async () => (await fetch(`${gatewayUrl}/healthz`).catch(() => undefined))?.ok,
-        // A process start (tsx, the TLS probe, the namespace check) on a busy machine.
-        120_000,
       );
       const shipmentId = uniqueId('SHP');
       await addShipments(stack.pool, [shipmentId]);

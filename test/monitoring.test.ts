@@ -75,7 +75,6 @@ test('every metric the dashboard and the alert rules use is in a scrape of a gat
       missing = [...names].filter((name) => !present.has(name));
       return missing.length === 0 ? samples : undefined;
     },
-    120_000,
   ).catch((error: unknown) => {
     throw new Error(`${String(error)}; missing: ${missing.join(', ')}`);
   });

@@ -122,7 +122,6 @@ describe('a delivery retrying past SETTLE_DELIVERY_STUCK_AFTER', () => {
     await waitFor(
       'the delivery to go through',
       async () => (await carrierRow(event.id))?.status === 'delivered',
-      120_000,
     );
     const after = await exceptions();
     assert.equal(
@@ -214,7 +213,7 @@ describe('a delivery retrying past SETTLE_DELIVERY_STUCK_AFTER', () => {
 
     // Carrier back: --wait joins the running run and returns once both are delivered.
     carrierDownFor.delete(shipmentId);
-    const waited = await runSettle(['replay', event.id, '--wait', '--timeout', '3m', '--json'], env, 240_000);
+    const waited = await runSettle(['replay', event.id, '--wait', '--timeout', '3m', '--json'], env);
     assert.equal(waited.code, 0, waited.stderr);
     const [done] = (JSON.parse(waited.stdout) as { results: ReplayResult[] }).results;
     assert.ok(done?.status === 'replayed');
@@ -286,7 +285,7 @@ describe('settle replay --unmatched', () => {
     const [first, second, third] = events as [(typeof events)[0], (typeof events)[0], (typeof events)[0]];
     await addShipments(stack.pool, [first.data.shipment_id, second.data.shipment_id]);
 
-    const batch = await runSettle(['replay', '--unmatched', '--json'], env, 120_000);
+    const batch = await runSettle(['replay', '--unmatched', '--json'], env);
     assert.equal(batch.code, 0, batch.stderr);
     const report = JSON.parse(batch.stdout) as {
       results: ReplayResult[];
@@ -303,7 +302,7 @@ describe('settle replay --unmatched', () => {
     assert.match(batch.stderr, /replaying 2 unmatched event/);
     assert.match(batch.stderr, /\[2\/2\]/);
 
-    const rerun = await runSettle(['replay', '--unmatched'], env, 120_000);
+    const rerun = await runSettle(['replay', '--unmatched'], env);
     assert.equal(rerun.code, 0, rerun.stderr);
     assert.match(rerun.stdout, /^0 replayed/m);
     const { rows } = await stack.pool.query<{ event_id: string; n: number }>(

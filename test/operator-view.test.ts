@@ -262,7 +262,7 @@ describe('settle migrate', () => {
     });
     try {
       const env = { ...stackEnv(stack), TEMPORAL_ADDRESS: server.address };
-      const first = await runSettle(['migrate', '--json'], env, 120_000);
+      const first = await runSettle(['migrate', '--json'], env);
       assert.equal(first.code, 0, first.stderr);
       const names = ['ShipmentId', 'PaymentId', 'PaymentEventType', 'SettleOutcome', 'SettleDeliveryState'];
       assert.deepEqual(JSON.parse(first.stdout).search_attributes, {
@@ -270,7 +270,7 @@ describe('settle migrate', () => {
         added: names,
         present: [],
       });
-      const second = await runSettle(['migrate'], env, 120_000);
+      const second = await runSettle(['migrate'], env);
       assert.equal(second.code, 0, second.stderr);
       assert.match(second.stdout, /search attributes in namespace default: all present/);
 

@@ -86,7 +86,7 @@ test('every settle command in docs/operations.md runs as written', async () => {
     const args = words(command)
       .slice(1)
       .map((word) => substitutions.reduce((w, [pattern, value]) => w.replace(pattern, value), word));
-    const result = await runSettle(args, env, 240_000);
+    const result = await runSettle(args, env);
     // 4 is `resolve` finding nothing left open for an ID an earlier step of the story closed.
     assert.ok(
       result.code === 0 || (result.code === 4 && args[1] === 'resolve'),

@@ -148,11 +148,7 @@ describe('a Temporal that cannot run settle', () => {
       }),
     );
     // Timed from the worker being up (its metrics endpoint), not from Node and tsx loading.
-    await waitFor(
-      'the worker to start',
-      async () => output.text.includes('worker metrics listening'),
-      120_000,
-    );
+    await waitFor('the worker to start', async () => output.text.includes('worker metrics listening'));
     const up = Date.now();
     const result = await run;
     assert.ok(Date.now() - up < STOP_BUDGET_MS, `exited ${Date.now() - up} ms after start`);
@@ -212,7 +208,7 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
           SETTLE_ALLOW_PRIVATE_TARGETS: 'true',
         }),
       );
-      await waitFor('the worker to run', async () => output.text.includes('worker running'), 120_000);
+      await waitFor('the worker to run', async () => output.text.includes('worker running'));
       const before = hanging.requests.length;
       const posted = await postWebhook(stack, paymentEvent({ shipmentId }));
       assert.equal(posted.status, 202);
@@ -228,7 +224,7 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
     test(`gateway under requests: ${signal}`, async () => {
       const port = await freePort();
       const { child, run, output } = spawnWithOutput(['gateway'], env({ PORT: String(port) }));
-      await waitFor('the gateway to listen', async () => output.text.includes('gateway listening'), 120_000);
+      await waitFor('the gateway to listen', async () => output.text.includes('gateway listening'));
       const gateway = { gatewayUrl: `http://127.0.0.1:${port}`, secret: stack.secret };
       const load = postUntilStopped(gateway, 8);
       await waitFor('requests to be answered', async () =>
@@ -253,14 +249,14 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
           SETTLE_ALLOW_PRIVATE_TARGETS: 'true',
         }),
       );
-      await waitFor('serve to listen', async () => output.text.includes('gateway listening'), 120_000);
+      await waitFor('serve to listen', async () => output.text.includes('gateway listening'));
       const gateway = { gatewayUrl: `http://127.0.0.1:${port}`, secret: stack.secret };
       // Its own worker applies what its gateway accepted (this suite runs no other worker).
       const shipmentId = uniqueId('SHP');
       await addShipments(stack.pool, [shipmentId]);
       const first = paymentEvent({ shipmentId });
       assert.equal((await postWebhook(gateway, first)).status, 202);
-      await waitFor('the first event to be claimed', () => eventsClaimed(first.id), 120_000);
+      await waitFor('the first event to be claimed', () => eventsClaimed(first.id));
       const load = postUntilStopped(gateway, 4);
       await waitFor('requests to be answered', async () =>
         output.text.includes('"route":"/webhooks/payments"'),
@@ -305,7 +301,7 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
       );
       writeFileSync(file, `${lines.join('\n')}\n`);
       const { child, run } = spawnWithOutput(['import', file, '--json', '--max-backlog', '10'], env());
-      await waitFor('lines to be imported', () => eventsLike(`${prefix}_%`), 120_000);
+      await waitFor('lines to be imported', () => eventsLike(`${prefix}_%`));
       const result = await stopWith(child, run, signal);
       assertStopped(result, 'import');
       rmSync(dir, { recursive: true, force: true });
@@ -318,7 +314,7 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
         ['simulate', '--gateway', stack.gatewayUrl, '--count', '100000', '--rate', '5', '--run-id', runId],
         env(),
       );
-      await waitFor('simulated events to arrive', () => eventsLike(`evt_${runId}_%`), 120_000);
+      await waitFor('simulated events to arrive', () => eventsLike(`evt_${runId}_%`));
       const result = await stopWith(child, run, signal);
       assertStopped(result, 'simulate');
       assert.match(result.stdout, /stopped early/, result.stderr);
@@ -359,7 +355,7 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
         const gateway = { gatewayUrl: `http://127.0.0.1:${ports.gateway}`, secret };
         // The worker has runs in flight when the signal comes.
         const posting = (load = postUntilStopped(gateway, 4));
-        await waitFor('events to be accepted', async () => posting.accepted() >= 10, 120_000);
+        await waitFor('events to be accepted', async () => posting.accepted() >= 10);
         const result = await stopWith(child, run, signal);
         assertStopped(result, 'settle start');
         for (const [name, port] of Object.entries(ports)) {
