@@ -60,7 +60,8 @@ export class TemporalCluster {
   address = '';
   uiUrl = '';
   readonly services = new Map<TemporalService, Child>();
-  ui: Child | undefined;
+  /** Every UI server started (the cluster's own first), stopped with the cluster. */
+  private readonly uis: Child[] = [];
   private serverPorts: Record<string, number> = {};
   private uiPort = 0;
   private readonly log: (line: string) => void;
@@ -231,17 +232,27 @@ export class TemporalCluster {
   }
 
   private async startUi(): Promise<void> {
-    this.uiPort = await this.ports.any();
-    this.uiUrl = `http://127.0.0.1:${this.uiPort}`;
-    const dir = this.path('ui-config');
+    const ui = await this.startUiServer('topology', this.options.codecEndpoint);
+    this.uiPort = ui.port;
+    this.uiUrl = ui.url;
+    this.log(`UI ${this.uiUrl}`);
+  }
+
+  /**
+   * Another UI server on the same frontend, `name` its config's name, with or without a codec
+   * endpoint (the topology compares what each shows); stopped by `stop()` with the cluster.
+   */
+  async startUiServer(name: string, codecEndpoint?: string) {
+    const port = await this.ports.any();
+    const dir = this.path(`ui-config-${name}`);
     mkdirSync(dir, { recursive: true });
     const certs = this.certs;
     // The UI server reads <config>/<env>.yaml; `enableUi: true` serves the bundled UI itself.
     writeFileSync(
-      join(dir, 'topology.yaml'),
+      join(dir, `${name}.yaml`),
       [
         `temporalGrpcAddress: ${this.address}`,
-        `port: ${this.uiPort}`,
+        `port: ${port}`,
         'publicPath: ""',
         'enableUi: true',
         `defaultNamespace: ${this.namespace}`,
@@ -251,9 +262,7 @@ export class TemporalCluster {
         '  enabled: false',
         // The browser calls the codec server itself; without OIDC it has no access token to pass, so
         // the endpoint carries settle's codec token (docs/operations.md, "Payment data in Temporal").
-        ...(this.options.codecEndpoint
-          ? ['codec:', `  endpoint: ${this.options.codecEndpoint}`, '  passAccessToken: false']
-          : []),
+        ...(codecEndpoint ? ['codec:', `  endpoint: ${codecEndpoint}`, '  passAccessToken: false'] : []),
         ...(certs
           ? [
               'tls:',
@@ -268,19 +277,20 @@ export class TemporalCluster {
       ].join('\n'),
     );
     writeFileSync(join(dir, 'base.yaml'), '');
-    this.ui = await startProgram({
-      name: 'temporal ui-server',
+    const program = await startProgram({
+      name: `temporal ui-server (${name})`,
       command: this.tools.ui,
-      args: ['--root', this.options.scratch, '--config', 'ui-config', '--env', 'topology', 'start'],
+      args: ['--root', this.options.scratch, '--config', `ui-config-${name}`, '--env', name, 'start'],
       env: { PATH: process.env.PATH, HOME: process.env.HOME },
-      logFile: this.path('logs/ui-server.log'),
-      ready: () => listening(this.uiPort),
+      logFile: this.path(`logs/ui-server-${name}.log`),
+      ready: () => listening(port),
     });
-    this.log(`UI ${this.uiUrl}`);
+    this.uis.push(program);
+    return { port, url: `http://127.0.0.1:${port}`, program };
   }
 
   async stop(): Promise<void> {
-    await this.ui?.stop(10_000).catch(() => {});
+    for (const ui of this.uis.splice(0)) await ui.stop(10_000).catch(() => {});
     // The frontend first, so no client starts new work while the rest stop.
     for (const service of ['frontend', 'worker', 'matching', 'history'] as const)
       await this.services

@@ -10,7 +10,11 @@
  * failure): the cluster is what the config says (four services in the membership table, their
  * membership ports at or below 32767, 4 history shards, the namespace and its five Keyword search
  * attributes); the UI serves and reaches the frontend; `settle migrate` applies; with mTLS, a worker
- * and a gateway without a client certificate fail at start with a message naming TLS; under a load
+ * and a gateway without a client certificate fail at start with a message naming TLS; an event's
+ * history as the server stores it is encrypted and the codec server decodes it for its token only
+ * (proof/codec-check.ts), and headless Chromium sees the run's input decoded in the UI pointed at
+ * the codec server and only ciphertext in a second UI server without it (screenshots kept in
+ * `--screenshots=DIR`, default $TMPDIR/settle-topology-screenshots); under a load
  * of signed events (chaos/provider.ts) a worker is SIGKILLed, both workers and both gateways are
  * rolled with SIGTERM and the history service is restarted, after which every event sent was
  * acknowledged and chaos/invariants.ts holds: every acknowledged event completed, one claim per
@@ -29,6 +33,8 @@ import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
 import { RecordingReceiver } from '../test/support/receiver';
+import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../proof/codec-check';
+import { findChromium } from '../proof/ui-browser';
 import { closedLoop, erpKey, makeEvent, newRunId, shipmentFor } from '../proof/load';
 import { ResourceSampler, sleep, type Child } from '../proof/processes';
 import { settleProcessEnv } from '../proof/stack';
@@ -60,6 +66,10 @@ const THROUGHPUT_EVENTS = throughputArg
   ? Number(throughputArg.includes('=') ? throughputArg.split('=')[1] : 600)
   : 0;
 const faults = !process.argv.includes('--no-faults');
+/** Where the UI check's screenshots are kept (`--screenshots=DIR`); printed in its line. */
+const SCREENSHOT_DIR =
+  process.argv.find((arg) => arg.startsWith('--screenshots='))?.slice('--screenshots='.length) ??
+  join(tmpdir(), 'settle-topology-screenshots');
 const SEARCH_ATTRIBUTES = [
   'ShipmentId',
   'PaymentId',
@@ -112,6 +122,9 @@ class Topology {
   /** The UI's codec server (settle codec-server's, in this process) and its token. */
   readonly codecToken = randomBytes(24).toString('hex');
   private codec: Awaited<ReturnType<typeof startCodecServer>> | undefined;
+  get codecUrl(): string {
+    return this.codec!.url;
+  }
   readonly gateways: (Child | undefined)[] = [undefined, undefined];
   readonly gatewayPorts: number[] = [];
   readonly workers: Child[] = [];
@@ -257,7 +270,8 @@ async function refusedWithoutCertificate(topology: Topology, role: 'worker' | 'g
     [role],
     topology.env('none', { PORT: String(port) }),
   );
-  const how = await Promise.race([child.exited, sleep(60_000).then(() => 'still running after 60 s')]);
+  // A bound on a hang: at load 17 a worker took over 60 s to reach its TLS failure.
+  const how = await Promise.race([child.exited, sleep(300_000).then(() => 'still running after 300 s')]);
   await child.kill();
   const said = child.output();
   const line =
@@ -318,6 +332,47 @@ async function main() {
       },
     );
     if (!running) return;
+    let marked: Awaited<ReturnType<typeof storedHistoryIsEncrypted>>['run'];
+    await check(
+      'payloads: stored encrypted by the real server, decoded by the codec server for its token only',
+      async () => {
+        const outcome = await storedHistoryIsEncrypted({
+          client: topology.client,
+          pool: topology.pool,
+          provider: new Provider(topology),
+          runId: newRunId('k'),
+          index: 0,
+          codecUrl: topology.codecUrl,
+          token: topology.codecToken,
+          namespace: topology.cluster.namespace,
+          ui: {
+            url: topology.cluster.uiUrl,
+            origin: new URL(topology.cluster.uiUrl).origin,
+            codecEndpoint: `${topology.codecUrl}/${topology.codecToken}`,
+          },
+        });
+        marked = outcome.run;
+        return outcome;
+      },
+    );
+    if (marked) {
+      const run = marked;
+      await check(
+        "the UI in headless Chromium: the run's input decoded through the codec, ciphertext without it",
+        async () => {
+          const chromium = await findChromium(log);
+          const plainUi = await topology.cluster.startUiServer('no-codec');
+          return uiShowsDecodedInput({
+            chromium,
+            namespace: topology.cluster.namespace,
+            run,
+            withCodec: topology.cluster.uiUrl,
+            withoutCodec: plainUi.url,
+            screenshotDir: SCREENSHOT_DIR,
+          });
+        },
+      );
+    }
     if (THROUGHPUT_EVENTS > 0)
       await check(`throughput: ${THROUGHPUT_EVENTS} events, 50 in flight, ${WORKERS} worker(s)`, () =>
         throughput(topology, THROUGHPUT_EVENTS),
