@@ -15,7 +15,8 @@
  *    the other `docker restart`ed; every acknowledged event applied once and each downstream key
  *    delivered once at the recording receiver (a container on the compose network,
  *    scripts/compose-check.override.yml); the UI's page and its API listing the namespace's
- *    workflows; `docker stop` of a busy gateway (its own shutdown within 10 s) and of a busy worker
+ *    workflows; payloads stored encrypted and decoded by the codec-server container for its token
+ *    only, the UI pointed at it (proof/codec-check.ts); `docker stop` of a busy gateway (its own shutdown within 10 s) and of a busy worker
  *    (within its grace), nothing acknowledged lost. `docker compose down -v` always, on failure and
  *    on SIGINT too.
  *
@@ -29,6 +30,7 @@ import { Client, Connection } from '@temporalio/client';
 import { build } from 'esbuild';
 import pg from 'pg';
 import { checkInvariants } from '../chaos/invariants';
+import { storedHistoryIsEncrypted } from '../proof/codec-check';
 import { Provider } from '../chaos/provider';
 import { makeEvent, newRunId, shipmentFor } from '../proof/load';
 import { addShipments } from '../src/db/shipments';
@@ -58,6 +60,13 @@ const OVERRIDE = 'scripts/compose-check.override.yml';
 const NAMESPACE = 'settle';
 /** The one-shot jobs of docker-compose.yml (service_completed_successfully for their dependants). */
 const ONE_SHOT = ['temporal-schema', 'temporal-namespace', 'migrate'];
+/**
+ * This run's tag of settle's image (docker-compose.yml's SETTLE_IMAGE): another check running beside
+ * this one builds its own, so neither starts the other's; untagged at the end.
+ */
+const SETTLE_IMAGE = `settle:check-${process.pid}-${randomBytes(3).toString('hex')}`;
+/** settle's long-running containers. */
+const SETTLE_SERVICES = ['gateway', 'worker-1', 'worker-2', 'codec-server'];
 /** Signed events per second while the worker containers are killed and restarted. */
 const RATE = 4;
 /** Time for everything acknowledged to complete after the faults (a killed attempt waits 30 s). */
@@ -112,6 +121,7 @@ class Project {
   readonly scratch = mkdtempSync(join(tmpdir(), 'settle-compose-check-'));
   readonly secret = `whsec_${randomBytes(24).toString('base64')}`;
   readonly apiToken = randomBytes(24).toString('hex');
+  readonly codecToken = randomBytes(24).toString('hex');
   readonly ports: Record<string, number> = {};
   env: NodeJS.ProcessEnv = {};
   pool!: pg.Pool;
@@ -128,6 +138,11 @@ class Project {
     return `http://127.0.0.1:${this.ports.SETTLE_GATEWAY_PORT}`;
   }
 
+  /** The codec server's published port, as this check reaches it. */
+  get codecUrl(): string {
+    return `http://127.0.0.1:${this.ports.SETTLE_CODEC_PORT}`;
+  }
+
   async prepare(receiverDir: string): Promise<void> {
     for (const variable of [
       'SETTLE_POSTGRES_PORT',
@@ -137,6 +152,7 @@ class Project {
       'SETTLE_WORKER_1_METRICS_PORT',
       'SETTLE_WORKER_2_METRICS_PORT',
       'SETTLE_CHECK_RECEIVER_PORT',
+      'SETTLE_CODEC_PORT',
     ])
       this.ports[variable] = await freePort();
     const inherited = Object.fromEntries(
@@ -148,10 +164,12 @@ class Project {
       ...inherited,
       ...Object.fromEntries(Object.entries(this.ports).map(([key, port]) => [key, String(port)])),
       SETTLE_BIND_ADDRESS: '127.0.0.1',
+      SETTLE_IMAGE,
       SETTLE_WEBHOOK_SECRETS: this.secret,
       SETTLE_API_TOKEN: this.apiToken,
       SETTLE_OUTBOUND_SECRET: `whsec_${randomBytes(24).toString('base64')}`,
       SETTLE_PAYLOAD_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+      SETTLE_CODEC_TOKEN: this.codecToken,
       SETTLE_CARRIER_URL: 'http://receiver:8080/carrier',
       SETTLE_ERP_URL: 'http://receiver:8080/erp',
       SETTLE_CHECK_RECEIVER_DIR: receiverDir,
@@ -321,7 +339,16 @@ async function upAndHealthy(project: Project) {
   for (const entry of waiting.filter((e) => !failed.includes(e)))
     failures.push(`${entry.Service} still ${entry.State}/${entry.Health || 'no health check'} after 300 s`);
   const services = new Set(entries.map((entry) => entry.Service));
-  for (const name of [...ONE_SHOT, 'postgres', 'temporal', 'temporal-ui', 'gateway', 'worker-1', 'worker-2'])
+  for (const name of [
+    ...ONE_SHOT,
+    'postgres',
+    'temporal',
+    'temporal-ui',
+    'codec-server',
+    'gateway',
+    'worker-1',
+    'worker-2',
+  ])
     if (!services.has(name)) failures.push(`no container for ${name}`);
   const healthy = entries.filter((entry) => entry.Health === 'healthy').map((entry) => entry.Service);
   const total = seconds(started);
@@ -336,7 +363,7 @@ async function upAndHealthy(project: Project) {
 async function containerSettings(project: Project) {
   const failures: string[] = [];
   const facts: string[] = [];
-  for (const service of ['gateway', 'worker-1', 'worker-2']) {
+  for (const service of SETTLE_SERVICES) {
     const user = await project.inspect<string>(service, '.Config.User');
     const readOnly = await project.inspect<boolean>(service, '.HostConfig.ReadonlyRootfs');
     const capDrop = (await project.inspect<string[] | null>(service, '.HostConfig.CapDrop')) ?? [];
@@ -379,6 +406,7 @@ async function containerSettings(project: Project) {
     [`${project.gatewayUrl}/readyz`, 'gateway /readyz'],
     [`http://127.0.0.1:${project.ports.SETTLE_WORKER_1_METRICS_PORT}/healthz`, 'worker-1 /healthz'],
     [`http://127.0.0.1:${project.ports.SETTLE_WORKER_2_METRICS_PORT}/healthz`, 'worker-2 /healthz'],
+    [`${project.codecUrl}/healthz`, 'codec-server /healthz'],
   ];
   // As a kubelet probes: a few tries (failureThreshold), each with a timeout.
   for (const [url, what] of probes) {
@@ -623,6 +651,25 @@ async function scenario(project: Project, receiverDir: string): Promise<void> {
   await check(`${label}the UI serves its page and lists the namespace's workflows`, () =>
     uiListsWorkflows(project, provider),
   );
+  await check(
+    `${label}payloads stored encrypted; the codec server decodes them for its token only; the UI points at it`,
+    () =>
+      storedHistoryIsEncrypted({
+        client: project.client,
+        pool: project.pool,
+        provider: new Provider(project),
+        runId,
+        index: 100_000,
+        codecUrl: project.codecUrl,
+        token: project.codecToken,
+        namespace: NAMESPACE,
+        ui: {
+          url: `http://127.0.0.1:${project.ports.SETTLE_UI_PORT}`,
+          origin: `http://localhost:${project.ports.SETTLE_UI_PORT}`,
+          codecEndpoint: `http://localhost:${project.ports.SETTLE_CODEC_PORT}/${project.codecToken}`,
+        },
+      }),
+  );
   let from = provider.acknowledged.size + 200;
   await check(`${label}docker stop of a busy gateway: its own shutdown within 10 s`, async () => {
     const result = await stopWhileBusy(project, provider, runId, from, 'gateway', 10);
@@ -687,9 +734,9 @@ async function main() {
         details.push(await ensureBaseImages());
         timings.push(`base images ${seconds(at)} s`);
         at = Date.now();
-        await buildSettleImage();
-        timings.push(`settle:latest ${seconds(at)} s`);
-        details.push(`settle:latest built in ${seconds(at)} s`);
+        await buildSettleImage(SETTLE_IMAGE);
+        timings.push(`${SETTLE_IMAGE} ${seconds(at)} s`);
+        details.push(`${SETTLE_IMAGE} built in ${seconds(at)} s`);
         for (const image of thirdPartyImages(COMPOSE_FILES)) {
           const outcome = await ensureThirdPartyImage(image);
           details.push(`${image} ${outcome.how} (${outcome.seconds} s)`);
@@ -751,6 +798,7 @@ async function main() {
     }
   } finally {
     await Promise.all(projects.map((project) => project.down()));
+    await run('docker', ['rmi', SETTLE_IMAGE]); // the tag only: its layers stay cached for the next run
     rmSync(receiverDir, { recursive: true, force: true });
     timings.push(`whole check ${seconds(started)} s`);
     log(`timings: ${timings.join('; ')}; load ${loadavg()[0]!.toFixed(2)}`);

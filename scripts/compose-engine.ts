@@ -213,11 +213,12 @@ export async function ensureBaseImages(): Promise<string> {
  * settle's image from the Dockerfile (layers cached by the engine: seconds when nothing changed),
  * through docker/build-image.sh where it exists (this machine's CA bundle for npm inside the build).
  */
-export async function buildSettleImage(): Promise<void> {
+/** settle's image, tagged settle:latest and `tag` (a run of its own, so two runs never share one). */
+export async function buildSettleImage(tag = 'settle:latest'): Promise<void> {
   const script = join(PROJECT_ROOT, 'docker', 'build-image.sh');
-  if (existsSync(script)) await must('bash', [script], { timeoutMs: 1_800_000 });
+  if (existsSync(script)) await must('bash', [script, '-t', tag], { timeoutMs: 1_800_000 });
   else
-    await must('docker', ['build', '--network', 'host', '-t', 'settle:latest', '.'], {
+    await must('docker', ['build', '--network', 'host', '-t', 'settle:latest', '-t', tag, '.'], {
       timeoutMs: 1_800_000,
     });
 }
