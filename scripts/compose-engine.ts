@@ -213,14 +213,12 @@ export async function ensureBaseImages(): Promise<string> {
  * settle's image from the Dockerfile (layers cached by the engine: seconds when nothing changed),
  * through docker/build-image.sh where it exists (this machine's CA bundle for npm inside the build).
  */
-/** settle's image, tagged settle:latest and `tag` (a run of its own, so two runs never share one). */
+/** settle's image, tagged `tag` (a run's own, so two runs never start each other's build). */
 export async function buildSettleImage(tag = 'settle:latest'): Promise<void> {
   const script = join(PROJECT_ROOT, 'docker', 'build-image.sh');
-  if (existsSync(script)) await must('bash', [script, '-t', tag], { timeoutMs: 1_800_000 });
-  else
-    await must('docker', ['build', '--network', 'host', '-t', 'settle:latest', '-t', tag, '.'], {
-      timeoutMs: 1_800_000,
-    });
+  if (existsSync(script))
+    await must('bash', [script], { env: { ...process.env, SETTLE_IMAGE: tag }, timeoutMs: 1_800_000 });
+  else await must('docker', ['build', '--network', 'host', '-t', tag, '.'], { timeoutMs: 1_800_000 });
 }
 
 type ComposeFile = { services?: Record<string, { image?: string; build?: unknown }> };
