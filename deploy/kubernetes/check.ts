@@ -56,6 +56,7 @@ const SECRET_VARIABLES = new Set([
   'SETTLE_API_TOKEN',
   'SETTLE_OUTBOUND_SECRET',
   'SETTLE_PAYLOAD_KEYS',
+  'SETTLE_CODEC_TOKEN',
   'TEMPORAL_API_KEY',
   'TEMPORAL_TLS_CLIENT_KEY_DATA',
 ]);
@@ -293,12 +294,14 @@ export function settingsProblems(manifests: Manifest[], version: string): string
 
   const gateway = find('Deployment', 'settle-gateway');
   const worker = find('Deployment', 'settle-worker');
+  const codecServer = find('Deployment', 'settle-codec-server');
   const jobName = `settle-migrate-${version.replaceAll('.', '-')}`;
   const job = find('Job', jobName);
   expect(gateway !== undefined, 'no Deployment settle-gateway');
   expect(worker !== undefined, 'no Deployment settle-worker');
+  expect(codecServer !== undefined, 'no Deployment settle-codec-server');
   expect(job !== undefined, `no Job ${jobName} (the migration Job is named after package.json's version)`);
-  if (!gateway || !worker || !job) return problems;
+  if (!gateway || !worker || !codecServer || !job) return problems;
 
   // Every variable is one settle declares, and each value parses as settle would parse it.
   for (const [name, value] of Object.entries(config)) {
@@ -316,6 +319,7 @@ export function settingsProblems(manifests: Manifest[], version: string): string
     { label: 'gateway', object: gateway, args: ['gateway'] },
     { label: 'worker', object: worker, args: ['worker'] },
     { label: 'migration Job', object: job, args: ['migrate'] },
+    { label: 'codec server', object: codecServer, args: ['codec-server'] },
   ];
   for (const { label, object, args } of roles) {
     const pod = object.spec.template.spec;
@@ -394,6 +398,12 @@ export function settingsProblems(manifests: Manifest[], version: string): string
         `${label}: ${name}=${path} is no key of a Secret volume mounted read-only in the container`,
       );
     }
+    if (label === 'codec server') {
+      // It reads no database and no Temporal: the keys and its token, from the Secret.
+      for (const name of ['SETTLE_PAYLOAD_KEYS', 'SETTLE_CODEC_TOKEN'])
+        expect(name in envOf, `${label}: ${name} is not set`);
+      continue;
+    }
     expect('DATABASE_URL' in envOf, `${label}: DATABASE_URL is not set`);
     expect(
       Boolean(envOf.TEMPORAL_ADDRESS) || label === 'migration Job',
@@ -426,6 +436,16 @@ export function settingsProblems(manifests: Manifest[], version: string): string
   expect(
     portOf(gw, gw?.readinessProbe) === port && portOf(gw, gw?.livenessProbe) === port,
     `gateway: probes must use PORT ${port}`,
+  );
+  const cs = codecServer.spec.template.spec.containers.find((c) => c.name === 'settle');
+  const codecPort = Number(config.SETTLE_CODEC_PORT ?? configVariables.codecPort.default);
+  expect(
+    cs?.readinessProbe?.httpGet?.path === '/healthz' && cs.livenessProbe?.httpGet?.path === '/healthz',
+    'codec server: probes must GET /healthz',
+  );
+  expect(
+    portOf(cs, cs?.readinessProbe) === codecPort && portOf(cs, cs?.livenessProbe) === codecPort,
+    `codec server: probes must use SETTLE_CODEC_PORT ${codecPort}`,
   );
   expect(wk?.livenessProbe?.httpGet?.path === '/healthz', 'worker: livenessProbe must GET /healthz');
   expect(
