@@ -11,6 +11,7 @@
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { benchBareClaimLoop, benchReconcileActivity, CLAIM_LOOP_CONCURRENCY } from './claim-loop';
 import { benchFixedLoad, benchFullPath, benchReplayStorm, loadEvents, preparePathEvents } from './full-path';
 import { benchImport, prepareImport } from './import';
@@ -18,6 +19,7 @@ import { benchLiveDuringImport } from './live-during-import';
 import { median } from '../proof/load';
 import { ResourceSampler, round, spawnTs, type Child, type Usage } from '../proof/processes';
 import { ProofStack } from '../proof/stack';
+import type { TemporalCluster } from '../topology/cluster';
 import { benchTemporalFloor, floorPrefix, floorWorkflowIds, NOOP_TASK_QUEUE } from './temporal-floor';
 import { actionsPerEvent } from './actions';
 import { benchBytesPerEvent, prepareBytes } from './bytes';
@@ -167,17 +169,26 @@ async function benchOn(): Promise<Goal[]> {
       let events = 0;
       for (let rep = 0; rep < reps; rep += 1) {
         const prepared = (await row.prepare?.(rep)) as P;
+        // On the cluster, the server's own count of the actions too (before and after the run).
+        const serverCount =
+          row.workflowIds && stack.cluster ? await settledActions(stack.cluster) : undefined;
         const sampler = new ResourceSampler(pids, ['worker', 'noop-worker']);
         const startedAt = new Date();
         const figures = await row.run(prepared, rep);
         usages.push(sampler.stop());
+        const repEvents = typeof row.events === 'number' ? row.events : row.events(figures);
         const runsOf = row.workflowIds?.(prepared, figures, startedAt);
-        runs.push(
-          runsOf
-            ? { ...figures, ...(await actionsPerEvent(stack.client, runsOf.ids, { since: runsOf.since })) }
-            : figures,
-        );
-        events += typeof row.events === 'number' ? row.events : row.events(figures);
+        const counted = runsOf
+          ? await actionsPerEvent(stack.client, runsOf.ids, { since: runsOf.since })
+          : {};
+        let server = {};
+        if (serverCount !== undefined && stack.cluster) {
+          const counted = serverActions(serverCount, await settledActions(stack.cluster), repEvents);
+          log(`   the server's action counter, per event: ${counted.byType}`);
+          server = { serverActionsPerEvent: round(counted.total, 2) };
+        }
+        runs.push({ ...figures, ...counted, ...server });
+        events += repEvents;
       }
       const figures: Record<string, number> = {};
       for (const key of Object.keys(runs[0]!)) figures[key] = round(median(runs.map((r) => r[key]!)), 1);
@@ -501,6 +512,35 @@ const CPU_CLASSES: [string, (name: string) => boolean][] = [
   ['bench', (name) => name === 'bench'],
 ];
 
+/**
+ * The cluster's actions in the namespace so far by `action_type` (its frontend's `action` counter),
+ * read once two reads 2 s apart agree: the server publishes its counters every second.
+ */
+async function settledActions(cluster: TemporalCluster): Promise<Map<string, number>> {
+  const total = (counts: Map<string, number>) => [...counts.values()].reduce((sum, n) => sum + n, 0);
+  let last = await cluster.actionCounts();
+  for (let read = 0; read < 30; read += 1) {
+    await sleep(2_000);
+    const now = await cluster.actionCounts();
+    if (total(now) === total(last)) return now;
+    last = now;
+  }
+  throw new Error(`the server's action count was still moving after 60 s (last ${total(last)})`);
+}
+
+/**
+ * What the server counted between two reads, per event: its total (`serverActionsPerEvent`, beside
+ * the histories' count by Temporal Cloud's rules: docs/deployment.md, "Temporal actions") and each
+ * type's count for the log.
+ */
+function serverActions(before: Map<string, number>, after: Map<string, number>, events: number) {
+  const byType = [...after]
+    .map(([type, n]) => [type, (n - (before.get(type) ?? 0)) / events] as const)
+    .filter(([, n]) => n > 0);
+  const total = byType.reduce((sum, [, n]) => sum + n, 0);
+  return { total, byType: byType.map(([type, n]) => `${type} ${round(n, 2)}`).join(', ') };
+}
+
 function cpuByClass(resources: Record<string, Usage>): Record<string, number | undefined> {
   const out: Record<string, number | undefined> = {};
   for (const [label, matches] of CPU_CLASSES) {
@@ -691,7 +731,9 @@ function printTable(
       pair(f.commitP50Ms, f.commitP99Ms),
       cpu,
       `${r.resources.worker?.peakRssMb ?? '-'}/${r.resources['noop-worker']?.peakRssMb ?? '-'}`,
-      f.actionsPerEvent === undefined ? '' : `${f.actionsPerEvent} ($${f.usdPerMillionEvents})`,
+      f.actionsPerEvent === undefined
+        ? ''
+        : `${f.actionsPerEvent} ($${f.usdPerMillionEvents})${f.serverActionsPerEvent === undefined ? '' : `, server ${f.serverActionsPerEvent}`}`,
       f.bytesPerEvent === undefined ? '' : `${Math.round(f.bytesPerEvent)}`,
     ]);
   }

@@ -63,6 +63,8 @@ export class TemporalCluster {
   /** Every UI server started (the cluster's own first), stopped with the cluster. */
   private readonly uis: Child[] = [];
   private serverPorts: Record<string, number> = {};
+  /** The frontend's Prometheus endpoint (PROMETHEUS_ENDPOINT of topology/temporal-server.yaml). */
+  private frontendMetricsPort = 0;
   private uiPort = 0;
   private readonly log: (line: string) => void;
 
@@ -212,16 +214,45 @@ export class TemporalCluster {
 
   async startService(service: TemporalService): Promise<Child> {
     const port = this.serverPorts[`${service.toUpperCase()}_GRPC_PORT`]!;
+    if (service === 'frontend') this.frontendMetricsPort ||= await this.ports.any();
     const child = await startProgram({
       name: `temporal ${service}`,
       command: this.tools.server,
       args: ['start', '--service', service],
-      env: this.serverEnv(),
+      env: {
+        ...this.serverEnv(),
+        // The frontend counts the billable actions (its telemetry interceptor's `action` counter).
+        ...(service === 'frontend' ? { PROMETHEUS_ENDPOINT: `127.0.0.1:${this.frontendMetricsPort}` } : {}),
+      },
       logFile: this.path(`logs/temporal-${service}.log`),
       ready: () => listening(port),
     });
     this.services.set(service, child);
     return child;
+  }
+
+  /**
+   * The server's own count of actions in the namespace so far, by `action_type`: the frontend's
+   * `action` counter (its telemetry interceptor), the operations Temporal Cloud's billing is modelled
+   * on; 1.32.2 counts a workflow task's markers once, as `command_BatchMarkers`.
+   */
+  async actionCounts(): Promise<Map<string, number>> {
+    const response = await fetch(`http://127.0.0.1:${this.frontendMetricsPort}/metrics`, {
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (!response.ok) throw new Error(`the frontend's /metrics answered ${response.status}`);
+    const counts = new Map<string, number>();
+    for (const line of (await response.text()).split('\n')) {
+      const sample = /^action(?:_total)?\{([^}]*)\}\s+(\S+)/.exec(line);
+      if (!sample) continue;
+      const labels = Object.fromEntries(
+        [...sample[1]!.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1]!, m[2]!]),
+      );
+      if (labels.namespace !== this.namespace) continue;
+      const type = labels.action_type ?? 'unknown';
+      counts.set(type, (counts.get(type) ?? 0) + Number(sample[2]));
+    }
+    return counts;
   }
 
   /** SIGTERM the service, wait for it to exit, start it again on the same ports. */
