@@ -17,6 +17,23 @@ export type TracingProtocol = (typeof TRACING_PROTOCOLS)[number];
 export type TracingSettings = { protocol: TracingProtocol };
 
 /**
+ * The OpenTelemetry variables settle documents (README, "Configuration"): the ones read here, and
+ * those the SDK and the exporter read themselves once tracing is on.
+ */
+export const TRACING_VARIABLES = [
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_PROTOCOL',
+  'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_SERVICE_NAME',
+  'OTEL_RESOURCE_ATTRIBUTES',
+  'OTEL_TRACES_SAMPLER',
+  'OTEL_TRACES_SAMPLER_ARG',
+  'OTEL_SDK_DISABLED',
+] as const;
+
+/**
  * Tracing is on when OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT is set (and
  * neither OTEL_SDK_DISABLED=true nor OTEL_TRACES_EXPORTER=none says otherwise): OTEL_SERVICE_NAME,
  * OTEL_RESOURCE_ATTRIBUTES or OTEL_TRACES_SAMPLER alone, as platforms set them, turn nothing on. The
