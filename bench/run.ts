@@ -1,8 +1,9 @@
 /**
- * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,L,PE,R,BY,RT,I,LI,PC] [-- --server=dev|cluster|both]`:
+ * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,L,PE,R,BY,RT,I,LI,PC,TR] [-- --server=dev|cluster|both]`:
  * PE is P through `settle serve` (eager start; LE@50% its load row), LI live webhooks during an import,
  * BY the bytes one event keeps in settle's tables, RT the purge of past-retention claims under load. Every Temporal row counts its billable actions.
  * PC (only when named) P@50 through `settle serve` with payload encryption off, on, on, off (the codec's CPU cost).
+ * TR (only when named) P@50 through `settle serve` with tracing off and then on, exporting to a local OTLP endpoint (tracing's CPU cost).
  * settle's benchmarks against baselines measured in the same run, on this machine, on loopback. Each
  * figure is the median of its repetitions; CPU time (per event) and peak RSS are per process.
  * Writes bench/results.json (bench/results-cluster.json for the cluster) and prints a table.
@@ -24,6 +25,7 @@ import { benchTemporalFloor, floorPrefix, floorWorkflowIds, NOOP_TASK_QUEUE } fr
 import { actionsPerEvent } from './actions';
 import { benchBytesPerEvent, prepareBytes } from './bytes';
 import { benchRetention } from './retention';
+import { startOtlpSink } from './support/otlp-sink';
 import { paymentWorkflowId } from '../src/domain/ids';
 import type { PaymentEvent } from '../src/domain/payment-event';
 
@@ -33,7 +35,7 @@ const only = process.argv
   ?.slice('--only='.length)
   .split(',');
 /** Rows run only when --only names them. */
-const ON_REQUEST = ['PC'];
+const ON_REQUEST = ['PC', 'TR'];
 /**
  * `--server=cluster`: T0 and P (unless --only says otherwise) against the real Temporal server of
  * `npm run topology` (topology/cluster.ts) instead of the dev server; results in results-cluster.json.
@@ -375,6 +377,41 @@ async function benchOn(): Promise<Goal[]> {
       }
     }
 
+    if (wanted('TR')) {
+      // Tracing's cost: the same path through `settle serve`, tracing off and then on (http/protobuf,
+      // the default, to an OTLP endpoint in this process; sampler and batching at their defaults).
+      const sink = await startOtlpSink();
+      try {
+        for (const [variant, extra] of [
+          ['off', {}],
+          ['on', { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url }],
+        ] as const) {
+          const started = await stack.startServe(extra);
+          serve = started.child;
+          const through = stack.throughGateway(started.gatewayUrl);
+          try {
+            await benchFullPath(through, await preparePathEvents(stack, 50), 10);
+            await measure(`TR@50 ${variant}`, `P through settle serve, tracing ${variant}, 50 in flight`, {
+              prepare: () => preparePathEvents(stack, SIZE.pathEvents),
+              run: (events) => benchFullPath(through, events, 50),
+              events: SIZE.pathEvents,
+            });
+          } finally {
+            await serve.stop().catch(() => {});
+            serve = undefined;
+          }
+          if (variant === 'on' && sink.received().requests === 0) {
+            throw new Error('TR@50 on: the OTLP endpoint received no export; the row would measure nothing');
+          }
+        }
+        log(
+          `TR: the OTLP endpoint received ${sink.received().requests} exports, ${sink.received().bytes} bytes`,
+        );
+      } finally {
+        await sink.close();
+      }
+    }
+
     if (wanted('R') && finished.length) {
       await measure('R', `replay storm: all ${finished.length} finished events again, 50 in flight`, {
         run: () => benchReplayStorm(stack, finished, 50),
@@ -624,6 +661,14 @@ function evaluateGoals(): Goal[] {
     settleCpu('on'),
     settleCpu('off'),
     1.05,
+  );
+  const serveCpu = (row: Record<string, number | undefined>) =>
+    row.serve === undefined ? undefined : row.serve + (row.pg ?? 0);
+  upTo(
+    "tracing ≤ 25 % of settle's CPU/event (serve+pg, TR@50 on / off)",
+    serveCpu(cpu('TR@50 on')),
+    serveCpu(cpu('TR@50 off')),
+    1.25,
   );
   ratio('B1 ≥ 0.8 × B0', fig('B1', 'eventsPerSecond'), fig('B0', 'eventsPerSecond'), 0.8);
   const pBest =

@@ -58,6 +58,20 @@ test('the workflow bundle the worker runs replays every recorded history determi
   assert.deepEqual(failures, []);
 });
 
+// Tracing is switched on and off by configuration, so a run started with it off may be replayed by a
+// worker with it on, and the reverse: Temporal's v1 OpenTelemetry workflow interceptors (the traced
+// bundle) add headers and spans but no command, and leave the histories recorded without them replaying.
+test('the traced workflow bundle (tracing on) replays every recorded history deterministically', async () => {
+  const failures: string[] = [];
+  for await (const result of Worker.runReplayHistories(
+    { workflowBundle: { codePath: await workflowBundlePath({ traced: true }) }, dataConverter },
+    histories,
+  )) {
+    if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
+  }
+  assert.deepEqual(failures, []);
+});
+
 test('a workflow changed incompatibly fails the replay of every payment history (the guard works)', async () => {
   const payments = histories.filter((h) => h.workflowId.startsWith('payment-'));
   assert.ok(payments.length >= 8, `only ${payments.length} payment histories`);

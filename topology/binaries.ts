@@ -96,7 +96,7 @@ export async function ensureTemporalServerTools(
 type GoContext = { work: string; cwd: string; env: NodeJS.ProcessEnv };
 
 /** Builds into a scratch folder beside `dir`, then moves it in place and marks it complete. */
-async function buildInto(
+export async function buildInto(
   dir: string,
   log: (line: string) => void,
   build: (go: GoContext) => Promise<void>,

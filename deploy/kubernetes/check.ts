@@ -31,6 +31,7 @@ import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { configVariables, settingsVariables, TEMPORAL_VARIABLES } from '../../src/config';
+import { TRACING_VARIABLES } from '../../src/lib/tracing';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { SHUTDOWN_DEADLINE_MS } from '../../src/lib/shutdown';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';
@@ -270,6 +271,8 @@ const KNOWN_VARIABLES = new Set<string>([
   ...Object.values(configVariables).map((v) => v.name),
   ...Object.values(settingsVariables).map((v) => v.name),
   ...TEMPORAL_VARIABLES.filter((name) => !name.includes('<')),
+  // OpenTelemetry's standard variables (tracing, docs/operations.md).
+  ...TRACING_VARIABLES,
   // Node's own, for a deployment that tunes the heap (docs/performance.md).
   'NODE_OPTIONS',
 ]);

@@ -22,6 +22,7 @@ import {
   INTERNAL_API_POLICY,
   type DeliveryDependencies,
 } from './downstream';
+import { annotateSpan } from '../lib/tracing';
 
 export type ReholdResult = {
   status: 'reheld' | 'already_compensated' | 'never_sent' | 'refused' | 'not_configured';
@@ -43,6 +44,7 @@ export async function reholdShipment(
   if (!row || row.target !== 'carrier') {
     throw ApplicationFailure.nonRetryable('not a carrier outbox row', ErrorCode.InvalidWorkflowInput);
   }
+  annotateSpan({ shipmentId: row.shipmentId });
   if (row.status === 'compensated') return { status: 'already_compensated' };
   if (row.attempts === 0) return { status: 'never_sent' };
   const url = targetUrl(deps.config, 'carrier');

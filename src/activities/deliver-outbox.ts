@@ -20,6 +20,7 @@ import {
   type DeliveryDependencies,
   type DownstreamConfig,
 } from './downstream';
+import { annotateSpan } from '../lib/tracing';
 
 export type OutboxDeliveryResult = {
   outboxId: number;
@@ -57,6 +58,7 @@ export async function deliverOutboxRow(
   const row = await startOutboxAttempt(deps.pool, input.outboxId, configured);
   if (!row) return notAttempted(deps, input.outboxId);
   const url = targetUrl(deps.config, row.target)!;
+  annotateSpan({ shipmentId: row.shipmentId });
 
   const outcome = await callDownstream(
     deps.http,

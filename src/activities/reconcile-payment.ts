@@ -18,6 +18,7 @@ import {
   reconcileOutcomesTotal,
   transactionFailuresTotal,
 } from '../metrics/settle-metrics';
+import { annotateSpan } from '../lib/tracing';
 
 export type ReconcileResult = {
   outcome: ClaimOutcome;
@@ -82,6 +83,7 @@ async function claimAndApply(
   sha: string,
 ): Promise<{ result: ReconcileResult; secondsSinceReceipt?: number }> {
   const shipmentId = event.data.shipment_id;
+  annotateSpan({ shipmentId });
   await lockEventId(tx, event.id);
   const claim = await findClaim(tx, event.id);
   if (claim && claim.payloadSha256 !== sha) {

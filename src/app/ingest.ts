@@ -9,6 +9,7 @@ import { isHandledPaymentType, type FieldIssue, type PaymentEvent } from '../dom
 import { payloadSha256 } from '../lib/hash';
 import { startOutcomeUnknownTotal } from '../metrics/settle-metrics';
 import { admitThenStart, refusedByDatabase } from './admit';
+import { annotateSpan } from '../lib/tracing';
 
 export type IngestOutcome =
   | { status: 'accepted'; eventId: string; workflowId: string; runId: string }
@@ -36,6 +37,9 @@ export async function ingestPaymentEvent(
   event: ReadPaymentEvent,
   source: EventSource = 'webhook',
 ): Promise<IngestOutcome> {
+  // The request's span (tracing on) names the event by its short hash, and its shipment.
+  const shipmentId = (event.data as { shipment_id?: unknown } | undefined)?.shipment_id;
+  annotateSpan({ eventId: event.id, shipmentId: typeof shipmentId === 'string' ? shipmentId : undefined });
   const sha = payloadSha256(event);
   const outcome = await admitPaymentEvent(deps, event, sha, source);
   try {

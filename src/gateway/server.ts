@@ -9,6 +9,7 @@ import { inspectEvent } from '../app/inspect';
 import { readinessCheck } from '../app/readiness';
 import { shortHash } from '../lib/hash';
 import type { Logger } from '../lib/logger';
+import { activeTracing } from '../lib/tracing';
 import { registerOperatorRoutes } from './operations';
 import { registerPaymentRoutes } from './payments';
 import { registerProviderRoutes, type ProviderRouteDeps } from './providers';
@@ -67,6 +68,9 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) =>
     done(null, body),
   );
+
+  // With tracing on, a span per request, continuing an incoming `traceparent` (lib/tracing.ts).
+  activeTracing()?.instrumentGateway(app);
 
   app.addHook('onResponse', async (request, reply) => {
     deps.logger.info(

@@ -3,6 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { isPublicAddress, parseAddress, TargetRefusedError } from './target-policy';
+import { activeTracing } from './tracing';
 
 export type HttpResponse = { status: number; headers: http.IncomingHttpHeaders; body: string };
 
@@ -52,8 +53,15 @@ const IDLE_CONNECTION_MS = 4_000;
 export function createHttpClient(): HttpClient {
   const pools = { publicOnly: keptAlivePool(), any: keptAlivePool() };
   return {
-    post: (target, options) =>
-      post(target, options, pools[options.allowPrivateTargets ? 'any' : 'publicOnly']),
+    post: (target, options) => {
+      const pool = pools[options.allowPrivateTargets ? 'any' : 'publicOnly'];
+      // With tracing on, the call is a client span and its request carries `traceparent`.
+      const tracing = activeTracing();
+      if (!tracing) return post(target, options, pool);
+      return tracing.downstreamCall(target, options.headers, (headers) =>
+        post(target, { ...options, headers }, pool),
+      );
+    },
   };
 }
 

@@ -17,6 +17,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgre
 import { stateDir } from '../lib/paths';
 import { findTemporalCli } from './temporal-binaries';
 import { startTemporalDevServer, type DevServer } from './temporal-dev-server';
+import { startTracing, stopTracing } from '../lib/tracing';
 
 /** The share of the shutdown deadline (lib/shutdown.ts) settle's own parts get to drain. */
 const PARTS_STOP_BUDGET_MS = SHUTDOWN_DEADLINE_MS / 2;
@@ -74,6 +75,9 @@ export async function runDevStack(): Promise<void> {
   });
 
   try {
+    // Before any Temporal client or worker is made; its spans flush after the parts have stopped.
+    await startTracing('start', env);
+    cleanups.push(() => stopTracing());
     // First, so the UI can be started pointed at it (the browser calls it, not the dev server).
     const codecConfig = loadConfigPart(CODEC_SERVER_SETTINGS, env);
     const uiOrigins = [

@@ -8,6 +8,7 @@ import {
 import type { SearchAttributePair } from '@temporalio/common';
 import type { NativeConnection } from '@temporalio/worker';
 import type { Config } from '../config';
+import { activeTracing } from '../lib/tracing';
 import { paymentWorkflowId, reminderWorkflowId } from '../domain/ids';
 import type { PaymentEvent } from '../domain/payment-event';
 import { temporalConnectionOptions, type TemporalConnectionConfig } from './connection';
@@ -33,7 +34,13 @@ export async function connectClient(config: TemporalConnectionConfig & ClientCon
     connection,
     namespace: config.temporalNamespace,
     dataConverter: settleDataConverter(config),
+    interceptors: tracedStarts(),
   });
+}
+
+/** With tracing on, each start is a StartWorkflow span whose context the run continues (lib/tracing.ts). */
+function tracedStarts() {
+  return { workflow: activeTracing()?.workflowClientInterceptors ?? [] };
 }
 
 /** Clients on the connection a worker of this same process polls with (`clientOnWorkerConnection`). */
@@ -50,6 +57,7 @@ export function clientOnWorkerConnection(connection: NativeConnection, config: C
     connection,
     namespace: config.temporalNamespace,
     dataConverter: settleDataConverter(config),
+    interceptors: tracedStarts(),
   });
   onWorkerConnection.add(client);
   return client;

@@ -13,6 +13,7 @@ import { createPurgeActivities } from '../activities/purge-claims';
 import { CONFIG_DEFAULTS, loadSettings, type Config } from '../config';
 import { logger, redactIds, redactMeta } from '../lib/logger';
 import { onShutdown } from '../lib/shutdown';
+import { activeTracing } from '../lib/tracing';
 import { startDrainingTemporalMetrics, temporalMetricsBuffer } from '../metrics/temporal-metrics';
 import {
   classifyTemporalError,
@@ -195,7 +196,12 @@ export async function createWorker({ config, pool, interceptors = [], tuning, sd
   // With payload keys, payloads and failure messages are encrypted (temporal/data-converter.ts); the
   // codec runs outside the workflow sandbox, the failure converter inside too (the bundle's variant).
   const dataConverter = settleDataConverter(config);
-  const codePath = await workflowBundlePath({ encodedFailures: dataConverter !== undefined });
+  // With tracing on, the bundle with Temporal's workflow interceptors (workflow-bundle.ts).
+  const tracing = activeTracing();
+  const codePath = await workflowBundlePath({
+    encodedFailures: dataConverter !== undefined,
+    traced: tracing !== undefined,
+  });
   const connection = await connectWorker(config);
   const activities = {
     ...createActivities({
@@ -212,7 +218,7 @@ export async function createWorker({ config, pool, interceptors = [], tuning, sd
       ? {}
       : createPurgeActivities({ pool, claimRetentionMs: config.claimRetentionMs })),
   };
-  const shared = {
+  const untraced = {
     connection,
     namespace: config.temporalNamespace,
     workflowBundle: { codePath },
@@ -222,6 +228,7 @@ export async function createWorker({ config, pool, interceptors = [], tuning, sd
     // Under lib/shutdown.ts's deadline: activities still running then are cancelled, so the drain ends.
     shutdownGraceTime: '4s',
   } satisfies Partial<SdkWorkerOptions>;
+  const shared = tracing ? tracing.workerOptions(untraced) : untraced;
   const live = await Worker.create({
     ...shared,
     taskQueue: config.taskQueue,

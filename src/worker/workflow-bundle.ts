@@ -48,22 +48,35 @@ const BUNDLE_PREFIX = 'workflow-bundle-';
 /** Bundles of other source versions unused for this long are deleted when a new one is built. */
 const STALE_AFTER_MS = 60 * 60 * 1000;
 
-const bundlePaths = new Map<boolean, Promise<string>>();
+/**
+ * Temporal's OpenTelemetry workflow interceptors (@temporalio/interceptors-opentelemetry, the v1
+ * package: docs/operations.md, "Tracing"), bundled only into the traced variant: a worker without
+ * tracing runs no span code in its workflows.
+ */
+const TRACING_INTERCEPTORS_PATH =
+  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+
+/** Which bundle: failures encoded (payload keys), workflow spans (tracing on). */
+export type BundleVariant = { encodedFailures: boolean; traced: boolean };
+
+const bundlePaths = new Map<string, Promise<string>>();
 
 /**
  * Path of the bundle for the current sources, built on the first call of this process if need be.
  * `encodedFailures`: the variant whose workflows write failure messages into (encrypted) payloads,
- * for a worker with payload keys (temporal/failure-converter.ts).
+ * for a worker with payload keys (temporal/failure-converter.ts). `traced`: the variant with Temporal's
+ * OpenTelemetry workflow interceptors, for a worker with tracing on.
  */
-export function workflowBundlePath(options: { encodedFailures?: boolean } = {}): Promise<string> {
-  const encodedFailures = options.encodedFailures === true;
-  let path = bundlePaths.get(encodedFailures);
-  if (!path) bundlePaths.set(encodedFailures, (path = ensureBundle(encodedFailures)));
+export function workflowBundlePath(options: Partial<BundleVariant> = {}): Promise<string> {
+  const variant = { encodedFailures: options.encodedFailures === true, traced: options.traced === true };
+  const key = bundleName(variant, '');
+  let path = bundlePaths.get(key);
+  if (!path) bundlePaths.set(key, (path = ensureBundle(variant)));
   return path;
 }
 
-async function ensureBundle(encodedFailures: boolean): Promise<string> {
-  const name = bundleName(encodedFailures);
+async function ensureBundle(variant: BundleVariant): Promise<string> {
+  const name = bundleName(variant);
   const prebuilt = join(PREBUILT_DIR, name);
   if (existsSync(prebuilt)) return prebuilt;
   const dir = cacheDir();
@@ -72,7 +85,7 @@ async function ensureBundle(encodedFailures: boolean): Promise<string> {
     markUsed(file);
     return file;
   }
-  await buildInChildProcess(file, encodedFailures);
+  await buildInChildProcess(file, variant);
   deleteStaleBundles(dir, file);
   return file;
 }
@@ -115,10 +128,15 @@ function filesUnder(dir: string): string[] {
     });
 }
 
-function buildInChildProcess(file: string, encodedFailures: boolean): Promise<void> {
+function buildInChildProcess(file: string, variant: BundleVariant): Promise<void> {
   return new Promise((resolve, reject) => {
     const loader = COMPILED ? [] : ['--require', require.resolve('tsx/cjs')];
-    const args = [__filename, file, ...(encodedFailures ? ['--encoded-failures'] : [])];
+    const args = [
+      __filename,
+      file,
+      ...(variant.encodedFailures ? ['--encoded-failures'] : []),
+      ...(variant.traced ? ['--traced'] : []),
+    ];
     const child = spawn(process.execPath, [...loader, ...args], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
@@ -156,10 +174,11 @@ function deleteStaleBundles(dir: string, current: string): void {
 }
 
 /** The child: bundles, then writes the file whole (temporary name, then rename). */
-async function buildBundle(file: string, encodedFailures: boolean): Promise<void> {
+async function buildBundle(file: string, variant: BundleVariant): Promise<void> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
-    ...(encodedFailures ? { failureConverterPath: FAILURE_CONVERTER_PATH } : {}),
+    ...(variant.encodedFailures ? { failureConverterPath: FAILURE_CONVERTER_PATH } : {}),
+    ...(variant.traced ? { workflowInterceptorModules: [TRACING_INTERCEPTORS_PATH] } : {}),
     logger: new DefaultLogger('WARN'),
   });
   const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`;
@@ -167,27 +186,33 @@ async function buildBundle(file: string, encodedFailures: boolean): Promise<void
   renameSync(temporary, file);
 }
 
-/** `--prebuild`: both bundles for these sources into PREBUILT_DIR (the image's build stage). */
+/** `--prebuild`: every variant's bundle for these sources into PREBUILT_DIR (the image's build stage). */
 async function prebuild(): Promise<void> {
   mkdirSync(PREBUILT_DIR, { recursive: true });
   for (const encodedFailures of [false, true]) {
-    const file = join(PREBUILT_DIR, bundleName(encodedFailures));
-    await buildBundle(file, encodedFailures);
-    process.stdout.write(`${relative(process.cwd(), file)}\n`);
+    for (const traced of [false, true]) {
+      const file = join(PREBUILT_DIR, bundleName({ encodedFailures, traced }));
+      await buildBundle(file, { encodedFailures, traced });
+      process.stdout.write(`${relative(process.cwd(), file)}\n`);
+    }
   }
 }
 
-/** The bundle's file name: its source version, and the variant with failures encoded (payload keys). */
-function bundleName(encodedFailures: boolean): string {
-  return `${BUNDLE_PREFIX}${encodedFailures ? 'encoded-failures-' : ''}${bundleKey()}.js`;
+/** The bundle's file name: its source version, and its variant (failures encoded, traced). */
+function bundleName(variant: BundleVariant, key = bundleKey()): string {
+  const prefix = `${variant.encodedFailures ? 'encoded-failures-' : ''}${variant.traced ? 'traced-' : ''}`;
+  return `${BUNDLE_PREFIX}${prefix}${key}.js`;
 }
 
 if (require.main === module) {
   const arg = process.argv[2]!;
-  (arg === '--prebuild' ? prebuild() : buildBundle(arg, process.argv[3] === '--encoded-failures')).catch(
-    (error: unknown) => {
-      process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-      process.exitCode = 1;
-    },
-  );
+  const flags = process.argv.slice(3);
+  const variant = {
+    encodedFailures: flags.includes('--encoded-failures'),
+    traced: flags.includes('--traced'),
+  };
+  (arg === '--prebuild' ? prebuild() : buildBundle(arg, variant)).catch((error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 1;
+  });
 }

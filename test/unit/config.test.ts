@@ -19,6 +19,7 @@ import {
 } from '../../src/config';
 import { commandConfig, roleConfig } from '../../src/cli/context';
 import { PROJECT_ROOT } from '../../src/lib/paths';
+import { TRACING_VARIABLES } from '../../src/lib/tracing';
 
 // The dev-secrets cases below place `.settle/` in a folder of their own.
 delete process.env.SETTLE_HOME;
@@ -186,7 +187,7 @@ function envExample(): Map<string, string> {
 describe('config documentation', () => {
   const all: Variable[] = [...Object.values(settingsVariables), ...Object.values(configVariables)];
   const operatorSet = all.filter((v) => !v.system).map((v) => v.name);
-  const documented = [...new Set([...operatorSet, ...TEMPORAL_VARIABLES])];
+  const documented = [...new Set([...operatorSet, ...TEMPORAL_VARIABLES, ...TRACING_VARIABLES])];
 
   test("every variable is in the README's table and in .env.example, and nothing else is", () => {
     const { defaults } = readmeTable();

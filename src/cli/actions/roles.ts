@@ -6,6 +6,7 @@ import { logger } from '../../lib/logger';
 import { prepareRetention } from '../../app/purge-schedule';
 import { createWorker, missingDownstreamVariables, runUntilStopped } from '../../worker/run';
 import { onShutdown } from '../../lib/shutdown';
+import { startTracing, stopTracing } from '../../lib/tracing';
 import { checkNamespace, probeTls } from '../../temporal/connection';
 import { CliError, roleConfig } from '../context';
 
@@ -20,6 +21,7 @@ export async function gateway(): Promise<void> {
   const config = roleConfig();
   const missingSecrets = missingWebhookSecrets(config);
   if (missingSecrets) throw new CliError(missingSecrets);
+  await startTracing('gateway');
   const pool = createPool(config.databaseUrl);
   const refused = await probeTls(config);
   if (refused) {
@@ -48,6 +50,7 @@ export async function gateway(): Promise<void> {
   });
   await client.connection.close();
   await pool.end();
+  await stopTracing();
 }
 
 export async function serve(): Promise<void> {
@@ -56,6 +59,7 @@ export async function serve(): Promise<void> {
   if (missingSecrets) throw new CliError(missingSecrets);
   const missing = missingDownstreamVariables(config);
   if (missing.length) throw new CliError(`${missing.join(' and ')} not set: see \`settle worker --help\`.`);
+  await startTracing('serve');
   const pool = createPool(config.databaseUrl);
   try {
     const refused = await probeTls(config);
@@ -84,6 +88,7 @@ export async function serve(): Promise<void> {
     }
   } finally {
     await pool.end();
+    await stopTracing();
   }
 }
 

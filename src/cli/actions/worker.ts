@@ -1,5 +1,6 @@
 import { createPool } from '../../db/pool';
 import { logger } from '../../lib/logger';
+import { startTracing, stopTracing } from '../../lib/tracing';
 import { startMetricsServer } from '../../metrics/metrics-server';
 import { missingDownstreamVariables } from '../../worker/run';
 import { checkNamespace } from '../../temporal/connection';
@@ -15,6 +16,7 @@ export async function worker(): Promise<void> {
         'downstream targets cannot deliver payments. Set them (only `npm start` runs stand-ins).',
     );
   }
+  await startTracing('worker');
   const pool = createPool(config.databaseUrl);
   const metrics = await startMetricsServer({ port: config.metricsPort, host: config.host });
   logger.info({ url: `${metrics.url}/metrics` }, 'worker metrics listening');
@@ -43,5 +45,6 @@ export async function worker(): Promise<void> {
   } finally {
     await metrics.close();
     await pool.end();
+    await stopTracing();
   }
 }
