@@ -9,6 +9,7 @@ import {
   type ReminderState,
 } from '../db/reminders';
 import { reminderWorkflowId } from '../domain/ids';
+import type { ReminderView } from '../domain/api-contract';
 import type { ReminderRequest } from '../domain/reminder';
 import type { FieldIssue } from '../domain/untrusted-json';
 import { payloadSha256 } from '../lib/hash';
@@ -121,7 +122,7 @@ export async function cancelReminder(
 }
 
 /** The JSON of GET /reminders/<id>: the delivery record and every attempt; undefined when unknown. */
-export async function viewReminder(pool: pg.Pool, deliveryId: string) {
+export async function viewReminder(pool: pg.Pool, deliveryId: string): Promise<ReminderView | undefined> {
   const reminder = await findReminder(pool, deliveryId);
   if (!reminder) return undefined;
   const attempts = await listReminderAttempts(pool, reminder.deliveryId);
