@@ -5,7 +5,8 @@ import type { ReconcileResult } from '../activities';
 import { startPaymentWorkflow } from '../temporal/client';
 import { findClaim, type ClaimOutcome } from '../db/claims';
 import { findEvent } from '../db/events';
-import { listOutboxForEvent, type OutboxStatus } from '../db/outbox';
+import { listOutboxForEvent } from '../db/outbox';
+import type { OutboxStatus } from '../domain/outbox';
 import type { PaymentEvent } from '../domain/payment-event';
 import { reconciledQuery } from '../workflows/payment';
 

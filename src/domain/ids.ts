@@ -1,7 +1,7 @@
 /**
- * The ID rules, each declared once, and the one place workflow IDs and downstream idempotency keys
- * are derived. Plain code: the workflow bundle, the zod schemas, the CLI, the logger and the OpenAPI
- * document all read these.
+ * The ID rules, each declared once, and the one place workflow IDs are derived (downstream
+ * idempotency keys: src/domain/outbox.ts). Plain code: the workflow bundle, the zod schemas, the
+ * CLI, the logger and the OpenAPI document all read these.
  */
 
 /** The alphabet of the keys that appear in workflow IDs, URLs and logs: event and delivery IDs. */
@@ -50,9 +50,4 @@ export function reminderWorkflowId(deliveryId: string): string {
 export function subjectOfWorkflowId(workflowId: string): string | undefined {
   const match = /^(?:payment|reminder):(.+)$/.exec(workflowId);
   return match?.[1];
-}
-
-/** Identical on every retry of the same effect: the event, the target and what is asked of it. */
-export function downstreamIdempotencyKey(eventId: string, target: string, action: string): string {
-  return `${eventId}:${target}:${action}`;
 }
