@@ -64,6 +64,15 @@ export function targetUrl(
   return config[DELIVERY_TARGETS[target].configKey];
 }
 
+/** Only the targets' URLs of a configuration (what the delivery activities are given). */
+export function targetUrls(
+  config: Partial<Record<TargetConfigKey, string>>,
+): Partial<Record<TargetConfigKey, string>> {
+  return Object.fromEntries(
+    OUTBOX_TARGETS.map((target) => [DELIVERY_TARGETS[target].configKey, targetUrl(config, target)]),
+  );
+}
+
 /** The URL variables a configuration leaves unset, in table order. */
 export function unsetTargetVariables(config: Partial<Record<TargetConfigKey, string>>): string[] {
   return OUTBOX_TARGETS.filter((target) => !targetUrl(config, target)).map(
