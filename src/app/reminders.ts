@@ -1,4 +1,3 @@
-import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import {
   cancelScheduledReminder,
@@ -17,6 +16,7 @@ import { assertPublicTarget } from '../lib/target-policy';
 import { startReminderWorkflow } from '../temporal/client';
 import { cancelReminderSignal } from '../workflows/reminder';
 import { admitThenStart, refusedByDatabase, type Dependency } from './admit';
+import type { Services } from './services';
 
 export type ReminderAdmission =
   /** The workflow was started now (`started`), or Temporal already knew its ID. */
@@ -35,7 +35,7 @@ export type ReminderAdmission =
  * private or loopback address is refused unless `allowPrivateTargets`.
  */
 export async function admitReminder(
-  deps: { pool: pg.Pool; client: Client; taskQueue: string; allowPrivateTargets?: boolean },
+  deps: Services & { allowPrivateTargets?: boolean },
   deliveryId: string,
   body: unknown,
   reminder: ReminderRequest,
@@ -104,7 +104,7 @@ export type ReminderCancellation =
  * early, so a lost signal (Temporal briefly down) changes nothing.
  */
 export async function cancelReminder(
-  deps: { pool: pg.Pool; client: Client },
+  deps: Pick<Services, 'pool' | 'client'>,
   deliveryId: string,
 ): Promise<ReminderCancellation> {
   const cancelled = await cancelScheduledReminder(deps.pool, deliveryId);

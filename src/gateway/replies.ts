@@ -14,6 +14,8 @@ export function reject(
   extra: { issues?: FieldIssue[]; retryAfterSeconds?: number } = {},
 ) {
   if (extra.retryAfterSeconds !== undefined) reply.header('retry-after', String(extra.retryAfterSeconds));
+  // Counted by settle_webhooks_total{error} (operations.ts); never logged with an ID.
+  reply.request.refusalCode = error;
   return reply.code(statusCode).send({
     status: 'rejected',
     error,
