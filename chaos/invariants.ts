@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { downstreamIdempotencyKey, paymentWorkflowId } from '../src/domain/ids';
+import { paymentWorkflowId } from '../src/domain/ids';
+import { downstreamIdempotencyKey } from '../src/domain/outbox';
 import { shortHash } from '../src/lib/hash';
 import { sleep } from '../proof/processes';
 import type { ProofStack } from '../proof/stack';

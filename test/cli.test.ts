@@ -105,18 +105,23 @@ describe('settle commands against a running stack', () => {
     const dir = mkdtempSync(join(tmpdir(), 'settle-shipments-'));
     const [a, b, c] = [uniqueId('SHP'), uniqueId('SHP'), uniqueId('SHP')];
     writeFileSync(join(dir, 'ok.csv'), `shipment_id,carrier\n${a},DHL\n"${b}",UPS\n`);
-    writeFileSync(join(dir, 'ok.jsonl'), `{"shipment_id":"${c}"}\n{"shipment_id":"${a}"}\n`);
-    writeFileSync(join(dir, 'bad.csv'), `shipment_id\n${uniqueId('SHP')}\nnot valid!\n`);
+    // An event's shipment_id may be any 1 to 200 characters; so may a loaded one (a space included).
+    writeFileSync(
+      join(dir, 'ok.jsonl'),
+      `{"shipment_id":"${c}"}\n{"shipment_id":"${a}"}\n{"shipment_id":"${c} / 2"}\n`,
+    );
+    const [beforeBad, tooLong] = [uniqueId('SHP'), `${uniqueId('SHP')}${'x'.repeat(200)}`];
+    writeFileSync(join(dir, 'bad.csv'), `shipment_id\n${beforeBad}\n${tooLong}\n`);
     const csv = await settle(['shipments', 'import', join(dir, 'ok.csv'), '--json'], env);
     assert.deepEqual(JSON.parse(csv.stdout), { read: 2, added: 2, existing: 0 });
     const jsonl = await settle(['shipments', 'import', join(dir, 'ok.jsonl'), '--json'], env);
-    assert.deepEqual(JSON.parse(jsonl.stdout), { read: 2, added: 1, existing: 1 });
+    assert.deepEqual(JSON.parse(jsonl.stdout), { read: 3, added: 2, existing: 1 });
     const bad = await settle(['shipments', 'import', join(dir, 'bad.csv')], env);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /bad\.csv:3/);
     const { rows } = await stack.pool.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM shipments WHERE shipment_id LIKE $1',
-      ['not valid%'],
+      'SELECT count(*)::int AS n FROM shipments WHERE shipment_id = ANY($1::text[])',
+      [[beforeBad, tooLong]],
     );
     assert.equal(rows[0]!.n, 0);
     rmSync(dir, { recursive: true, force: true });

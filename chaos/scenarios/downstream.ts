@@ -1,4 +1,5 @@
-import { downstreamIdempotencyKey, paymentWorkflowId } from '../../src/domain/ids';
+import { paymentWorkflowId } from '../../src/domain/ids';
+import { downstreamIdempotencyKey } from '../../src/domain/outbox';
 import type { PaymentWorkflowResult } from '../../src/workflows';
 import { erpKey } from '../../proof/load';
 import type { Behaviour } from '../../test/support/receiver';

@@ -8,13 +8,19 @@ import {
   listOutboxForEvent,
   markOutboxCompensated,
   noteOutbox,
-  type OutboxEntry,
 } from '../db/outbox';
 import { setHoldStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
-import { downstreamIdempotencyKey } from '../domain/ids';
+import { DELIVERY_TARGETS, downstreamIdempotencyKey, targetUrl } from '../domain/outbox';
 import { ErrorCode } from '../domain/errors';
-import { jsonHeaders, targetUrl } from './deliver-outbox';
+import type {
+  CompensationInput,
+  OutboxInput,
+  PaymentCompensationResult,
+  ReholdResult,
+} from '../workflows/contracts';
+import { jsonHeaders } from './deliver-outbox';
+import { outboxEntry } from './reconcile-payment';
 import {
   callDownstream,
   countDelivery,
@@ -24,9 +30,9 @@ import {
 } from './downstream';
 import { annotateSpan } from '../lib/tracing';
 
-export type ReholdResult = {
-  status: 'reheld' | 'already_compensated' | 'never_sent' | 'refused' | 'not_configured';
-};
+export type { PaymentCompensationResult, ReholdResult } from '../workflows/contracts';
+
+const CARRIER = DELIVERY_TARGETS.carrier;
 
 /**
  * Undoes a carrier release: asks the carrier to hold the shipment again, under its own idempotency key
@@ -36,10 +42,7 @@ export type ReholdResult = {
  * release that was attempted at all is re-held; one never sent is left alone. A refusal (4xx) is noted
  * on the row and does not stop the rest of the compensation; 5xx and timeouts are retried.
  */
-export async function reholdShipment(
-  deps: DeliveryDependencies,
-  input: { outboxId: number },
-): Promise<ReholdResult> {
+export async function reholdShipment(deps: DeliveryDependencies, input: OutboxInput): Promise<ReholdResult> {
   const row = await findOutboxRow(deps.pool, input.outboxId);
   if (!row || row.target !== 'carrier') {
     throw ApplicationFailure.nonRetryable('not a carrier outbox row', ErrorCode.InvalidWorkflowInput);
@@ -49,8 +52,8 @@ export async function reholdShipment(
   if (row.attempts === 0) return { status: 'never_sent' };
   const url = targetUrl(deps.config, 'carrier');
   if (!url) {
-    await noteOutbox(deps.pool, row.outboxId, 're-hold not sent: SETTLE_CARRIER_URL is not configured');
-    countDelivery('carrier', 'hold', 'not_configured');
+    await noteOutbox(deps.pool, row.outboxId, `re-hold not sent: ${CARRIER.variable} is not configured`);
+    countDelivery('carrier', CARRIER.compensation.action, 'not_configured');
     return { status: 'not_configured' };
   }
 
@@ -58,9 +61,9 @@ export async function reholdShipment(
     deps.http,
     {
       url,
-      headers: jsonHeaders(downstreamIdempotencyKey(row.eventId, 'carrier', 'rehold')),
+      headers: jsonHeaders(downstreamIdempotencyKey(row.eventId, 'carrier', CARRIER.compensation.keyAction)),
       body: JSON.stringify({
-        action: 'hold',
+        action: CARRIER.compensation.action,
         shipment_id: row.shipmentId,
         payment_id: row.body.payment_id,
         reason: 'compensation',
@@ -70,7 +73,7 @@ export async function reholdShipment(
     },
     INTERNAL_API_POLICY,
   );
-  countDelivery('carrier', 'hold', outcome);
+  countDelivery('carrier', CARRIER.compensation.action, outcome);
   if (outcome.kind === 'delivered') {
     await withTransaction(deps.pool, async (tx) => {
       await markOutboxCompensated(tx, row.outboxId, 'compensated: the carrier re-held the shipment');
@@ -86,13 +89,6 @@ export async function reholdShipment(
   throw failureFor(outcome);
 }
 
-export type PaymentCompensationResult = {
-  reversals: number;
-  abandoned: number;
-  /** The event's rows as the compensation leaves them (absent from results recorded before it was added). */
-  outbox?: OutboxEntry[];
-};
-
 /**
  * The last compensation of a refused settle flow, in one transaction: the event's effects not yet sent
  * become `failed` (with the reason), each capture or refund entry it appended gets one `reversal`
@@ -102,7 +98,7 @@ export type PaymentCompensationResult = {
  */
 export async function compensatePaymentEffects(
   pool: pg.Pool,
-  input: { eventId: string; reason: string },
+  input: CompensationInput,
 ): Promise<PaymentCompensationResult> {
   return withTransaction(pool, async (tx) => {
     await lockEventId(tx, input.eventId);
@@ -121,15 +117,7 @@ export async function compensatePaymentEffects(
       if (reversal) reversals += 1;
     }
     await updateClaimOutcome(tx, input.eventId, 'needs_review');
-    const outbox = (await listOutboxForEvent(tx, input.eventId)).map(
-      ({ outboxId, target, action, idempotencyKey, status }) => ({
-        outboxId,
-        target,
-        action,
-        idempotencyKey,
-        status,
-      }),
-    );
+    const outbox = (await listOutboxForEvent(tx, input.eventId)).map(outboxEntry);
     return { reversals, abandoned, outbox };
   });
 }

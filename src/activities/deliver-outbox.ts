@@ -8,37 +8,26 @@ import {
   recordOutboxError,
   startOutboxAttempt,
   type OutboxRow,
-  type OutboxStatus,
-  type OutboxTarget,
 } from '../db/outbox';
 import { ErrorCode } from '../domain/errors';
+import {
+  DELIVERY_TARGETS,
+  isDeliverable,
+  OUTBOX_TARGETS,
+  targetUrl,
+  type OutboxStatus,
+} from '../domain/outbox';
+import type { OutboxDeliveryResult, OutboxInput } from '../workflows/contracts';
 import {
   callDownstream,
   countDelivery,
   failureFor,
   INTERNAL_API_POLICY,
   type DeliveryDependencies,
-  type DownstreamConfig,
 } from './downstream';
 import { annotateSpan } from '../lib/tracing';
 
-export type OutboxDeliveryResult = {
-  outboxId: number;
-  target: OutboxTarget;
-  action: string;
-  /** `not_configured` when the target has no URL on this worker: nothing was sent. */
-  status: OutboxStatus;
-};
-
-const OUTBOX_TARGETS: readonly OutboxTarget[] = ['carrier', 'erp'];
-const TARGET_VARIABLE: Record<OutboxTarget, string> = {
-  carrier: 'SETTLE_CARRIER_URL',
-  erp: 'SETTLE_ERP_URL',
-};
-
-export function targetUrl(config: DownstreamConfig, target: OutboxTarget): string | undefined {
-  return target === 'carrier' ? config.carrierUrl : config.erpUrl;
-}
+export type { OutboxDeliveryResult } from '../workflows/contracts';
 
 /**
  * Delivers one outbox row: one call per attempt, with the row's `Idempotency-Key`, identical on every
@@ -51,7 +40,7 @@ export function targetUrl(config: DownstreamConfig, target: OutboxTarget): strin
  */
 export async function deliverOutboxRow(
   deps: DeliveryDependencies,
-  input: { outboxId: number },
+  input: OutboxInput,
 ): Promise<OutboxDeliveryResult> {
   // The common path is one statement: the attempt is counted and the row read together.
   const configured = OUTBOX_TARGETS.filter((target) => targetUrl(deps.config, target));
@@ -91,10 +80,10 @@ export async function deliverOutboxRow(
 async function notAttempted(deps: DeliveryDependencies, outboxId: number): Promise<OutboxDeliveryResult> {
   const row = await findOutboxRow(deps.pool, outboxId);
   if (!row) throw ApplicationFailure.nonRetryable('no such outbox row', ErrorCode.InvalidWorkflowInput);
-  if (row.status !== 'pending' && row.status !== 'not_configured') return resultFor(row, row.status);
+  if (!isDeliverable(row.status)) return resultFor(row, row.status);
   // Its target has a URL: the row left `pending` between the two statements and is back (a race).
   if (targetUrl(deps.config, row.target)) return resultFor(row, row.status);
-  const variable = TARGET_VARIABLE[row.target];
+  const variable = DELIVERY_TARGETS[row.target].variable;
   await markOutboxNotConfigured(deps.pool, row.outboxId, `not sent: ${variable} is not configured`);
   countDelivery(row.target, row.action, 'not_configured');
   logger.warn(

@@ -9,6 +9,12 @@ import {
   type ReminderState,
 } from '../db/reminders';
 import { withTransaction } from '../db/transaction';
+import type {
+  FailReminderInput,
+  FailReminderResult,
+  ReminderDeliveryInput,
+  ReminderDeliveryResult,
+} from '../workflows/contracts';
 import { ErrorCode } from '../domain/errors';
 import { signWebhook } from '../domain/webhook-signature';
 import {
@@ -19,7 +25,7 @@ import {
   type DeliveryDependencies,
 } from './downstream';
 
-export type ReminderDeliveryResult = { state: ReminderState; attempts: number };
+export type { ReminderDeliveryResult } from '../workflows/contracts';
 
 /** A little past the lease, so the retry finds it expired on the database clock. */
 const LEASE_MARGIN_MS = 250;
@@ -41,7 +47,7 @@ type Lease =
  */
 export async function deliverReminder(
   deps: DeliveryDependencies,
-  input: { deliveryId: string },
+  input: ReminderDeliveryInput,
 ): Promise<ReminderDeliveryResult> {
   const lease = await withTransaction(deps.pool, async (tx): Promise<Lease | undefined> => {
     const reminder = await lockReminder(tx, input.deliveryId);
@@ -114,9 +120,6 @@ export async function deliverReminder(
 }
 
 /** The reminder's retries ran out: it is `failed` for good, with why. */
-export async function failReminder(
-  pool: pg.Pool,
-  input: { deliveryId: string; reason: string },
-): Promise<{ attempts: number }> {
+export async function failReminder(pool: pg.Pool, input: FailReminderInput): Promise<FailReminderResult> {
   return { attempts: await failOpenReminder(pool, input.deliveryId, input.reason) };
 }

@@ -2,13 +2,14 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import type { Config } from '../config';
 import { ErrorCode } from '../domain/errors';
+import type { TargetConfigKey } from '../domain/outbox';
 import { HttpRequestError, type HttpClient, type HttpFailureKind, type HttpResponse } from '../lib/http';
 import { retryAfterMs } from '../lib/retry-after';
 import { deliveriesTotal } from '../metrics/settle-metrics';
 
 /** What the delivery activities need from the configuration; unset targets are reported, not fatal. */
 export type DownstreamConfig = Partial<
-  Pick<Config, 'carrierUrl' | 'erpUrl' | 'outboundSecret' | 'allowPrivateTargets'>
+  Pick<Config, TargetConfigKey | 'outboundSecret' | 'allowPrivateTargets'>
 >;
 
 export type DeliveryTuning = {

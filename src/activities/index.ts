@@ -1,5 +1,11 @@
 import type pg from 'pg';
 import type { PaymentEvent } from '../domain/payment-event';
+import type {
+  CompensationInput,
+  FailReminderInput,
+  OutboxInput,
+  ReminderDeliveryInput,
+} from '../workflows/contracts';
 import { createHttpClient, type HttpClient } from '../lib/http';
 import { compensatePaymentEffects, reholdShipment } from './compensate-payment';
 import { deliverOutboxRow } from './deliver-outbox';
@@ -22,9 +28,6 @@ export type ActivityDependencies = {
   tuning?: Partial<DeliveryTuning>;
 };
 
-/** An outbox row to deliver or undo. */
-type OutboxInput = { outboxId: number };
-
 /** Builds the activities with their dependencies injected; workflows import this type only. */
 export function createActivities({
   pool,
@@ -46,15 +49,12 @@ export function createActivities({
     reconcilePayment: (event: PaymentEvent) => reconcilePayment(pool, event),
     deliverOutboxRow: (input: OutboxInput) => deliverOutboxRow(delivery, input),
     reholdShipment: (input: OutboxInput) => reholdShipment(delivery, input),
-    compensatePaymentEffects: (input: { eventId: string; reason: string }) =>
-      compensatePaymentEffects(pool, input),
-    deliverReminder: (input: { deliveryId: string }) => deliverReminder(delivery, input),
-    failReminder: (input: { deliveryId: string; reason: string }) => failReminder(pool, input),
+    compensatePaymentEffects: (input: CompensationInput) => compensatePaymentEffects(pool, input),
+    deliverReminder: (input: ReminderDeliveryInput) => deliverReminder(delivery, input),
+    failReminder: (input: FailReminderInput) => failReminder(pool, input),
   };
 }
 
 export type Activities = ReturnType<typeof createActivities>;
-export type { ReconcileResult } from './reconcile-payment';
-export type { OutboxDeliveryResult } from './deliver-outbox';
-export type { ReminderDeliveryResult } from './deliver-reminder';
+export type { OutboxDeliveryResult, ReconcileResult, ReminderDeliveryResult } from '../workflows/contracts';
 export type { DeliveryTuning, DownstreamConfig } from './downstream';

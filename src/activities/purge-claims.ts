@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import { purgeExpiredClaims, type PurgeResult } from '../db/purge';
+import { purgeExpiredClaims } from '../db/purge';
+import type { PurgeResult } from '../workflows/contracts';
 import { logger } from '../lib/logger';
 import { purgedClaimsTotal } from '../metrics/settle-metrics';
 
@@ -27,7 +28,14 @@ export function createPurgeActivities({
         },
         'expired claims purged',
       );
-      return result;
+      return {
+        cutoff: result.cutoff,
+        claims: result.claims,
+        events: result.events,
+        conflicts: result.conflicts,
+        keptExceptions: result.keptExceptions,
+        dryRun: result.dryRun,
+      };
     },
   };
 }

@@ -1,14 +1,15 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type pg from 'pg';
-import { findClaim, insertClaim, lockEventId, updateClaimOutcome, type ClaimOutcome } from '../db/claims';
+import { findClaim, insertClaim, lockEventId, updateClaimOutcome } from '../db/claims';
 import { appendLedgerEntry } from '../db/ledger';
-import { insertOutboxRowsAndList, type NewOutboxRow, type OutboxEntry } from '../db/outbox';
+import { insertOutboxRowsAndList, type NewOutboxRow, type OutboxEntryRow } from '../db/outbox';
 import { recordRepeatClaim } from '../db/repeats';
 import { findShipment, lockShipment, setPaymentStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
-import { downstreamIdempotencyKey } from '../domain/ids';
+import { downstreamIdempotencyKey } from '../domain/outbox';
 import { paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
-import { capturesMoney, decideTransition, type PaymentStatus } from '../domain/payment-rules';
+import { capturesMoney, decideTransition } from '../domain/payment-rules';
+import type { OutboxEntry, ReconcileResult } from '../workflows/contracts';
 import { ErrorCode, errorCodeOf } from '../domain/errors';
 import { payloadSha256, shortHash } from '../lib/hash';
 import { logger } from '../lib/logger';
@@ -20,15 +21,18 @@ import {
 } from '../metrics/settle-metrics';
 import { annotateSpan } from '../lib/tracing';
 
-export type ReconcileResult = {
-  outcome: ClaimOutcome;
-  /** True when a claim already existed: this call changed nothing (or applied a parked event). */
-  claimExisted: boolean;
-  shipmentId: string;
-  paymentStatus: PaymentStatus | null;
-  /** The event's downstream effects, as stored; the workflow delivers those still pending. */
-  outbox: OutboxEntry[];
-};
+export type { ReconcileResult } from '../workflows/contracts';
+
+/** A stored outbox row as workflow history carries it: the contract's fields, nothing a query adds. */
+export function outboxEntry(row: OutboxEntryRow): OutboxEntry {
+  return {
+    outboxId: row.outboxId,
+    target: row.target,
+    action: row.action,
+    idempotencyKey: row.idempotencyKey,
+    status: row.status,
+  };
+}
 
 /**
  * One transaction: claim the event ID and apply its business effect together. A repeat returns the
@@ -100,7 +104,7 @@ async function claimAndApply(
       claimExisted: true,
       shipmentId,
       paymentStatus: shipment?.paymentStatus ?? null,
-      outbox: await insertOutboxRowsAndList(tx, { eventId: event.id, shipmentId }, []),
+      outbox: (await insertOutboxRowsAndList(tx, { eventId: event.id, shipmentId }, [])).map(outboxEntry),
     };
     return { result };
   }
@@ -129,8 +133,8 @@ async function applyPaymentTransition(
   event: PaymentEvent,
 ): Promise<Pick<ReconcileResult, 'outcome' | 'paymentStatus' | 'outbox'>> {
   const { shipment_id: shipmentId, payment_id: paymentId, amount, currency } = event.data;
-  const outboxOf = (rows: NewOutboxRow[] = []) =>
-    insertOutboxRowsAndList(tx, { eventId: event.id, shipmentId }, rows);
+  const outboxOf = async (rows: NewOutboxRow[] = []) =>
+    (await insertOutboxRowsAndList(tx, { eventId: event.id, shipmentId }, rows)).map(outboxEntry);
   const shipment = await lockShipment(tx, shipmentId);
   if (!shipment) return { outcome: 'unmatched', paymentStatus: null, outbox: await outboxOf() };
 

@@ -1,7 +1,6 @@
-import type { Client } from '@temporalio/client';
-import type pg from 'pg';
 import { signWebhook } from '../domain/webhook-signature';
 import { inspectEvent, type EventInspection } from './inspect';
+import type { Services } from './services';
 
 /** How long `settle example` waits for its event to be reconciled and its run to finish. */
 const SETTLE_WAIT_MS = 15_000;
@@ -20,7 +19,7 @@ export type ExampleResult = {
  * Undefined when the gateway did not answer.
  */
 export async function sendExampleEvent(
-  deps: { pool: pg.Pool; client: Client },
+  deps: Pick<Services, 'pool' | 'client'>,
   example: { gatewayUrl: string; secret: string; eventId: string; shipmentId: string; type: string },
 ): Promise<ExampleResult | undefined> {
   const { eventId, shipmentId } = example;

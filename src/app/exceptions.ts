@@ -10,6 +10,7 @@ import {
 } from '../db/exceptions';
 import type { Queryable } from '../db/pool';
 import { paymentWorkflowId } from '../domain/ids';
+import { DELIVERY_TARGETS, OUTBOX_TARGETS } from '../domain/outbox';
 
 /** What an operator does about each kind; `settle exceptions` prints it, docs/operations.md explains it. */
 export const NEXT_STEP: Record<ExceptionKind, string> = {
@@ -22,7 +23,7 @@ export const NEXT_STEP: Record<ExceptionKind, string> = {
     'a compensation ran: settle inspect <event id>, settle the case by hand, then settle exceptions resolve',
   delivery_stuck:
     'the target keeps failing: fix it (its last error says why) and the delivery goes through by itself',
-  not_configured: 'set SETTLE_CARRIER_URL and SETTLE_ERP_URL on every worker, then settle replay <event id>',
+  not_configured: `set ${OUTBOX_TARGETS.map((target) => DELIVERY_TARGETS[target].variable).join(' and ')} on every worker, then settle replay <event id>`,
   delivery_abandoned: 'its run was cancelled or terminated: settle replay <event id> sends what is pending',
 };
 

@@ -1,8 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import type { Client } from '@temporalio/client';
-import type pg from 'pg';
-import { ingestPaymentEvent, type IngestOutcome } from './ingest';
+import { admitPaymentEvent, type IngestOutcome } from './ingest';
 import { admitProviderEvent } from './provider-ingest';
 import { describeIssues, readPaymentEvent } from '../domain/payment-event';
 import { parseUntrustedJson } from '../domain/untrusted-json';
@@ -10,6 +8,7 @@ import { ErrorCode } from '../domain/errors';
 import { DEFAULT_MAX_BACKLOG, ImportPace } from './import-pace';
 import { exportAdapter } from '../providers';
 import type { ProviderName } from '../providers/types';
+import type { Services } from './services';
 
 export type ImportCounts = {
   accepted: number;
@@ -65,12 +64,12 @@ export async function countLines(file: string): Promise<number> {
 
 /**
  * Feeds a provider's event report (one JSON event per line) through the same path as the webhook,
- * `ingestPaymentEvent` with source `import`, a bounded number of lines at a time, no faster than the
+ * `admitPaymentEvent` with source `import`, a bounded number of lines at a time, no faster than the
  * workers drain the bulk task queue. An event already known is a duplicate, so a rerun after an
  * interrupted import applies only what is missing.
  */
 export async function importReport(
-  deps: { pool: pg.Pool; client: Client; taskQueue: string },
+  deps: Services,
   file: string,
   options: ImportOptions,
 ): Promise<ImportSummary> {
@@ -132,7 +131,7 @@ type LineOutcome =
   | { status: 'rejected' | 'unavailable'; problem: Omit<ImportProblem, 'line'> };
 
 async function importLine(
-  deps: { pool: pg.Pool; client: Client; taskQueue: string },
+  deps: Services,
   text: string,
   attempts: number,
   provider: ProviderName | undefined,
@@ -174,14 +173,14 @@ async function importLine(
       };
     }
     const event = adapted.event;
-    admit = () => ingestPaymentEvent(deps, event, 'import');
+    admit = () => admitPaymentEvent(deps, event, 'import');
   } else {
     // The same reading as the webhook: the edge rule, the envelope, then the schema of a handled type.
     const read = readPaymentEvent(text);
     if (!read.ok) return refuse(read.eventId, describeIssues(read.issues));
     eventId = read.event.id;
     // The stored and hashed payload is the line as written, unknown fields included.
-    admit = () => ingestPaymentEvent(deps, read.event, 'import');
+    admit = () => admitPaymentEvent(deps, read.event, 'import');
   }
 
   let outcome: IngestOutcome | undefined;

@@ -1,5 +1,3 @@
-import type { Client } from '@temporalio/client';
-import type pg from 'pg';
 import { startPaymentWorkflow } from '../temporal/client';
 import { findEvent, insertEvent, type EventSource } from '../db/events';
 import { recordConflict, recordRedelivery } from '../db/repeats';
@@ -10,6 +8,7 @@ import { payloadSha256 } from '../lib/hash';
 import { startOutcomeUnknownTotal } from '../metrics/settle-metrics';
 import { admitThenStart, refusedByDatabase } from './admit';
 import { annotateSpan } from '../lib/tracing';
+import type { Services } from './services';
 
 export type IngestOutcome =
   | { status: 'accepted'; eventId: string; workflowId: string; runId: string }
@@ -32,8 +31,8 @@ export type ReadPaymentEvent = { id: string; type: string } & Record<string, unk
  * that row and then sees a duplicate. A repeat is counted on the event (duplicate) or audited in
  * `conflicts` (409); the original is never changed.
  */
-export async function ingestPaymentEvent(
-  deps: { pool: pg.Pool; client: Client; taskQueue: string },
+export async function admitPaymentEvent(
+  deps: Services,
   event: ReadPaymentEvent,
   source: EventSource = 'webhook',
 ): Promise<IngestOutcome> {
@@ -41,7 +40,7 @@ export async function ingestPaymentEvent(
   const shipmentId = (event.data as { shipment_id?: unknown } | undefined)?.shipment_id;
   annotateSpan({ eventId: event.id, shipmentId: typeof shipmentId === 'string' ? shipmentId : undefined });
   const sha = payloadSha256(event);
-  const outcome = await admitPaymentEvent(deps, event, sha, source);
+  const outcome = await admitUnlessKnown(deps, event, sha, source);
   try {
     if (outcome.status === 'duplicate') await recordRedelivery(deps.pool, event.id);
     if (outcome.status === 'conflict') {
@@ -58,8 +57,8 @@ export async function ingestPaymentEvent(
   return outcome;
 }
 
-async function admitPaymentEvent(
-  deps: { pool: pg.Pool; client: Client; taskQueue: string },
+async function admitUnlessKnown(
+  deps: Services,
   event: ReadPaymentEvent,
   sha: string,
   source: EventSource,

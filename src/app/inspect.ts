@@ -6,41 +6,12 @@ import { listLedgerForShipment } from '../db/ledger';
 import { listOutboxForEvent } from '../db/outbox';
 import { findShipment } from '../db/shipments';
 import { findStartOutcomeUnknown } from '../db/start-outcomes';
+import type { EventInspection } from '../domain/api-contract';
 import { paymentWorkflowId } from '../domain/ids';
 import { classifyTemporalError } from '../temporal/connection';
 
-/** The JSON of `GET /events/<id>` and `settle inspect <id> --json`. */
-export type EventInspection = {
-  event_id: string;
-  type: string | null;
-  workflow_id: string;
-  payload_sha256: string;
-  received_at: string | null;
-  outcome: 'applied' | 'stale' | 'unmatched' | 'needs_review' | null;
-  claimed_at: string | null;
-  workflow: { status: string; run_id: string } | null;
-  /** Set when Temporal could not be asked; `workflow` is then unknown rather than forgotten. */
-  workflow_error?: string;
-  /**
-   * When a start of this event last ended with its outcome unknown (answered 503, yet Temporal may
-   * have started it): why a later delivery was told `duplicate`.
-   */
-  start_outcome_unknown_at?: string;
-  /** What `workflow_error` means here, e.g. which namespace does not exist. */
-  workflow_error_message?: string;
-  shipment: { shipment_id: string; payment_status: string; hold_status: string } | null;
-  /** The shipment the event names when no such shipment exists (why it is `unmatched`); else null. */
-  missing_shipment_id: string | null;
-  ledger: { entry_id: number; kind: string; amount: number; currency: string; event_id: string }[];
-  deliveries: {
-    target: string;
-    action: string;
-    status: string;
-    attempts: number;
-    idempotency_key: string;
-    last_error: string | null;
-  }[];
-};
+/** The JSON of `GET /events/<id>` and `settle inspect <id> --json` (its schema: src/domain/api-contract.ts). */
+export type { EventInspection } from '../domain/api-contract';
 
 /**
  * Everything known about one event, from PostgreSQL and Temporal; undefined when settle never saw it.

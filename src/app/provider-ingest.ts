@@ -1,10 +1,9 @@
-import type { Client } from '@temporalio/client';
-import type pg from 'pg';
 import type { EventSource } from '../db/events';
 import type { FieldIssue } from '../domain/untrusted-json';
 import { recordProviderException } from '../db/provider-exceptions';
 import type { AdaptedEvent, ProviderName } from '../providers/types';
-import { ingestPaymentEvent, type IngestOutcome } from './ingest';
+import { admitPaymentEvent, type IngestOutcome } from './ingest';
+import type { Services } from './services';
 
 export type ProviderOutcome =
   | Exclude<IngestOutcome, { status: 'invalid' }>
@@ -14,19 +13,19 @@ export type ProviderOutcome =
 
 /**
  * Admits one adapted provider event. A payment event takes the path every event takes
- * (`ingestPaymentEvent`: claim, workflow ID, duplicate/conflict, unavailable); an event that names no
+ * (`admitPaymentEvent`: claim, workflow ID, duplicate/conflict, unavailable); an event that names no
  * shipment is recorded once as an `unmatched` exception (so the provider stops retrying); an ignored
  * type writes nothing.
  */
 export async function admitProviderEvent(
-  deps: { pool: pg.Pool; client: Client; taskQueue: string },
+  deps: Services,
   provider: ProviderName,
   adapted: AdaptedEvent,
   source: EventSource = 'webhook',
 ): Promise<ProviderOutcome> {
   switch (adapted.kind) {
     case 'payment':
-      return ingestPaymentEvent(deps, adapted.event, source);
+      return admitPaymentEvent(deps, adapted.event, source);
     case 'ignored':
       return { status: 'ignored', eventId: adapted.eventId };
     case 'invalid':
@@ -58,7 +57,7 @@ export async function admitProviderEvent(
  * the items already admitted as duplicates. `counts`: the items by outcome.
  */
 export async function admitProviderBatch(
-  deps: { pool: pg.Pool; client: Client; taskQueue: string },
+  deps: Services,
   provider: ProviderName,
   batch: readonly AdaptedEvent[],
 ): Promise<

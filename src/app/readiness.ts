@@ -1,6 +1,5 @@
-import type { Client } from '@temporalio/client';
-import type pg from 'pg';
 import { checkNamespace, type TemporalProblem } from '../temporal/connection';
+import type { Services } from './services';
 
 /** How long one DescribeNamespace answer stands, so readiness probes do not each cost a call. */
 const READINESS_CACHE_MS = 2_000;
@@ -11,7 +10,7 @@ export type Readiness = { postgres: boolean; temporal: boolean; problem: Tempora
  * /readyz's check: PostgreSQL answers a query, and the Temporal namespace exists and answers
  * (DescribeNamespace, its answer cached briefly).
  */
-export function readinessCheck(deps: { pool: pg.Pool; client: Client }): () => Promise<Readiness> {
+export function readinessCheck(deps: Pick<Services, 'pool' | 'client'>): () => Promise<Readiness> {
   let cached: { at: number; result: Promise<TemporalProblem | undefined> } | undefined;
   const namespaceProblem = () => {
     if (!cached || Date.now() - cached.at > READINESS_CACHE_MS) {

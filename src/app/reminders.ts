@@ -1,4 +1,3 @@
-import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import {
   cancelScheduledReminder,
@@ -9,6 +8,7 @@ import {
   type ReminderState,
 } from '../db/reminders';
 import { reminderWorkflowId } from '../domain/ids';
+import type { ReminderView } from '../domain/api-contract';
 import type { ReminderRequest } from '../domain/reminder';
 import type { FieldIssue } from '../domain/untrusted-json';
 import { payloadSha256 } from '../lib/hash';
@@ -16,6 +16,7 @@ import { assertPublicTarget } from '../lib/target-policy';
 import { startReminderWorkflow } from '../temporal/client';
 import { cancelReminderSignal } from '../workflows/reminder';
 import { admitThenStart, refusedByDatabase, type Dependency } from './admit';
+import type { Services } from './services';
 
 export type ReminderAdmission =
   /** The workflow was started now (`started`), or Temporal already knew its ID. */
@@ -34,7 +35,7 @@ export type ReminderAdmission =
  * private or loopback address is refused unless `allowPrivateTargets`.
  */
 export async function admitReminder(
-  deps: { pool: pg.Pool; client: Client; taskQueue: string; allowPrivateTargets?: boolean },
+  deps: Services & { allowPrivateTargets?: boolean },
   deliveryId: string,
   body: unknown,
   reminder: ReminderRequest,
@@ -103,7 +104,7 @@ export type ReminderCancellation =
  * early, so a lost signal (Temporal briefly down) changes nothing.
  */
 export async function cancelReminder(
-  deps: { pool: pg.Pool; client: Client },
+  deps: Pick<Services, 'pool' | 'client'>,
   deliveryId: string,
 ): Promise<ReminderCancellation> {
   const cancelled = await cancelScheduledReminder(deps.pool, deliveryId);
@@ -121,7 +122,7 @@ export async function cancelReminder(
 }
 
 /** The JSON of GET /reminders/<id>: the delivery record and every attempt; undefined when unknown. */
-export async function viewReminder(pool: pg.Pool, deliveryId: string) {
+export async function viewReminder(pool: pg.Pool, deliveryId: string): Promise<ReminderView | undefined> {
   const reminder = await findReminder(pool, deliveryId);
   if (!reminder) return undefined;
   const attempts = await listReminderAttempts(pool, reminder.deliveryId);

@@ -5,9 +5,11 @@ import type { ReconcileResult } from '../activities';
 import { startPaymentWorkflow } from '../temporal/client';
 import { findClaim, type ClaimOutcome } from '../db/claims';
 import { findEvent } from '../db/events';
-import { listOutboxForEvent, type OutboxStatus } from '../db/outbox';
+import { listOutboxForEvent } from '../db/outbox';
+import type { OutboxStatus } from '../domain/outbox';
 import type { PaymentEvent } from '../domain/payment-event';
 import { reconciledQuery } from '../workflows/payment';
+import type { Services } from './services';
 
 /** How often a replay asks the run whether its reconcile has decided, and the outbox how deliveries go. */
 const POLL_MS = 300;
@@ -83,7 +85,7 @@ export type ReplayReport = {
  * aborts (what was replayed stands), and sums up what happened. `onResult` hears each as it ends.
  */
 export async function replayEvents(
-  deps: { pool: pg.Pool; client: Client; taskQueue: string },
+  deps: Services,
   eventIds: readonly string[],
   options: ReplayOptions & { concurrency: number; onResult?: (result: ReplayResult, done: number) => void },
 ): Promise<ReplayReport> {
@@ -125,7 +127,7 @@ function summarise(results: ReplayResult[], interrupted: boolean): ReplayReport[
  * interrupt and to repeat: the claim and the outbox rows' status make every repeat harmless.
  */
 export async function replayEvent(
-  deps: { pool: pg.Pool; client: Client; taskQueue: string },
+  deps: Services,
   eventId: string,
   options: ReplayOptions = DEFAULT_OPTIONS,
 ): Promise<ReplayResult> {

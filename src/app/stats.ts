@@ -6,11 +6,12 @@ import { histogramQuantile, parsePrometheusText, sumOf } from '../metrics/promet
 import { renderMetrics, type DatabaseFigures } from '../metrics/settle-metrics';
 import { countByKind, DEFAULT_UNRECONCILED_AFTER_MS, openExceptions } from './exceptions';
 
-type Services = { db: Queryable; client: Client; deliveryStuckAfterMs: number };
+/** The figures read PostgreSQL as `db` (a pool or a transaction client) and Temporal for abandoned deliveries. */
+type StatsDeps = { db: Queryable; client: Client; deliveryStuckAfterMs: number };
 
 /** Open exceptions by kind (every kind, 0 when none) and in all: the list `settle exceptions` prints. */
 async function countOpenExceptions(
-  services: Services,
+  services: StatsDeps,
 ): Promise<{ byKind: Record<ExceptionKind, number>; total: number }> {
   const open = await openExceptions(
     { db: services.db, client: services.client },
@@ -28,7 +29,7 @@ export type StatsFigures = SloFigures & {
 };
 
 /** `settle stats`' figures from PostgreSQL (and Temporal, for abandoned deliveries) over the window. */
-export async function statsFigures(services: Services, windowMs: number): Promise<StatsFigures> {
+export async function statsFigures(services: StatsDeps, windowMs: number): Promise<StatsFigures> {
   const slo = await computeSloFigures(services.db, { windowMs });
   const open = await countOpenExceptions(services);
   return { ...slo, open_exceptions: { ...open.byKind, total: open.total } };
@@ -38,12 +39,12 @@ export async function statsFigures(services: Services, windowMs: number): Promis
  * The gateway's `GET /metrics`: every figure of the process, plus the gauges read from PostgreSQL now.
  * PostgreSQL down leaves those at their last value: /readyz says so; the scrape still serves the rest.
  */
-export async function gatewayMetrics(services: Services): Promise<string> {
+export async function gatewayMetrics(services: StatsDeps): Promise<string> {
   const figures = await databaseFigures(services).catch(() => null);
   return renderMetrics(figures);
 }
 
-async function databaseFigures(services: Services): Promise<DatabaseFigures> {
+async function databaseFigures(services: StatsDeps): Promise<DatabaseFigures> {
   const backlog = await outboxBacklog(services.db);
   const reminders = await reminderBacklog(services.db);
   const open = await countOpenExceptions(services);

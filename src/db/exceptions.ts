@@ -1,4 +1,9 @@
+import { DELIVERY_TARGETS, OUTBOX_TARGETS } from '../domain/outbox';
 import type { Queryable } from './pool';
+
+/** Each delivery target's URL variable, bound as two arrays: the SQL names what is unset from the table. */
+const TARGET_NAMES = OUTBOX_TARGETS;
+const TARGET_VARIABLES = OUTBOX_TARGETS.map((target) => DELIVERY_TARGETS[target].variable);
 
 export const EXCEPTION_KINDS = [
   'unmatched',
@@ -118,7 +123,8 @@ export async function listExceptions(db: Queryable, filter: ExceptionFilter): Pr
        UNION ALL
        SELECT 'not_configured', event_id, shipment_id, created_at,
               target || '.' || action || ' not sent: the worker that ran it has no ' || upper(target)
-                || ' URL (SETTLE_' || upper(target) || '_URL)',
+                || ' URL (' || (SELECT variable FROM unnest($8::text[], $9::text[]) AS t (name, variable)
+                                 WHERE t.name = outbox.target) || ')',
               target, attempts, last_error
          FROM outbox WHERE status = 'not_configured'
      )
@@ -142,6 +148,8 @@ export async function listExceptions(db: Queryable, filter: ExceptionFilter): Pr
       filter.eventIds ?? null,
       filter.includeResolved ?? false,
       filter.limit,
+      TARGET_NAMES,
+      TARGET_VARIABLES,
     ],
   );
   return rows.map(({ resolved_by, resolved_at, note, ...row }) => ({

@@ -1,7 +1,6 @@
 import type { Queryable } from './pool';
 
-export type OutboxTarget = 'carrier' | 'erp';
-export type OutboxStatus = 'pending' | 'delivered' | 'failed' | 'compensated' | 'not_configured';
+import { DELIVERABLE_STATUSES, type OutboxStatus, type OutboxTarget } from '../domain/outbox';
 
 export type OutboxRow = {
   outboxId: number;
@@ -25,7 +24,7 @@ const COLUMNS = `outbox_id AS "outboxId", event_id AS "eventId", shipment_id AS 
 const ENTRY_COLUMNS = `outbox_id AS "outboxId", target, action, idempotency_key AS "idempotencyKey", status`;
 
 /** What the workflow needs of an outbox row to deliver it. */
-export type OutboxEntry = Pick<OutboxRow, 'outboxId' | 'target' | 'action' | 'idempotencyKey' | 'status'>;
+export type OutboxEntryRow = Pick<OutboxRow, 'outboxId' | 'target' | 'action' | 'idempotencyKey' | 'status'>;
 
 export type NewOutboxRow = Pick<OutboxRow, 'target' | 'action' | 'idempotencyKey' | 'body'>;
 
@@ -39,8 +38,8 @@ export async function insertOutboxRowsAndList(
   db: Queryable,
   event: { eventId: string; shipmentId: string },
   rows: NewOutboxRow[],
-): Promise<OutboxEntry[]> {
-  const { rows: entries } = await db.query<OutboxEntry>({
+): Promise<OutboxEntryRow[]> {
+  const { rows: entries } = await db.query<OutboxEntryRow>({
     name: 'outbox.insert_and_list',
     text: `WITH inserted AS (
              INSERT INTO outbox (event_id, shipment_id, target, action, idempotency_key, body)
@@ -95,9 +94,9 @@ export async function startOutboxAttempt(
   const { rows } = await db.query<OutboxRow>({
     name: 'outbox.start_attempt',
     text: `UPDATE outbox SET attempts = attempts + 1, status = 'pending', updated_at = now()
-      WHERE outbox_id = $1::bigint AND status IN ('pending', 'not_configured') AND target = ANY($2::text[])
+      WHERE outbox_id = $1::bigint AND status = ANY($3::text[]) AND target = ANY($2::text[])
       RETURNING ${COLUMNS}`,
-    values: [outboxId, targets],
+    values: [outboxId, targets, DELIVERABLE_STATUSES],
   });
   return rows[0];
 }
@@ -150,8 +149,8 @@ export async function markOutboxCompensated(db: Queryable, outboxId: number, not
 export async function markOutboxNotConfigured(db: Queryable, outboxId: number, note: string): Promise<void> {
   await db.query(
     `UPDATE outbox SET status = 'not_configured', last_error = $2::text, updated_at = now()
-      WHERE outbox_id = $1::bigint AND status IN ('pending', 'not_configured')`,
-    [outboxId, note],
+      WHERE outbox_id = $1::bigint AND status = ANY($3::text[])`,
+    [outboxId, note, DELIVERABLE_STATUSES],
   );
 }
 
@@ -170,8 +169,8 @@ export async function noteOutbox(db: Queryable, outboxId: number, note: string):
 export async function abandonPendingOutbox(db: Queryable, eventId: string, reason: string): Promise<number> {
   const { rowCount } = await db.query(
     `UPDATE outbox SET status = 'failed', last_error = $2::text, updated_at = now()
-      WHERE event_id = $1::text AND status IN ('pending', 'not_configured')`,
-    [eventId, reason],
+      WHERE event_id = $1::text AND status = ANY($3::text[])`,
+    [eventId, reason, DELIVERABLE_STATUSES],
   );
   return rowCount ?? 0;
 }

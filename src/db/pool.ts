@@ -8,8 +8,8 @@ export type Pool = pg.Pool;
 /**
  * The reconcile path's statements are named (`{ name, text, values }`: a server-side prepared
  * statement per connection), so PostgreSQL parses and plans each once per connection rather than on
- * every call: that was about 40% of its CPU per reconcile (docs/performance.md). A name always
- * goes with the same text.
+ * every call (docs/performance.md, B1 against B0, has what that saves). A name always goes with the
+ * same text.
  */
 export type Queryable = pg.Pool | pg.PoolClient;
 

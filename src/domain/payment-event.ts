@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { parseUntrustedJson, type FieldIssue } from './untrusted-json';
-import { EVENT_ID_PATTERN, PAYMENT_EVENT_TYPES, isHandledPaymentType } from './payment-event-shape';
+import { PAYMENT_EVENT_TYPES, isHandledPaymentType } from './payment-event-shape';
+import { EVENT_ID_PATTERN, ID_MAX_LENGTH, KEY_RULE, SHIPMENT_ID_RULE } from './ids';
 
 export {
   EVENT_ID_PATTERN,
@@ -9,17 +10,24 @@ export {
   type PaymentEventType,
 } from './payment-event-shape';
 
-export const eventIdSchema = z
-  .string({ error: 'must be a string' })
-  .regex(EVENT_ID_PATTERN, 'must be 1 to 200 characters of [A-Za-z0-9_.:-]');
+export const eventIdSchema = z.string({ error: 'must be a string' }).regex(EVENT_ID_PATTERN, KEY_RULE);
+
+/** Text of 1 to 200 characters (its storability is the edge rule's, checked before any schema). */
+const boundedText = () =>
+  z
+    .string({ error: 'must be a string' })
+    .min(1, 'must not be empty')
+    .max(ID_MAX_LENGTH, `must be at most ${ID_MAX_LENGTH} characters`);
+
+/** The rule of `isShipmentId` (src/domain/ids.ts) as a schema, for the event and the CLI alike. */
+export const shipmentIdSchema = boundedText().describe(
+  `The merchant's shipment key, matched exactly as sent: ${SHIPMENT_ID_RULE.replace('must be ', '')}.`,
+);
 
 /** What every event must have before settle decides whether it handles the type at all. */
 export const eventEnvelopeSchema = z.looseObject({
   id: eventIdSchema,
-  type: z
-    .string({ error: 'must be a string' })
-    .min(1, 'must not be empty')
-    .max(200, 'must be at most 200 characters'),
+  type: boundedText(),
 });
 
 /** A payment event settle acts on. Unknown extra fields are kept, not refused. */
@@ -28,19 +36,14 @@ export const paymentEventSchema = z.looseObject({
   type: z.enum(PAYMENT_EVENT_TYPES),
   created_at: z.iso.datetime({ offset: true, error: 'must be an RFC 3339 timestamp' }),
   data: z.looseObject({
-    shipment_id: z
-      .string({ error: 'must be a string' })
-      .min(1, 'must not be empty')
-      .max(200, 'must be at most 200 characters'),
-    payment_id: z
-      .string({ error: 'must be a string' })
-      .min(1, 'must not be empty')
-      .max(200, 'must be at most 200 characters'),
+    shipment_id: shipmentIdSchema,
+    payment_id: boundedText(),
     amount: z
       .number({ error: 'must be a number' })
       .int('must be an integer in minor units')
       .min(0, 'must be at least 0')
-      .max(Number.MAX_SAFE_INTEGER, 'is too large'),
+      .max(Number.MAX_SAFE_INTEGER, 'is too large')
+      .describe('Minor units.'),
     currency: z.string({ error: 'must be a string' }).regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code'),
   }),
 });

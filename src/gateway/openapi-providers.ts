@@ -1,23 +1,6 @@
+import { json, ref, rejected, unavailable } from './openapi-schemas';
+
 /** `/webhooks/stripe` and `/webhooks/adyen` for the OpenAPI document (see docs/providers.md). */
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const json = (schema: object, description: string, headers?: object) => ({
-  description,
-  ...(headers ? { headers } : {}),
-  content: { 'application/json': { schema } },
-});
-const rejected = (description: string) => json(ref('Rejected'), description);
-const unavailable = json(ref('Rejected'), 'Temporal or PostgreSQL unreachable; nothing was acknowledged.', {
-  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
-});
-const unmatched = {
-  type: 'object',
-  required: ['status', 'event_id', 'message'],
-  properties: {
-    status: { const: 'unmatched' },
-    event_id: { type: 'string' },
-    message: { type: 'string', description: 'Which field named no shipment; listed by `settle exceptions`.' },
-  },
-};
 const anyObject = { type: 'object', additionalProperties: true };
 
 /** `everyRoute`: the framework's refusals and settle's own failures, the same on every route. */
@@ -49,7 +32,7 @@ export const providerPaths = (everyRoute: Record<string, object>) => ({
       responses: {
         ...everyRoute,
         '200': json(
-          { oneOf: [ref('Duplicate'), ref('Ignored'), unmatched] },
+          { oneOf: [ref('Duplicate'), ref('Ignored'), ref('Unmatched')] },
           'Already known (duplicate), a type settle does not act on (ignored), or no shipment named (unmatched).',
         ),
         '202': json(ref('Accepted'), 'New event; its workflow start is durable.'),

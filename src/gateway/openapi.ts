@@ -1,40 +1,17 @@
-import { PAYMENT_EVENT_TYPES } from '../domain/payment-event';
-import { WEBHOOK_URL_PATTERN } from '../domain/reminder';
 import { MAX_JSON_DEPTH } from '../domain/untrusted-json';
-import { ErrorCode } from '../domain/errors';
+import { deliveryIdSchema } from '../domain/reminder';
+import { eventIdSchema } from '../domain/payment-event';
 import { MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_PARAM_LENGTH } from './limits';
 import { providerPaths } from './openapi-providers';
+import { componentSchemas, idSchema, json, ref, rejected, unavailable } from './openapi-schemas';
 
-const json = (schema: object, description: string, headers?: object) => ({
-  description,
-  ...(headers ? { headers } : {}),
-  content: { 'application/json': { schema } },
-});
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const rejected = (description: string) => json(ref('Rejected'), description);
-const retryAfter = {
-  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
-};
-const unavailable = json(
-  ref('Rejected'),
-  'Temporal or PostgreSQL unreachable; nothing was acknowledged.',
-  retryAfter,
-);
 const bearer = [{ bearerToken: [] }];
-
-/** IDs and keys: the event ID's alphabet and length (SPEC.md). */
-const ID_PATTERN = '^[A-Za-z0-9_.:-]{1,200}$';
-/** Text PostgreSQL can store: no NUL (a lone surrogate cannot be sent as UTF-8 at all). */
-const STORABLE = '^[^\\u0000]*$';
-const storable = (extra: object = {}) => ({ type: 'string', pattern: STORABLE, ...extra });
-const nullable = (schema: object) => ({ oneOf: [{ type: 'null' }, schema] });
-const timestamp = { type: 'string', format: 'date-time' };
-const idParameter = (name: string, description: string) => ({
+const idParameter = (name: string, description: string, schema: typeof eventIdSchema) => ({
   name,
   in: 'path',
   required: true,
   description,
-  schema: { type: 'string', pattern: ID_PATTERN, maxLength: 200 },
+  schema: idSchema(schema),
 });
 
 /**
@@ -56,7 +33,11 @@ const everyRoute = {
   '503': unavailable,
 };
 
-/** The HTTP API of SPEC.md as OpenAPI 3.1, served at `GET /openapi.json`. */
+/**
+ * The HTTP API of SPEC.md as OpenAPI 3.1, served at `GET /openapi.json`. The paths and their prose
+ * are written here; every schema is generated from the zod schemas the gateway validates and
+ * answers with (openapi-schemas.ts).
+ */
 export const openApiDocument = {
   openapi: '3.1.0',
   info: {
@@ -89,7 +70,14 @@ export const openApiDocument = {
         ],
         requestBody: {
           required: true,
-          content: { 'application/json': { schema: ref('PaymentEvent') } },
+          content: {
+            'application/json': {
+              schema: {
+                description: `At most ${MAX_BODY_BYTES / 1024} KiB and ${MAX_JSON_DEPTH} levels of nesting; no NUL or unpaired surrogate in any string or key. Unknown fields are kept. A handled type must be a whole PaymentEvent; any other type needs only the envelope and is acknowledged as ignored, unless its ID is known (409).`,
+                anyOf: [ref('PaymentEvent'), ref('EventEnvelope')],
+              },
+            },
+          },
         },
         responses: {
           '200': json(
@@ -120,12 +108,19 @@ export const openApiDocument = {
             in: 'header',
             required: true,
             description: 'The delivery ID, e.g. renewal-2026-08-10-8472.',
-            schema: { type: 'string', pattern: ID_PATTERN, maxLength: 200 },
+            schema: idSchema(deliveryIdSchema),
           },
         ],
         requestBody: {
           required: true,
-          content: { 'application/json': { schema: ref('ReminderRequest') } },
+          content: {
+            'application/json': {
+              schema: {
+                description: `At most ${MAX_BODY_BYTES / 1024} KiB and ${MAX_JSON_DEPTH} levels of nesting; no NUL or unpaired surrogate anywhere. Unknown fields are refused. webhook_url is refused when its host is, or resolves to, an address the IANA special-purpose registries do not mark globally reachable (docs/limits.md).`,
+                ...ref('ReminderRequest'),
+              },
+            },
+          },
         },
         responses: {
           '200': json(ref('ReminderDuplicate'), 'Same key and body again.'),
@@ -140,7 +135,9 @@ export const openApiDocument = {
       },
     },
     '/reminders/{deliveryId}': {
-      parameters: [idParameter('deliveryId', 'The Idempotency-Key the reminder was scheduled with.')],
+      parameters: [
+        idParameter('deliveryId', 'The Idempotency-Key the reminder was scheduled with.', deliveryIdSchema),
+      ],
       get: {
         operationId: 'getReminder',
         summary: 'State and attempts of one reminder delivery.',
@@ -176,7 +173,7 @@ export const openApiDocument = {
         operationId: 'inspectEvent',
         summary: 'Everything known about one event (same JSON as `settle inspect --json`).',
         security: bearer,
-        parameters: [idParameter('eventId', "The provider's event ID.")],
+        parameters: [idParameter('eventId', "The provider's event ID.", eventIdSchema)],
         responses: {
           '200': json(ref('EventInspection'), 'The event.'),
           ...everyRoute,
@@ -191,15 +188,7 @@ export const openApiDocument = {
         operationId: 'health',
         summary: 'The process is up.',
         responses: {
-          '200': json(
-            {
-              type: 'object',
-              required: ['status'],
-              additionalProperties: false,
-              properties: { status: { const: 'ok' } },
-            },
-            'Up.',
-          ),
+          '200': json(ref('Health'), 'Up.'),
           ...everyRoute,
         },
       },
@@ -242,290 +231,6 @@ export const openApiDocument = {
   },
   components: {
     securitySchemes: { bearerToken: { type: 'http', scheme: 'bearer', description: 'SETTLE_API_TOKEN' } },
-    schemas: {
-      PaymentEvent: {
-        type: 'object',
-        description: `At most ${MAX_BODY_BYTES / 1024} KiB and ${MAX_JSON_DEPTH} levels of nesting; no NUL or unpaired surrogate in any string or key. Unknown fields are kept.`,
-        required: ['id', 'type', 'created_at', 'data'],
-        additionalProperties: true,
-        properties: {
-          id: { type: 'string', pattern: ID_PATTERN },
-          type: storable({
-            minLength: 1,
-            maxLength: 200,
-            description: `Handled: ${PAYMENT_EVENT_TYPES.join(', ')}. Any other type is acknowledged as ignored, unless its ID is known (409).`,
-          }),
-          created_at: timestamp,
-          data: {
-            type: 'object',
-            required: ['shipment_id', 'payment_id', 'amount', 'currency'],
-            additionalProperties: true,
-            properties: {
-              shipment_id: storable({ minLength: 1, maxLength: 200 }),
-              payment_id: storable({ minLength: 1, maxLength: 200 }),
-              amount: {
-                type: 'integer',
-                minimum: 0,
-                maximum: Number.MAX_SAFE_INTEGER,
-                description: 'Minor units.',
-              },
-              currency: { type: 'string', pattern: '^[A-Z]{3}$' },
-            },
-          },
-        },
-      },
-      Accepted: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['status', 'event_id', 'workflow_id', 'run_id'],
-        properties: {
-          status: { const: 'accepted' },
-          event_id: { type: 'string' },
-          workflow_id: { type: 'string' },
-          run_id: { type: 'string' },
-        },
-      },
-      Duplicate: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['status', 'event_id', 'workflow_id'],
-        properties: {
-          status: { const: 'duplicate' },
-          event_id: { type: 'string' },
-          workflow_id: { type: 'string' },
-        },
-      },
-      Ignored: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['status', 'event_id'],
-        properties: { status: { const: 'ignored' }, event_id: { type: 'string' } },
-      },
-      Rejected: {
-        type: 'object',
-        description: 'Every refusal and failure, whatever its status. It never repeats the URL or an ID.',
-        required: ['status', 'error', 'message'],
-        additionalProperties: false,
-        properties: {
-          status: { const: 'rejected' },
-          error: { type: 'string', enum: Object.values(ErrorCode) },
-          message: { type: 'string' },
-          issues: {
-            type: 'array',
-            items: {
-              type: 'object',
-              required: ['path', 'message'],
-              additionalProperties: false,
-              properties: { path: { type: 'string' }, message: { type: 'string' } },
-            },
-          },
-        },
-      },
-      ReminderRequest: {
-        type: 'object',
-        description: `At most ${MAX_BODY_BYTES / 1024} KiB and ${MAX_JSON_DEPTH} levels of nesting; no NUL or unpaired surrogate anywhere. Unknown fields are refused.`,
-        required: ['contract_id', 'due_at', 'webhook_url'],
-        additionalProperties: false,
-        properties: {
-          contract_id: storable({ minLength: 1, maxLength: 200 }),
-          due_at: timestamp,
-          webhook_url: {
-            type: 'string',
-            maxLength: 2048,
-            description:
-              'http(s), no credentials. Refused when the host is, or resolves to, an address the IANA special-purpose registries do not mark globally reachable (docs/limits.md).',
-            pattern: WEBHOOK_URL_PATTERN,
-          },
-          payload: { ...ref('JsonValue'), description: 'Optional; delivered as sent.' },
-        },
-      },
-      JsonValue: {
-        description: 'Any JSON without a NUL in a string or key.',
-        oneOf: [
-          { type: 'null' },
-          { type: 'boolean' },
-          { type: 'number' },
-          storable(),
-          { type: 'array', items: ref('JsonValue') },
-          { type: 'object', propertyNames: { pattern: STORABLE }, additionalProperties: ref('JsonValue') },
-        ],
-      },
-      ReminderScheduled: {
-        type: 'object',
-        required: ['status', 'delivery_id', 'workflow_id', 'due_at'],
-        additionalProperties: false,
-        properties: {
-          status: { enum: ['scheduled', 'duplicate'] },
-          delivery_id: { type: 'string' },
-          workflow_id: { type: 'string' },
-          due_at: timestamp,
-        },
-      },
-      ReminderDuplicate: {
-        type: 'object',
-        required: ['status', 'delivery_id', 'workflow_id'],
-        additionalProperties: false,
-        properties: {
-          status: { const: 'duplicate' },
-          delivery_id: { type: 'string' },
-          workflow_id: { type: 'string' },
-          state: { ...ref('ReminderStatus'), description: "Where the first request's delivery is now." },
-          due_at: timestamp,
-        },
-      },
-      ReminderStatus: { enum: ['scheduled', 'processing', 'succeeded', 'failed', 'cancelled'] },
-      ReminderView: {
-        type: 'object',
-        required: [
-          'delivery_id',
-          'contract_id',
-          'workflow_id',
-          'status',
-          'due_at',
-          'webhook_url',
-          'lease_expires_at',
-          'last_error',
-          'created_at',
-          'completed_at',
-          'attempt_count',
-          'attempts',
-        ],
-        additionalProperties: false,
-        properties: {
-          delivery_id: { type: 'string' },
-          contract_id: { type: 'string' },
-          workflow_id: { type: 'string' },
-          status: ref('ReminderStatus'),
-          due_at: timestamp,
-          webhook_url: { type: 'string' },
-          lease_expires_at: nullable(timestamp),
-          last_error: nullable({ type: 'string' }),
-          created_at: timestamp,
-          completed_at: nullable(timestamp),
-          attempt_count: { type: 'integer', minimum: 0 },
-          attempts: {
-            type: 'array',
-            items: {
-              type: 'object',
-              required: ['attempt', 'started_at', 'lease_expires_at', 'finished_at', 'status_code', 'error'],
-              additionalProperties: false,
-              properties: {
-                attempt: { type: 'integer' },
-                started_at: timestamp,
-                lease_expires_at: timestamp,
-                finished_at: nullable(timestamp),
-                status_code: nullable({ type: 'integer' }),
-                error: nullable({ type: 'string' }),
-              },
-            },
-          },
-        },
-      },
-      ReminderCancelled: {
-        type: 'object',
-        required: ['status', 'delivery_id', 'workflow_id'],
-        additionalProperties: false,
-        properties: {
-          status: { const: 'cancelled' },
-          delivery_id: { type: 'string' },
-          workflow_id: { type: 'string' },
-        },
-      },
-      Readiness: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['status', 'postgres', 'temporal'],
-        properties: {
-          status: { enum: ['ready', 'not_ready'] },
-          postgres: { type: 'boolean' },
-          temporal: { type: 'boolean', description: "settle's namespace answers DescribeNamespace." },
-          temporal_error: {
-            enum: ['namespace_not_found', 'unauthenticated', 'permission_denied', 'tls'],
-            description: 'Why Temporal refuses settle, when it answers at all.',
-          },
-          message: { type: 'string', description: 'The cause in words, naming the namespace.' },
-        },
-      },
-      EventInspection: {
-        type: 'object',
-        required: [
-          'event_id',
-          'type',
-          'workflow_id',
-          'payload_sha256',
-          'outcome',
-          'workflow',
-          'shipment',
-          'ledger',
-          'deliveries',
-        ],
-        properties: {
-          event_id: { type: 'string' },
-          type: { type: ['string', 'null'] },
-          workflow_id: { type: 'string' },
-          payload_sha256: { type: 'string' },
-          received_at: nullable(timestamp),
-          claimed_at: nullable(timestamp),
-          outcome: { enum: ['applied', 'stale', 'unmatched', 'needs_review', null] },
-          workflow: {
-            oneOf: [
-              { type: 'null' },
-              { type: 'object', properties: { status: { type: 'string' }, run_id: { type: 'string' } } },
-            ],
-          },
-          workflow_error: {
-            type: 'string',
-            description:
-              'Set when Temporal could not be asked: temporal_unavailable, temporal_namespace_not_found, ' +
-              'temporal_unauthenticated, temporal_permission_denied, temporal_tls.',
-          },
-          workflow_error_message: { type: 'string', description: 'What workflow_error means here.' },
-          start_outcome_unknown_at: {
-            type: 'string',
-            format: 'date-time',
-            description:
-              'When a start of this event last ended with its outcome unknown (answered 503, yet Temporal ' +
-              'may have started it): why a later delivery was answered `duplicate`.',
-          },
-          shipment: {
-            oneOf: [
-              { type: 'null' },
-              {
-                type: 'object',
-                properties: { shipment_id: { type: 'string' }, payment_status: { type: 'string' } },
-              },
-            ],
-          },
-          missing_shipment_id: {
-            type: ['string', 'null'],
-            description: 'The shipment the event names when no such shipment exists (why it is unmatched).',
-          },
-          ledger: {
-            type: 'array',
-            items: {
-              type: 'object',
-              properties: {
-                kind: { type: 'string' },
-                amount: { type: 'integer' },
-                currency: { type: 'string' },
-                event_id: { type: 'string' },
-              },
-            },
-          },
-          deliveries: {
-            type: 'array',
-            items: {
-              type: 'object',
-              properties: {
-                target: { type: 'string' },
-                status: { type: 'string' },
-                attempts: { type: 'integer' },
-                idempotency_key: { type: 'string' },
-              },
-            },
-          },
-        },
-      },
-    },
+    schemas: componentSchemas,
   },
 } as const;

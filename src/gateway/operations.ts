@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { DEFAULT_DELIVERY_STUCK_AFTER_MS } from '../config';
@@ -15,7 +15,7 @@ import { openApiDocument } from './openapi';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The `error` code of a refusal, read from the reply body; counted, never logged with an ID. */
+    /** The `error` code of a refusal, set by `reject` (replies.ts) where the refusal is made. */
     refusalCode?: string;
   }
 }
@@ -35,22 +35,6 @@ export function registerOperatorRoutes(
   app: FastifyInstance,
   deps: { pool: pg.Pool; client: Client; deliveryStuckAfterMs?: number },
 ) {
-  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    if (
-      reply.statusCode >= 400 &&
-      typeof payload === 'string' &&
-      WEBHOOK_ROUTES.has(request.routeOptions.url ?? '')
-    ) {
-      try {
-        const error = (JSON.parse(payload) as { error?: unknown }).error;
-        if (typeof error === 'string') request.refusalCode = error;
-      } catch {
-        // Not JSON: counted without a code.
-      }
-    }
-    return payload;
-  });
-
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? '';
     if (!WEBHOOK_ROUTES.has(route)) return;

@@ -1,13 +1,12 @@
-import type { Client } from '@temporalio/client';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type pg from 'pg';
-import { ingestPaymentEvent } from '../app/ingest';
+import { admitPaymentEvent } from '../app/ingest';
 import { describeIssues, readPaymentEvent, type FieldIssue } from '../domain/payment-event';
 import { ErrorCode } from '../domain/errors';
 import { answerAdmission, reject } from './replies';
 import { createSignatureVerifier } from '../domain/webhook-signature';
+import type { Services } from '../app/services';
 
-type Deps = { pool: pg.Pool; client: Client; taskQueue: string; webhookSecrets: string[] };
+type Deps = Services & { webhookSecrets: string[] };
 
 export function registerPaymentRoutes(app: FastifyInstance, deps: Deps) {
   const verifySignature = createSignatureVerifier(deps.webhookSecrets);
@@ -24,7 +23,7 @@ export function registerPaymentRoutes(app: FastifyInstance, deps: Deps) {
     request.eventId = read.event.id;
 
     // The stored and hashed payload is the body as sent, unknown fields included.
-    const outcome = await ingestPaymentEvent(deps, read.event);
+    const outcome = await admitPaymentEvent(deps, read.event);
     request.ingestOutcome = outcome.status;
     return answerAdmission(reply, outcome);
   });

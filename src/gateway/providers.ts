@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import type { Unmatched } from '../domain/api-contract';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
 import { admitProviderBatch, admitProviderEvent, type ProviderOutcome } from '../app/provider-ingest';
@@ -121,5 +122,5 @@ function answerOne(reply: FastifyReply, outcome: ProviderOutcome, adapted: Adapt
     status: 'unmatched',
     event_id: outcome.eventId,
     message: adapted.kind === 'unmatched' ? adapted.reason : 'names no shipment',
-  });
+  } satisfies Unmatched);
 }

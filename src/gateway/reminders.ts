@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import type { ReminderCancelled, ReminderDuplicate, ReminderScheduled } from '../domain/api-contract';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
 import { admitReminder, cancelReminder, viewReminder } from '../app/reminders';
@@ -42,14 +43,14 @@ export function registerReminderRoutes(app: FastifyInstance, deps: Deps) {
           delivery_id: deliveryId,
           workflow_id: outcome.workflowId,
           due_at: outcome.dueAt.toISOString(),
-        });
+        } satisfies ReminderScheduled);
       case 'known':
         return reply.code(200).send({
           status: 'duplicate',
           delivery_id: deliveryId,
           workflow_id: outcome.reminder.workflowId,
           state: outcome.reminder.state,
-        });
+        } satisfies ReminderDuplicate);
       case 'conflict':
         return reject(
           reply,
@@ -82,7 +83,7 @@ export function registerReminderRoutes(app: FastifyInstance, deps: Deps) {
           status: 'cancelled',
           delivery_id: deliveryId,
           workflow_id: cancellation.workflowId,
-        });
+        } satisfies ReminderCancelled);
       case 'not_found':
         return reject(reply, 404, ErrorCode.NotFound, 'settle has no reminder with this delivery ID');
       case 'not_cancellable':

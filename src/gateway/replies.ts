@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Accepted, Duplicate, Ignored, Rejected } from '../domain/api-contract';
 import type { z } from 'zod';
 import { ErrorCode } from '../domain/errors';
 import { describeIssues } from '../domain/payment-event';
@@ -13,12 +14,14 @@ export function reject(
   extra: { issues?: FieldIssue[]; retryAfterSeconds?: number } = {},
 ) {
   if (extra.retryAfterSeconds !== undefined) reply.header('retry-after', String(extra.retryAfterSeconds));
+  // Counted by settle_webhooks_total{error} (operations.ts); never logged with an ID.
+  reply.request.refusalCode = error;
   return reply.code(statusCode).send({
     status: 'rejected',
     error,
     message,
     ...(extra.issues ? { issues: extra.issues } : {}),
-  });
+  } satisfies Rejected);
 }
 
 /**
@@ -92,13 +95,15 @@ export function answerAdmission(reply: FastifyReply, outcome: AdmissionAnswer) {
         event_id: outcome.eventId,
         workflow_id: outcome.workflowId,
         run_id: outcome.runId,
-      });
+      } satisfies Accepted);
     case 'duplicate':
-      return reply
-        .code(200)
-        .send({ status: 'duplicate', event_id: outcome.eventId, workflow_id: outcome.workflowId });
+      return reply.code(200).send({
+        status: 'duplicate',
+        event_id: outcome.eventId,
+        workflow_id: outcome.workflowId,
+      } satisfies Duplicate);
     case 'ignored':
-      return reply.code(200).send({ status: 'ignored', event_id: outcome.eventId });
+      return reply.code(200).send({ status: 'ignored', event_id: outcome.eventId } satisfies Ignored);
     case 'conflict':
       return reject(
         reply,

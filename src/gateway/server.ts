@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import type { Health, Readiness } from '../domain/api-contract';
 import { METHODS, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
@@ -120,7 +121,7 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   refuseOtherMethods(app, '/reminders', ['POST']);
   refuseOtherMethods(app, '/reminders/:deliveryId', ['GET', 'DELETE']);
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/healthz', async () => ({ status: 'ok' }) satisfies Health);
   for (const url of ['/healthz', '/readyz', '/metrics', '/openapi.json'])
     refuseOtherMethods(app, url, ['GET']);
 
@@ -136,7 +137,7 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
       ...(problem && problem.code !== 'unreachable'
         ? { temporal_error: problem.code, message: problem.message }
         : {}),
-    });
+    } satisfies Readiness);
   });
 
   app.get('/events/:eventId', { config: { bearerToken: true } }, async (request, reply) => {

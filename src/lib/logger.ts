@@ -1,5 +1,6 @@
 import pino from 'pino';
 import { loadSettings } from '../config';
+import { WORKFLOW_ID_IN_TEXT } from '../domain/ids';
 import { shortHash } from './hash';
 
 // Read when this module loads, before the rest of the configuration: a bad SETTLE_LOG_LEVEL or
@@ -24,10 +25,7 @@ export type Logger = pino.Logger;
 
 /** Replaces the event or delivery ID inside workflow IDs (`payment:<id>`) with its short hash. */
 export function redactIds(text: string): string {
-  return text.replace(
-    /\b(payment|reminder):([A-Za-z0-9_.:-]+)/g,
-    (_m, kind: string, id: string) => `${kind}:#${shortHash(id)}`,
-  );
+  return text.replace(WORKFLOW_ID_IN_TEXT, (_m, kind: string, id: string) => `${kind}:#${shortHash(id)}`);
 }
 
 /** Opaque fields that encode a workflow ID (task tokens are base64 of it) are dropped whole. */

@@ -2,7 +2,8 @@ import { timingSafeEqual } from 'node:crypto';
 // The HMAC validator by its own module: the package index loads every API client and model (about
 // 1.5 s here against 20 ms); the package declares no `exports`, so this path is public to Node.
 import HmacValidator from '@adyen/api-library/lib/src/utils/hmacValidator';
-import { EVENT_ID_PATTERN, type PaymentEventType } from '../domain/payment-event';
+import { isEventId } from '../domain/ids';
+import type { PaymentEventType } from '../domain/payment-event';
 import { sha256Hex } from '../lib/hash';
 import {
   adaptedPaymentEvent,
@@ -104,7 +105,7 @@ export function signAdyenItem<T extends Record<string, unknown>>(item: T, hexKey
  */
 export function adyenEventId(pspReference: string, eventCode: string, success: string): string {
   const plain = `adyen:${pspReference}:${eventCode}:${success}`;
-  if (EVENT_ID_PATTERN.test(plain)) return plain;
+  if (isEventId(plain)) return plain;
   return `adyen:sha256:${sha256Hex(JSON.stringify([pspReference, eventCode, success]))}`;
 }
 

@@ -1,5 +1,6 @@
 import Stripe from 'stripe';
-import { EVENT_ID_PATTERN, type PaymentEventType } from '../domain/payment-event';
+import { isEventId } from '../domain/ids';
+import type { PaymentEventType } from '../domain/payment-event';
 import {
   adaptedPaymentEvent,
   field,
@@ -80,7 +81,7 @@ export function signStripe(payload: string, secret: string, timestamp?: number):
 /** One Stripe event object (as sent, or one line of an events-list export) as settle sees it. */
 export function adaptStripeEvent(item: unknown): AdaptedEvent {
   const id = field(item, 'id');
-  if (typeof id !== 'string' || !EVENT_ID_PATTERN.test(id)) {
+  if (!isEventId(id)) {
     return { kind: 'invalid', eventId: null, path: 'id', message: 'must be a Stripe event ID (evt_…)' };
   }
   const type = field(item, 'type');

@@ -2,7 +2,6 @@ import { fieldIssues, paymentEventSchema, type PaymentEvent } from '../domain/pa
 import { findUnstorableJson } from '../domain/untrusted-json';
 
 export type ProviderName = 'stripe' | 'adyen';
-export const PROVIDER_NAMES: ProviderName[] = ['stripe', 'adyen'];
 
 /**
  * What one provider event becomes. `eventId` is the settle event ID derived from the provider's
@@ -10,7 +9,7 @@ export const PROVIDER_NAMES: ProviderName[] = ['stripe', 'adyen'];
  * the same provider event yields the same ID, so admission sees a repeat as a duplicate.
  */
 export type AdaptedEvent =
-  /** A canonical payment event; admitted through `ingestPaymentEvent` like any other. */
+  /** A canonical payment event; admitted through `admitPaymentEvent` like any other. */
   | { kind: 'payment'; eventId: string; providerType: string; event: PaymentEvent }
   /** A type settle does not act on (or an outcome that changes nothing, e.g. a failed capture). */
   | { kind: 'ignored'; eventId: string; providerType: string; reason: string }
@@ -58,14 +57,6 @@ export function field(value: unknown, ...path: string[]): unknown {
 
 export function nonEmptyString(value: unknown): string | undefined {
   return typeof value === 'string' && value.trim().length > 0 ? value : undefined;
-}
-
-/** A comma-separated list of secrets or keys, blanks dropped. */
-export function splitList(value: string | undefined): string[] {
-  return (value ?? '')
-    .split(',')
-    .map((item) => item.trim())
-    .filter(Boolean);
 }
 
 /**

@@ -1,20 +1,23 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { OUTBOX_TARGETS } from '../domain/outbox';
 import { shortHash } from '../lib/hash';
 import { logger } from '../lib/logger';
 
 export type DevDownstream = {
-  /** Base URL; the carrier is `<url>/carrier`, the ERP `<url>/erp`. */
+  /** Base URL; each delivery target of src/domain/outbox.ts is `<url>/<target>` (`/carrier`, `/erp`). */
   url: string;
   close(): Promise<void>;
 };
 
 /**
- * `npm start`'s stand-in for the carrier and ERP APIs when neither URL is configured, so an example
+ * `npm start`'s stand-in for the delivery targets (carrier, ERP) whose URL is not configured, so an example
  * event goes all the way to `delivered`. It behaves as a well-kept downstream does: a 2xx for each
  * call, the effect applied once per `Idempotency-Key` (a repeat answers `duplicate`), and a log line
  * per call that names the key by its short hash only (keys carry event IDs). Kept in memory.
  */
+const PATHS = OUTBOX_TARGETS.map((target) => `/${target}`).join(' or ');
+
 export async function startDevDownstream(port: number): Promise<DevDownstream> {
   const applied = new Set<string>();
   const server = createServer((request, response) => {
@@ -23,9 +26,13 @@ export async function startDevDownstream(port: number): Promise<DevDownstream> {
     request.on('end', () => {
       const key = request.headers['idempotency-key'];
       const target = request.url?.split('?')[0]?.replace(/^\//, '') ?? '';
-      if (request.method !== 'POST' || typeof key !== 'string' || !['carrier', 'erp'].includes(target)) {
+      if (
+        request.method !== 'POST' ||
+        typeof key !== 'string' ||
+        !(OUTBOX_TARGETS as string[]).includes(target)
+      ) {
         response.writeHead(400, { 'content-type': 'application/json' });
-        response.end('{"error":"expected POST /carrier or /erp with an Idempotency-Key"}');
+        response.end(JSON.stringify({ error: `expected POST ${PATHS} with an Idempotency-Key` }));
         return;
       }
       const status = applied.has(key) ? 'duplicate' : 'applied';

@@ -5,6 +5,7 @@ import { CODEC_SERVER_SETTINGS, startCodecServer } from '../codec/server';
 import { loadConfig, loadConfigPart, loadSettings } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
+import { DELIVERY_TARGETS, OUTBOX_TARGETS, targetUrl, type TargetConfigKey } from '../domain/outbox';
 import { startGateway } from '../gateway/run';
 import { logger } from '../lib/logger';
 import { onShutdown, SHUTDOWN_DEADLINE_MS } from '../lib/shutdown';
@@ -123,13 +124,13 @@ export async function runDevStack(): Promise<void> {
       env.TEMPORAL_ADDRESS = temporal.address;
     }
 
-    // The stand-ins take the place of whichever target is unset: the worker needs both.
+    // The stand-ins take the place of whichever target is unset: the worker needs every one.
     let downstream: DevDownstream | undefined;
-    if (!env.SETTLE_CARRIER_URL || !env.SETTLE_ERP_URL) {
+    if (OUTBOX_TARGETS.some((target) => !env[DELIVERY_TARGETS[target].variable])) {
       downstream = await startDevDownstream(settings.devDownstreamPort);
       serverStops.push(() => downstream!.close());
-      env.SETTLE_CARRIER_URL ||= `${downstream.url}/carrier`;
-      env.SETTLE_ERP_URL ||= `${downstream.url}/erp`;
+      for (const target of OUTBOX_TARGETS)
+        env[DELIVERY_TARGETS[target].variable] ||= `${downstream.url}/${target}`;
     }
 
     // settle's own dev server takes a plain connection; any other Temporal, its whole configuration.
@@ -195,16 +196,19 @@ export async function runDevStack(): Promise<void> {
 
 /** The start banner's downstream line: which targets are `npm start`'s stand-ins and which are real. */
 function describeDownstream(
-  config: { carrierUrl?: string; erpUrl?: string },
+  config: Partial<Record<TargetConfigKey, string>>,
   downstream: DevDownstream | undefined,
 ): string {
   const standIn = (url: string | undefined) => downstream !== undefined && url?.startsWith(downstream.url);
-  const note =
-    'answers 200, once per Idempotency-Key; set SETTLE_CARRIER_URL and SETTLE_ERP_URL for real ones';
-  if (standIn(config.carrierUrl) && standIn(config.erpUrl)) {
-    return `stand-in carrier and ERP at ${downstream!.url} (${note})`;
+  const targets = OUTBOX_TARGETS.map((target) => ({
+    ...DELIVERY_TARGETS[target],
+    url: targetUrl(config, target),
+  }));
+  const note = `answers 200, once per Idempotency-Key; set ${targets.map((t) => t.variable).join(' and ')} for real ones`;
+  if (targets.every((target) => standIn(target.url))) {
+    return `stand-in ${targets.map((t) => t.label).join(' and ')} at ${downstream!.url} (${note})`;
   }
-  const name = (label: string, url: string | undefined) =>
-    standIn(url) ? `stand-in ${label} at ${url} (${note})` : `${label} ${url}`;
-  return `${name('carrier', config.carrierUrl)}, ${name('ERP', config.erpUrl)}`;
+  return targets
+    .map((t) => (standIn(t.url) ? `stand-in ${t.label} at ${t.url} (${note})` : `${t.label} ${t.url}`))
+    .join(', ');
 }

@@ -9,6 +9,7 @@ import {
 import type pg from 'pg';
 import { createActivities, type ActivityDependencies } from '../activities';
 import { activityOutcomeInterceptor } from './outcome-interceptor';
+import { targetUrls, unsetTargetVariables, type TargetConfigKey } from '../domain/outbox';
 import { createPurgeActivities } from '../activities/purge-claims';
 import { CONFIG_DEFAULTS, loadSettings, type Config } from '../config';
 import { logger, redactIds, redactMeta } from '../lib/logger';
@@ -71,8 +72,7 @@ export type WorkerOptions = {
     } & Partial<
       Pick<
         Config,
-        | 'carrierUrl'
-        | 'erpUrl'
+        | TargetConfigKey
         | 'outboundSecret'
         | 'allowPrivateTargets'
         | 'maxCachedWorkflows'
@@ -136,8 +136,8 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
  * deliver (each delivery would be parked as `not_configured`), so `settle worker` refuses to start;
  * `npm start` fills them with its stand-ins.
  */
-export function missingDownstreamVariables(config: Pick<Config, 'carrierUrl' | 'erpUrl'>): string[] {
-  return [...(config.carrierUrl ? [] : ['SETTLE_CARRIER_URL']), ...(config.erpUrl ? [] : ['SETTLE_ERP_URL'])];
+export function missingDownstreamVariables(config: Partial<Pick<Config, TargetConfigKey>>): string[] {
+  return unsetTargetVariables(config);
 }
 
 /**
@@ -208,8 +208,7 @@ export async function createWorker({ config, pool, interceptors = [], tuning, sd
       pool,
       tuning,
       config: {
-        carrierUrl: config.carrierUrl,
-        erpUrl: config.erpUrl,
+        ...targetUrls(config),
         outboundSecret: config.outboundSecret,
         allowPrivateTargets: config.allowPrivateTargets,
       },
@@ -243,10 +242,9 @@ export async function createWorker({ config, pool, interceptors = [], tuning, sd
     maxConcurrentWorkflowTaskExecutions: slots,
     maxConcurrentLocalActivityExecutions: 2 * slots,
     maxConcurrentActivityTaskExecutions: 2 * slots,
-    // A payment run closes in its first workflow task, so its pollers belong on the normal queue: with
-    // the SDK's split (a fifth normal, the rest sticky) a sticky poll held one of the two slots and
-    // one run at a time was served (12 imported events/s). The cache must stay (local activities
-    // need their run cached); it holds the runs mid-step.
+    // A payment run closes in its first workflow task, so its pollers belong on the normal queue
+    // (docs/performance.md, "Bulk worker pollers"). The cache must stay (local activities need their
+    // run cached); it holds the runs mid-step.
     nonStickyToStickyPollRatio: 1,
     maxCachedWorkflows: Math.max(2, 4 * slots),
     ...sdkOptions,

@@ -15,10 +15,9 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Duration, SearchAttributeUpdatePair } from '@temporalio/common';
-import type { Activities, OutboxDeliveryResult, ReconcileResult } from '../activities';
-import type { PaymentCompensationResult } from '../activities/compensate-payment';
+import type { Activities } from '../activities';
 import type { RetryAfterDetails } from '../activities/downstream';
-import type { OutboxEntry } from '../db/outbox';
+import { isDeliverable } from '../domain/outbox';
 import type { PaymentEvent } from '../domain/payment-event';
 import { isPaymentEvent } from '../domain/payment-event-shape';
 import {
@@ -28,19 +27,17 @@ import {
   type DeliveryState,
 } from '../domain/search-attributes';
 import { ErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../domain/errors';
+import type {
+  OutboxDeliveryResult,
+  OutboxEntry,
+  PaymentCompensationResult,
+  PaymentWorkflowInput,
+  PaymentWorkflowResult,
+  ReconcileResult,
+} from './contracts';
 import { Saga } from './saga';
 
-export type PaymentWorkflowInput = { event: PaymentEvent };
-export type PaymentWorkflowResult = ReconcileResult & {
-  /**
-   * Each delivery this run made, in its final state: a release the compensation undid is `compensated`,
-   * an unset target `not_configured`. (`outbox` too shows each row as the run left it, not as reconcile
-   * found it.)
-   */
-  deliveries: OutboxDeliveryResult[];
-  /** True when a downstream refused a step and the earlier steps were undone: outcome `needs_review`. */
-  compensated: boolean;
-};
+export type { PaymentWorkflowInput, PaymentWorkflowResult } from './contracts';
 
 /**
  * What this run's reconcile decided (the claim's outcome, and the outbox rows as they stood, which
@@ -317,11 +314,6 @@ class OperatorView {
     if (!this.coalesce) upsertSearchAttributes([pair]);
     else this.pending.set(pair.key.name, pair);
   }
-}
-
-/** A row this run still has to send: pending, or parked for want of a target URL (sent once there is one). */
-function isDeliverable(status: OutboxEntry['status']): boolean {
-  return status === 'pending' || status === 'not_configured';
 }
 
 /** The delivery state rows stand for; null when the event has nothing to deliver. */

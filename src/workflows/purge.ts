@@ -1,6 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { PurgeActivities } from '../activities/purge-claims';
-import type { PurgeResult } from '../db/purge';
+import type { PurgeResult } from './contracts';
 
 /** A purge that keeps failing is retried for an hour; the next day's run starts over anyway. */
 const { purgeClaimsPastRetention } = proxyActivities<PurgeActivities>({

@@ -7,12 +7,12 @@ import {
   proxyActivities,
   setHandler,
 } from '@temporalio/workflow';
-import type { Activities, ReminderDeliveryResult } from '../activities';
-import { isEventId } from '../domain/payment-event-shape';
+import type { Activities } from '../activities';
+import { isDeliveryId } from '../domain/ids';
 import { ErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../domain/errors';
+import type { ReminderWorkflowInput, ReminderWorkflowResult } from './contracts';
 
-export type ReminderWorkflowInput = { deliveryId: string; dueAt: string };
-export type ReminderWorkflowResult = ReminderDeliveryResult;
+export type { ReminderWorkflowInput, ReminderWorkflowResult } from './contracts';
 
 /** Sent by DELETE /reminders/<id> after it marked the reminder cancelled: wakes the workflow to end it. */
 export const cancelReminderSignal = defineSignal('cancelReminder');
@@ -49,8 +49,7 @@ const { failReminder } = proxyActivities<Activities>({
  */
 export async function reminderWorkflow(input: ReminderWorkflowInput): Promise<ReminderWorkflowResult> {
   const dueAt = Date.parse(input?.dueAt);
-  // A delivery ID has the event ID's alphabet and length (deliveryIdSchema).
-  if (!isEventId(input?.deliveryId) || Number.isNaN(dueAt)) {
+  if (!isDeliveryId(input?.deliveryId) || Number.isNaN(dueAt)) {
     throw ApplicationFailure.nonRetryable('reminder input failed validation', ErrorCode.InvalidWorkflowInput);
   }
   let cancelled = false;

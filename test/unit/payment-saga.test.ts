@@ -11,9 +11,15 @@ import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@tempo
 import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
-import type { Activities, OutboxDeliveryResult, ReconcileResult } from '../../src/activities';
-import type { PaymentCompensationResult, ReholdResult } from '../../src/activities/compensate-payment';
-import type { OutboxEntry, OutboxStatus } from '../../src/db/outbox';
+import type { Activities } from '../../src/activities';
+import type { OutboxStatus } from '../../src/domain/outbox';
+import type {
+  OutboxDeliveryResult,
+  OutboxEntry,
+  PaymentCompensationResult,
+  ReconcileResult,
+  ReholdResult,
+} from '../../src/workflows/contracts';
 import { ErrorCode } from '../../src/domain/errors';
 import { paymentWorkflowId } from '../../src/domain/ids';
 import { SETTLE_SEARCH_ATTRIBUTES } from '../../src/domain/search-attributes';

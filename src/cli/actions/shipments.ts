@@ -1,12 +1,17 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { addShipments } from '../../db/shipments';
+import { isShipmentId, SHIPMENT_ID_RULE } from '../../domain/ids';
+import { unstorableText } from '../../domain/untrusted-json';
 import { CliError, output, withDatabase } from '../context';
 
-const SHIPMENT_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
+/** The rule an event's `data.shipment_id` follows, so that every event can name a loaded shipment. */
+function isLoadableShipmentId(value: unknown): value is string {
+  return isShipmentId(value) && unstorableText(value) === undefined;
+}
 
 export async function add(ids: string[], options: { json?: boolean }): Promise<void> {
-  const bad = ids.filter((id) => !SHIPMENT_ID.test(id));
+  const bad = ids.filter((id) => !isLoadableShipmentId(id));
   if (bad.length) throw new CliError(`not a valid shipment ID: ${bad.join(', ')}`);
   const result = await withDatabase((pool) => addShipments(pool, ids));
   output(
@@ -36,8 +41,8 @@ export function readShipmentIds(file: string): string[] {
   }
   const ids: string[] = [];
   const take = (value: unknown, line: number) => {
-    if (typeof value !== 'string' || !SHIPMENT_ID.test(value)) {
-      throw new CliError(`${file}:${line}: shipment_id must be 1 to 200 characters of [A-Za-z0-9_.:-]`);
+    if (!isLoadableShipmentId(value)) {
+      throw new CliError(`${file}:${line}: shipment_id ${SHIPMENT_ID_RULE} (any text PostgreSQL can store)`);
     }
     ids.push(value);
   };

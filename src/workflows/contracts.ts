@@ -1,0 +1,114 @@
+import type { PaymentEvent } from '../domain/payment-event';
+import type { OutboxStatus, OutboxTarget } from '../domain/outbox';
+import type { PaymentStatus } from '../domain/payment-rules';
+
+/**
+ * What settle writes to workflow history: each workflow's input and result, and each activity's
+ * input and result. A recorded run replays against these shapes for as long as the namespace keeps
+ * it, so they are declared here, field by field, and never derived from a SQL projection, a database
+ * row or an activity's internals: an activity maps what it read into these before returning it.
+ * test/unit/workflow-contracts.test.ts holds them to a checked-in snapshot and to the recorded
+ * histories in test/histories/; a change that alters one fails it until both are updated on purpose.
+ */
+
+/** The start input of `paymentWorkflow`: the event as the gateway validated it (src/domain/payment-event.ts). */
+export type PaymentWorkflowInput = { event: PaymentEvent };
+
+/** How reconcile decided: the claim's outcome. */
+export type ReconcileOutcome = 'applied' | 'stale' | 'unmatched' | 'needs_review';
+
+/** One of the event's downstream effects, as the workflow needs it to deliver or undo it. */
+export type OutboxEntry = {
+  outboxId: number;
+  target: OutboxTarget;
+  action: string;
+  idempotencyKey: string;
+  status: OutboxStatus;
+};
+
+/** `reconcilePayment`'s input is the event itself; its result: */
+export type ReconcileResult = {
+  outcome: ReconcileOutcome;
+  /** True when a claim already existed: this call changed nothing (or applied a parked event). */
+  claimExisted: boolean;
+  shipmentId: string;
+  paymentStatus: PaymentStatus | null;
+  /** The event's downstream effects, as stored; the workflow delivers those still deliverable. */
+  outbox: OutboxEntry[];
+};
+
+/** The input of `deliverOutboxRow` and `reholdShipment`: an outbox row to deliver or undo. */
+export type OutboxInput = { outboxId: number };
+
+/** `deliverOutboxRow`'s result. */
+export type OutboxDeliveryResult = {
+  outboxId: number;
+  target: OutboxTarget;
+  action: string;
+  /** `not_configured` when the target has no URL on this worker: nothing was sent. */
+  status: OutboxStatus;
+};
+
+/** `reholdShipment`'s result. */
+export type ReholdResult = {
+  status: 'reheld' | 'already_compensated' | 'never_sent' | 'refused' | 'not_configured';
+};
+
+/** `compensatePaymentEffects`' input. */
+export type CompensationInput = { eventId: string; reason: string };
+
+/** `compensatePaymentEffects`' result. */
+export type PaymentCompensationResult = {
+  reversals: number;
+  abandoned: number;
+  /** The event's rows as the compensation leaves them (absent from results recorded before it was added). */
+  outbox?: OutboxEntry[];
+};
+
+/** The result of `paymentWorkflow`. */
+export type PaymentWorkflowResult = {
+  outcome: ReconcileOutcome;
+  claimExisted: boolean;
+  shipmentId: string;
+  paymentStatus: PaymentStatus | null;
+  /** Each row as the run left it, not as reconcile found it. */
+  outbox: OutboxEntry[];
+  /**
+   * Each delivery this run made, in its final state: a release the compensation undid is `compensated`,
+   * an unset target `not_configured`.
+   */
+  deliveries: OutboxDeliveryResult[];
+  /** True when a downstream refused a step and the earlier steps were undone: outcome `needs_review`. */
+  compensated: boolean;
+};
+
+/** The start input of `reminderWorkflow`. */
+export type ReminderWorkflowInput = { deliveryId: string; dueAt: string };
+
+/** The state of a reminder delivery. */
+export type ReminderState = 'scheduled' | 'processing' | 'succeeded' | 'failed' | 'cancelled';
+
+/** The input of `deliverReminder`. */
+export type ReminderDeliveryInput = { deliveryId: string };
+
+/** `deliverReminder`'s result, and the result of `reminderWorkflow`. */
+export type ReminderDeliveryResult = { state: ReminderState; attempts: number };
+export type ReminderWorkflowResult = ReminderDeliveryResult;
+
+/** The input of `failReminder`. */
+export type FailReminderInput = { deliveryId: string; reason: string };
+
+/** `failReminder`'s result. */
+export type FailReminderResult = { attempts: number };
+
+/** `purgeClaimsPastRetention`'s result, and the result of `purgeClaimsWorkflow`. */
+export type PurgeResult = {
+  /** Claims older than this were eligible. */
+  cutoff: string;
+  claims: number;
+  events: number;
+  conflicts: number;
+  /** Open exceptions (unmatched, needs_review) past the cutoff, kept until someone resolves them. */
+  keptExceptions: number;
+  dryRun: boolean;
+};
