@@ -344,70 +344,65 @@ async function benchOn(): Promise<Goal[]> {
       }
     }
 
-    if (wanted('PC')) {
-      // The payload codec's cost: the same path through `settle serve` (gateway and worker in one
-      // process), encryption off (SETTLE_PAYLOAD_KEYS empty) and on (the stack's key), in the order
-      // off, on, on, off: the tables grow and the machine's load drifts through the row, and this
-      // order gives both variants the same average position, so a drift does not read as the cost.
-      const off = { SETTLE_PAYLOAD_KEYS: '' };
+    /**
+     * P@50 through `settle serve` started with `off`'s and then `on`'s environment, in the order off,
+     * on, on, off: the tables grow and the machine's load drifts through a row, and this order gives
+     * both variants the same mean position, so a drift does not read as the cost (rows
+     * `<row>@50 off #1` … `<row>@50 off #2`; the goals take each variant's mean). `after` runs after
+     * each variant's serve stopped.
+     */
+    const offOnOnOff = async (
+      row: string,
+      what: string,
+      env: { off: Record<string, string>; on: Record<string, string> },
+      after?: (variant: string) => void,
+    ) => {
       for (const [variant, extra] of [
-        ['off #1', off],
-        ['on #1', {}],
-        ['on #2', {}],
-        ['off #2', off],
+        ['off #1', env.off],
+        ['on #1', env.on],
+        ['on #2', env.on],
+        ['off #2', env.off],
       ] as const) {
         const started = await stack.startServe(extra);
         serve = started.child;
         const through = stack.throughGateway(started.gatewayUrl);
         try {
           await benchFullPath(through, await preparePathEvents(stack, 50), 10);
-          await measure(
-            `PC@50 ${variant}`,
-            `P through settle serve, payload encryption ${variant}, 50 in flight`,
-            {
-              prepare: () => preparePathEvents(stack, SIZE.pathEvents),
-              run: (events) => benchFullPath(through, events, 50),
-              events: SIZE.pathEvents,
-            },
-          );
+          await measure(`${row}@50 ${variant}`, `P through settle serve, ${what} ${variant}, 50 in flight`, {
+            prepare: () => preparePathEvents(stack, SIZE.pathEvents),
+            run: (events) => benchFullPath(through, events, 50),
+            events: SIZE.pathEvents,
+          });
         } finally {
           await serve.stop().catch(() => {});
           serve = undefined;
         }
+        after?.(variant);
       }
+    };
+
+    if (wanted('PC')) {
+      // The payload codec's cost: encryption off (SETTLE_PAYLOAD_KEYS empty) and on (the stack's key).
+      await offOnOnOff('PC', 'payload encryption', { off: { SETTLE_PAYLOAD_KEYS: '' }, on: {} });
     }
 
     if (wanted('TR')) {
-      // Tracing's cost: the same path through `settle serve`, tracing off and on (http/protobuf,
-      // the default, to an OTLP endpoint in this process; sampler and batching at their defaults).
+      // Tracing's cost: tracing off and on (http/protobuf, the default, to an OTLP endpoint in this
+      // process; sampler and batching at their defaults).
       const sink = await startOtlpSink();
       try {
-        // Off, on, on, off, as PC: each variant's mean, so the row's drift does not read as the cost.
-        const on = { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url };
-        for (const [variant, extra] of [
-          ['off #1', {}],
-          ['on #1', on],
-          ['on #2', on],
-          ['off #2', {}],
-        ] as const) {
-          const started = await stack.startServe(extra);
-          serve = started.child;
-          const through = stack.throughGateway(started.gatewayUrl);
-          try {
-            await benchFullPath(through, await preparePathEvents(stack, 50), 10);
-            await measure(`TR@50 ${variant}`, `P through settle serve, tracing ${variant}, 50 in flight`, {
-              prepare: () => preparePathEvents(stack, SIZE.pathEvents),
-              run: (events) => benchFullPath(through, events, 50),
-              events: SIZE.pathEvents,
-            });
-          } finally {
-            await serve.stop().catch(() => {});
-            serve = undefined;
-          }
-          if (variant === 'on #1' && sink.received().requests === 0) {
-            throw new Error('TR@50 on: the OTLP endpoint received no export; the row would measure nothing');
-          }
-        }
+        await offOnOnOff(
+          'TR',
+          'tracing',
+          { off: {}, on: { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } },
+          (variant) => {
+            if (variant === 'on #1' && sink.received().requests === 0) {
+              throw new Error(
+                'TR@50 on: the OTLP endpoint received no export; the row would measure nothing',
+              );
+            }
+          },
+        );
         log(
           `TR: the OTLP endpoint received ${sink.received().requests} exports, ${sink.received().bytes} bytes`,
         );
