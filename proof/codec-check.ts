@@ -15,6 +15,7 @@ import type { Client } from '@temporalio/client';
 import type { Queryable } from '../src/db/pool';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
+import { ENCRYPTED_ENCODING } from '../src/temporal/payload-codec';
 import type { Provider } from '../chaos/provider';
 import { makeEvent, shipmentFor } from './load';
 
@@ -65,6 +66,8 @@ function payloadsOf(node: unknown, found: JsonPayload[] = [], path = ''): JsonPa
 /** Where in the history each payload was found, for a failure's message. */
 const paths = new WeakMap<JsonPayload, string>();
 
+const encodingOf = (p: JsonPayload) => Buffer.from(p.metadata.encoding ?? '', 'base64').toString();
+
 /** All a reader of the stored history can see: the payloads' bytes as text, and their metadata. */
 const readable = (payloads: JsonPayload[]) =>
   payloads
@@ -107,30 +110,26 @@ export async function storedHistoryIsEncrypted(target: CodecCheckTarget) {
   // The run's end, seen without decoding anything (describe reads no payload).
   const handle = target.client.workflow.getHandle(paymentWorkflowId(event.id));
   const deadline = Date.now() + (target.timeoutMs ?? 300_000);
-  let status: string;
+  let described: Awaited<ReturnType<typeof handle.describe>>;
   for (;;) {
-    status = (await handle.describe()).status.name;
-    if (status !== 'RUNNING' || Date.now() > deadline) break;
+    described = await handle.describe();
+    if (described.status.name !== 'RUNNING' || Date.now() > deadline) break;
     await sleep(500);
   }
+  const status = described.status.name;
   if (status !== 'COMPLETED') failures.push(`the marked event's run is ${status}, not COMPLETED`);
 
   const history = await handle.fetchHistory();
   const payloads = payloadsOf(history);
   const stored = readable(payloads);
-  const encrypted = payloads.filter(
-    (p) => Buffer.from(p.metadata.encoding ?? '', 'base64').toString() === 'binary/encrypted',
-  ).length;
+  const encrypted = payloads.filter((p) => encodingOf(p) === ENCRYPTED_ENCODING).length;
   if (!payloads.length) failures.push('the stored history has no payloads');
   // Markers' metadata is written by the SDK's core, past the codec: a patch's ID (`patch-data`) and a
   // local activity's sequence number, type, attempt and times (`data`); the activity's result is the
   // `result` beside it, encrypted. The checks above read those too: none holds payment data.
   const coreMetadata = (p: JsonPayload) =>
     /markerRecordedEventAttributes\.details\.(data|patch-data)\.payloads/.test(paths.get(p) ?? '');
-  const clear = payloads.filter(
-    (p) =>
-      !coreMetadata(p) && Buffer.from(p.metadata.encoding ?? '', 'base64').toString() !== 'binary/encrypted',
-  );
+  const clear = payloads.filter((p) => !coreMetadata(p) && encodingOf(p) !== ENCRYPTED_ENCODING);
   facts.push(
     `${payloads.length} payloads stored: ${encrypted} binary/encrypted, ${payloads.filter(coreMetadata).length} markers' metadata`,
   );
@@ -139,7 +138,7 @@ export async function storedHistoryIsEncrypted(target: CodecCheckTarget) {
       `${clear.length} stored payloads are not encrypted: ${clear
         .map(
           (p) =>
-            `${paths.get(p)} (${Buffer.from(p.metadata.encoding ?? '', 'base64').toString()}: ${Buffer.from(p.data, 'base64').toString().slice(0, 60)})`,
+            `${paths.get(p)} (${encodingOf(p)}: ${Buffer.from(p.data, 'base64').toString().slice(0, 60)})`,
         )
         .join('; ')}`,
     );
@@ -194,7 +193,7 @@ export async function storedHistoryIsEncrypted(target: CodecCheckTarget) {
     detail: facts.join('; '),
     run: {
       workflowId: handle.workflowId,
-      runId: (await handle.describe()).runId,
+      runId: described.runId,
       marker,
       /** The start of the stored input's ciphertext, as a UI without the codec shows it. */
       ciphertext: input ? Buffer.from(input).toString('base64').slice(0, 24) : '',
