@@ -98,6 +98,70 @@ function rawRequest(bytes: string): Promise<{ status: number; body: Record<strin
   });
 }
 
+/**
+ * Sends the request line, headers and the whole body before reading a byte of the answer (the socket
+ * stays paused until the last byte is accepted), then reads the answer to the end: what a client
+ * that answers nothing early sees. A server that closes with body bytes unread resets the
+ * connection, and the paused answer is lost with it.
+ */
+function sendWholeBodyThenRead(
+  method: string,
+  path: string,
+  contentType: string | undefined,
+  size: number,
+  framing: 'content-length' | 'chunked',
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const { port } = new URL(stack.gatewayUrl);
+  const chunk = Buffer.alloc(64 * 1024, 'x');
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1');
+    socket.pause();
+    const received: Buffer[] = [];
+    socket.on('error', reject);
+    const head = [
+      `${method} ${path} HTTP/1.1`,
+      'host: settle.test',
+      `authorization: Bearer ${stack.apiToken}`,
+      'idempotency-key: k-big',
+      ...(contentType ? [`content-type: ${contentType}`] : []),
+      framing === 'chunked' ? 'transfer-encoding: chunked' : `content-length: ${size}`,
+    ].join('\r\n');
+    socket.write(`${head}\r\n\r\n`);
+    for (let sent = 0; sent < size; sent += chunk.length) {
+      const piece = chunk.subarray(0, Math.min(chunk.length, size - sent));
+      socket.write(
+        framing === 'chunked'
+          ? Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')])
+          : piece,
+      );
+    }
+    socket.write(framing === 'chunked' ? '0\r\n\r\n' : '', () => {
+      socket.on('data', (data: Buffer) => {
+        received.push(data);
+        const text = Buffer.concat(received).toString('latin1');
+        const end = text.indexOf('\r\n\r\n');
+        const length = Number(/content-length: (\d+)/i.exec(text.slice(0, end))?.[1] ?? NaN);
+        if (end < 0 || text.length < end + 4 + length) return;
+        socket.destroy();
+        const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]);
+        try {
+          resolve({ status, body: JSON.parse(text.slice(end + 4, end + 4 + length)) });
+        } catch {
+          reject(new Error(`not a JSON body: ${JSON.stringify(text.slice(0, 400))}`));
+        }
+      });
+      socket.on('end', () =>
+        reject(
+          new Error(
+            `the answer ended early: ${JSON.stringify(Buffer.concat(received).toString('latin1').slice(0, 400))}`,
+          ),
+        ),
+      );
+      socket.resume();
+    });
+  });
+}
+
 const reminderBody = (extra: Record<string, unknown> = {}) => ({
   contract_id: 'CT-88',
   due_at: '2099-08-10T09:00:00Z',
@@ -399,6 +463,52 @@ describe("the framework's own statuses answer the documented error body", () => 
       415,
       'unsupported_media_type',
     );
+  });
+
+  // Whatever the gateway refuses before it has read the body must still reach the client: a client
+  // (or a provider's proxy) that reads only once it has sent the whole body gets the 4xx, never a
+  // reset. Sizes past the limit, framed by length or chunked, on every route that takes a body.
+  const BIG = 300 * 1024;
+  const refusedBeforeTheBody: [string, string, string | undefined, number, number, string][] = [
+    ['POST', '/webhooks/payments', 'application/json', BIG, 413, 'payload_too_large'],
+    ['POST', '/webhooks/payments', 'application/json', 8 * 1024 * 1024, 413, 'payload_too_large'],
+    ['POST', '/webhooks/payments', 'application/x-www-form-urlencoded', BIG, 415, 'unsupported_media_type'],
+    ['POST', '/webhooks/payments', 'text/plain', 2 * 1024 * 1024, 415, 'unsupported_media_type'],
+    ['POST', '/webhooks/payments', undefined, BIG, 415, 'unsupported_media_type'],
+    ['PUT', '/webhooks/payments', 'application/json', BIG, 413, 'payload_too_large'],
+    ['POST', '/webhooks/stripe', 'application/json', 2 * 1024 * 1024, 413, 'payload_too_large'],
+    ['POST', '/webhooks/adyen', 'application/json', BIG, 413, 'payload_too_large'],
+    ['POST', '/reminders', 'application/json', BIG, 413, 'payload_too_large'],
+    ['POST', '/no/such/route', 'application/json', BIG, 413, 'payload_too_large'],
+  ];
+  for (const [method, path, type, size, status, error] of refusedBeforeTheBody) {
+    for (const framing of ['content-length', 'chunked'] as const) {
+      test(`${status} reaches a client still sending: ${method} ${path}, ${type ?? 'no type'}, ${size / 1024} KiB, ${framing}`, async () => {
+        const response = await sendWholeBodyThenRead(method, path, type, size, framing);
+        assertErrorShape(response, status, error);
+      });
+    }
+  }
+
+  test('a refused sender that stops mid-body gets its 413, then the gateway closes the connection', async () => {
+    const { port } = new URL(stack.gatewayUrl);
+    const socket = connect(Number(port), '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    const closed = new Promise<void>((resolve, reject) => {
+      socket.on('close', () => resolve());
+      socket.on('error', reject);
+    });
+    // A declared gigabyte, of which a megabyte comes: the answer must not wait for the rest, and
+    // the connection must not stay open for it.
+    socket.write(
+      'POST /webhooks/payments HTTP/1.1\r\nhost: settle.test\r\ncontent-type: application/json\r\n' +
+        `content-length: ${1024 ** 3}\r\n\r\n`,
+    );
+    socket.write(Buffer.alloc(1024 * 1024, 'x'));
+    await closed;
+    assert.match(received, /^HTTP\/1\.1 413 /);
+    assert.match(received, /"error":"payload_too_large"/);
   });
 
   test('414: a path parameter longer than any ID, without echoing it', async () => {

@@ -11,3 +11,11 @@ export const MAX_PARAM_LENGTH = 512;
 
 /** Node's own limit on the request line and headers together (its default); past it, a 431. */
 export const MAX_HEADER_BYTES = 16 * 1024;
+
+/**
+ * How long the gateway keeps reading (and discarding) a body it has already refused, once its answer
+ * is sent. A client that reads only after sending its whole body still gets the 4xx: closing with
+ * body bytes unread would reset the connection and lose the answer. Past this, the connection is
+ * closed, so a refused sender cannot hold it open.
+ */
+export const REFUSED_BODY_DRAIN_MS = 5_000;

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Health, Readiness } from '../domain/api-contract';
 import { METHODS, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type pg from 'pg';
 import { eventIdSchema } from '../domain/payment-event';
 import { classifyDatabaseFailure, ErrorCode } from '../domain/errors';
@@ -15,7 +15,7 @@ import { registerOperatorRoutes } from './operations';
 import { registerPaymentRoutes } from './payments';
 import { registerProviderRoutes, type ProviderRouteDeps } from './providers';
 import { registerReminderRoutes } from './reminders';
-import { MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_PARAM_LENGTH } from './limits';
+import { MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_PARAM_LENGTH, REFUSED_BODY_DRAIN_MS } from './limits';
 import { checkIdParam, refuseOtherMethods, reject } from './replies';
 import { requireBearerToken } from './auth';
 
@@ -73,6 +73,8 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   // With tracing on, a span per request, continuing an incoming `traceparent` (lib/tracing.ts).
   activeTracing()?.instrumentGateway(app);
 
+  drainRefusedBodies(app);
+
   app.addHook('onResponse', async (request, reply) => {
     deps.logger.info(
       {
@@ -89,8 +91,12 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
 
   // Every status the gateway sends has the documented error body and never repeats the URL or an ID.
   app.setErrorHandler((error: { statusCode?: number; code?: string; message: string }, _request, reply) => {
-    if (error.statusCode === 413)
+    if (error.statusCode === 413) {
+      // Fastify would close the connection with the rest of the body unread; its framing is intact,
+      // so the answer keeps the connection and drainRefusedBodies reads the rest away.
+      reply.removeHeader('connection');
       return reject(reply, 413, ErrorCode.PayloadTooLarge, 'body is larger than 256 KiB');
+    }
     if (error.statusCode === 415 || error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       return reject(reply, 415, ErrorCode.UnsupportedMediaType, 'content type must be application/json');
     }
@@ -176,6 +182,33 @@ function answerRouterError(error: { code: string; message: string }, reply: Fast
 function internalError(reply: FastifyReply, logger: Logger, error: { message: string; code?: string }) {
   logger.error({ err: { message: error.message, code: error.code } }, 'unhandled gateway error');
   return reject(reply, 500, ErrorCode.Internal, 'internal error');
+}
+
+/**
+ * A request answered before its body was read (413, 415, 404, an unread body of any refusal): Node
+ * reads the rest and discards it, so the client, which may read only once it has sent everything,
+ * gets the answer instead of a reset. For at most REFUSED_BODY_DRAIN_MS after the answer, then the
+ * connection closes; closing the gateway closes such connections at once.
+ */
+function drainRefusedBodies(app: FastifyInstance) {
+  const draining = new Set<Socket>();
+  app.addHook('onResponse', async (request: FastifyRequest) => {
+    const incoming = request.raw;
+    const socket = incoming.socket as Socket | null;
+    if (incoming.complete || !socket || socket.destroyed) return;
+    draining.add(socket);
+    const done = () => {
+      clearTimeout(timer);
+      draining.delete(socket);
+    };
+    const timer = setTimeout(() => socket.destroy(), REFUSED_BODY_DRAIN_MS).unref();
+    incoming.once('end', done);
+    socket.once('close', done);
+    incoming.resume();
+  });
+  app.addHook('preClose', async () => {
+    for (const socket of draining) socket.destroy();
+  });
 }
 
 /**
