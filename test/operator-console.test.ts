@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ExceptionRow } from '../src/db/exceptions';
 import { addShipments } from '../src/db/shipments';
+import { writeDeliveryStuckAfter } from '../src/db/settings';
+import { freePort } from '../src/lib/free-port';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { parsePrometheusText, sumOf } from '../src/metrics/prometheus-text';
 import type { ReplayResult } from '../src/app/replay';
@@ -356,6 +358,40 @@ describe('--json output', () => {
         [],
         `settle ${command.join(' ')} --json`,
       );
+    }
+  });
+});
+
+describe('two gateways with different SETTLE_DELIVERY_STUCK_AFTER', () => {
+  test('the one started last sets the threshold for every surface and warns that it replaced another', async () => {
+    const port = await freePort();
+    const second = spawnSettle(['gateway'], { ...env, PORT: String(port), SETTLE_LOG_LEVEL: 'info' });
+    let output = '';
+    second.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    second.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = finished(second);
+    try {
+      const warning = await waitFor('the second gateway to warn that it replaced the threshold', async () =>
+        output
+          .split('\n')
+          .filter((line) => line.startsWith('{'))
+          .map(
+            (line) =>
+              JSON.parse(line) as { level: string; msg: string; previous_ms?: number; now_ms?: number },
+          )
+          .find((line) => line.msg.includes('SETTLE_DELIVERY_STUCK_AFTER differs')),
+      );
+      assert.equal(warning.level, 'warn');
+      assert.deepEqual([warning.previous_ms, warning.now_ms], [2_000, 3_600_000]);
+      const { rows } = await stack.pool.query<{ value: string }>(
+        `SELECT value::text FROM deployment_settings WHERE key = 'delivery_stuck_after_ms'`,
+      );
+      assert.deepEqual(rows, [{ value: '3600000' }]);
+    } finally {
+      second.kill('SIGTERM');
+      await exited;
+      // The stack's own threshold again, for the tests after this one.
+      await writeDeliveryStuckAfter(stack.pool, 2_000, 'test');
     }
   });
 });

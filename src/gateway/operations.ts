@@ -2,6 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
+import type { Logger } from '../lib/logger';
 import { DEFAULT_DELIVERY_STUCK_AFTER_MS } from '../config';
 import { gatewayMetrics } from '../app/stats';
 import {
@@ -33,7 +34,7 @@ const WEBHOOK_ROUTES: ReadonlySet<string> = new Set([
  */
 export function registerOperatorRoutes(
   app: FastifyInstance,
-  deps: { pool: pg.Pool; client: Client; deliveryStuckAfterMs?: number },
+  deps: { pool: pg.Pool; client: Client; logger: Logger; deliveryStuckAfterMs?: number },
 ) {
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? '';
@@ -52,7 +53,7 @@ export function registerOperatorRoutes(
     const closing = new AbortController();
     app.addHook('onClose', async () => closing.abort());
     app.addHook('onReady', async () => {
-      void publishDeliveryStuckAfter(app, deps.pool, stuckAfterMs, closing.signal);
+      void publishDeliveryStuckAfter(deps.logger, deps.pool, stuckAfterMs, closing.signal);
     });
   }
 
@@ -81,7 +82,7 @@ function webhookOutcome(statusCode: number, ingestOutcome: string | undefined): 
 }
 
 async function publishDeliveryStuckAfter(
-  app: FastifyInstance,
+  logger: Logger,
   db: pg.Pool,
   stuckAfterMs: number,
   closing: AbortSignal,
@@ -90,7 +91,7 @@ async function publishDeliveryStuckAfter(
     try {
       const replaced = await writeDeliveryStuckAfter(db, stuckAfterMs, `gateway pid ${process.pid}`);
       if (replaced !== undefined) {
-        app.log.warn(
+        logger.warn(
           { previous_ms: replaced, now_ms: stuckAfterMs },
           'SETTLE_DELIVERY_STUCK_AFTER differs from the one the deployment had (another gateway ' +
             "started with another value): this gateway's value now applies to every surface " +
@@ -101,7 +102,7 @@ async function publishDeliveryStuckAfter(
     } catch (error) {
       if (closing.aborted) return;
       if (attempt === 1) {
-        app.log.warn(
+        logger.warn(
           { err: error instanceof Error ? error.message : String(error) },
           "could not record the deployment's stuck threshold yet; retrying every 2 s",
         );
