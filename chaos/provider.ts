@@ -1,6 +1,6 @@
 import type { PaymentEvent } from '../src/domain/payment-event';
 import { postEvent, type Reply } from '../proof/load';
-import { sleep } from '../proof/processes';
+import { HANG_BOUND_MS, sleep } from '../proof/processes';
 import type { ProofStack } from '../proof/stack';
 
 export type Acknowledged = { event: PaymentEvent; status: number; body: string; at: number };
@@ -35,7 +35,7 @@ export class Provider {
   }
 
   /** Delivers until answered below 500 or `deadlineMs` passes; resolves with the last answer. */
-  async deliver(event: PaymentEvent, deadlineMs = 120_000): Promise<Reply> {
+  async deliver(event: PaymentEvent, deadlineMs = HANG_BOUND_MS): Promise<Reply> {
     const deadline = Date.now() + deadlineMs;
     let pause = 250;
     for (;;) {

@@ -3,6 +3,13 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../src/lib/paths';
 
+/**
+ * The bound on a hang for every wait of the proof suites (a process start, a delivery after a fault, a
+ * provider's retries): never a measure of the machine's speed. At load 15 to 30 on 2 cores a worker's
+ * start alone took over a minute; `npm test`'s harness uses the same 300 s.
+ */
+export const HANG_BOUND_MS = 300_000;
+
 /** Clock ticks per second of /proc/<pid>/stat times (USER_HZ, 100 on every Linux settle runs on). */
 const TICKS_PER_SECOND = 100;
 
@@ -31,7 +38,7 @@ export async function spawnTs(
   args: string[],
   env: NodeJS.ProcessEnv,
   ready: (output: string) => boolean | Promise<boolean>,
-  timeoutMs = 60_000,
+  timeoutMs = HANG_BOUND_MS,
 ): Promise<Child> {
   const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
     cwd: PROJECT_ROOT,

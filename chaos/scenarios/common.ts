@@ -2,7 +2,7 @@ import pg from 'pg';
 import { addShipments } from '../../src/db/shipments';
 import type { PaymentEvent } from '../../src/domain/payment-event';
 import { erpKey, makeEvent, newRunId, shipmentFor } from '../../proof/load';
-import { sleep } from '../../proof/processes';
+import { HANG_BOUND_MS, sleep } from '../../proof/processes';
 import type { ProofStack } from '../../proof/stack';
 import type { Provider } from '../provider';
 
@@ -58,7 +58,7 @@ export async function holdShipments(stack: ProofStack, events: PaymentEvent[]) {
 export async function waitForLockWaiters(
   stack: ProofStack,
   count: number,
-  timeoutMs = 30_000,
+  timeoutMs = HANG_BOUND_MS,
 ): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -72,11 +72,12 @@ export async function waitForLockWaiters(
 }
 
 /**
- * How long a scenario waits for delivery after a crash or an outage: a vanished worker's local attempt
- * is taken over after the 10 s workflow-task timeout, a durable reconcile attempt (no heartbeat) only
- * after its 30 s start-to-close, then backoff.
+ * How long a scenario waits for delivery after a crash or an outage, a bound on a hang: a vanished
+ * worker's local attempt is taken over after the 10 s workflow-task timeout, a durable reconcile
+ * attempt (no heartbeat) only after its 30 s start-to-close, then backoff, and a loaded machine
+ * restarts processes slowly.
  */
-export const RECOVERY_TIMEOUT_MS = 120_000;
+export const RECOVERY_TIMEOUT_MS = HANG_BOUND_MS;
 
 /** What the receiver recorded for each idempotency key of one scenario's events. */
 export function receiverRecords(stack: ProofStack, prefix: string) {
@@ -122,7 +123,7 @@ export function checker() {
 }
 
 /** Waits until PostgreSQL answers on the driver's pool again. */
-export async function waitForPostgres(stack: ProofStack, timeoutMs = 60_000): Promise<void> {
+export async function waitForPostgres(stack: ProofStack, timeoutMs = HANG_BOUND_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {

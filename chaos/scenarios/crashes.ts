@@ -1,7 +1,7 @@
 import { paymentWorkflowId } from '../../src/domain/ids';
 import type { PaymentWorkflowResult } from '../../src/workflows';
 import { openLoop } from '../../proof/load';
-import { sleep } from '../../proof/processes';
+import { HANG_BOUND_MS, sleep } from '../../proof/processes';
 import {
   checker,
   countWhere,
@@ -96,7 +96,7 @@ export const gracefulShutdown: Scenario = {
     worker.process.kill('SIGTERM');
     await sleep(1_000);
     await hold.release();
-    const exit = await Promise.race([worker.exited, sleep(60_000).then(() => 'timeout')]);
+    const exit = await Promise.race([worker.exited, sleep(HANG_BOUND_MS).then(() => 'timeout')]);
     const drainMs = Date.now() - signalledAt;
     const committedByDrainingWorker = await countWhere(stack, 'claims', events);
     check(waiting === events.length, `only ${waiting} activities were in flight at SIGTERM`);
@@ -122,15 +122,18 @@ export const soak: Scenario = {
     let kills = 0;
     let stopped = false;
     const loadStarted = Date.now();
+    // On the clock (every 30 s from the start), whatever a restart takes: each kill's replacement
+    // starts beside the load rather than holding the next kill back, so a slow machine gets as many
+    // kills as a fast one (the oldest running worker is the one killed).
+    const replacements: Promise<unknown>[] = [];
     const killer = (async () => {
       while (!stopped) {
-        // On the clock (every 30 s from the start), whatever a restart took.
         const nextKillAt = loadStarted + (kills + 1) * 30_000;
-        while (Date.now() < nextKillAt && !stopped) await sleep(250);
+        while ((Date.now() < nextKillAt || !stack.workers.length) && !stopped) await sleep(250);
         if (stopped) break;
-        await stack.workers[0]?.kill();
+        await stack.workers[0]!.kill();
         kills += 1;
-        await ensureWorkers(stack, 2);
+        replacements.push(stack.startWorker());
       }
     })();
     let acknowledged = 0;
@@ -145,6 +148,7 @@ export const soak: Scenario = {
     );
     stopped = true;
     await killer;
+    await Promise.all(replacements);
     const loadEnded = Date.now();
     const used = events.slice(0, sent);
     const delivered = await waitForDelivered(stack, used, RECOVERY_TIMEOUT_MS);

@@ -8,6 +8,7 @@ import {
   ensureWorkers,
   freshEvents,
   receiverRecords,
+  RECOVERY_TIMEOUT_MS,
   waitForDelivered,
   type Scenario,
   type ScenarioContext,
@@ -44,7 +45,7 @@ export const throttledWithRetryAfter: Scenario = {
       ({ attempt }) => (attempt === 1 ? { status: 429, headers: { 'retry-after': '2' } } : { status: 200 }),
       async () => {
         await Promise.all(events.map((event) => provider.deliver(event)));
-        return waitForDelivered(stack, events, 90_000);
+        return waitForDelivered(stack, events, RECOVERY_TIMEOUT_MS);
       },
     );
     const records = receiverRecords(stack, prefix);
@@ -77,7 +78,7 @@ export const appliedThen504: Scenario = {
       ({ attempt }) => (attempt === 1 ? { status: 504, apply: true } : { status: 200 }),
       async () => {
         await Promise.all(events.map((event) => provider.deliver(event)));
-        return waitForDelivered(stack, events, 90_000);
+        return waitForDelivered(stack, events, RECOVERY_TIMEOUT_MS);
       },
     );
     // The ERP key is applied on the first (504) attempt; wait for the retry that the receiver refuses.
