@@ -5,28 +5,74 @@ import { signWebhook } from '../src/domain/webhook-signature';
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 
-export type Reply = { status: number; body: string; ms: number };
+export type Reply = {
+  status: number;
+  body: string;
+  ms: number;
+  /** Why there was no answer (status 0): the network error's code. */
+  error?: string;
+  /** Sent again once on a new connection: the kept-alive one was closed as the request left. */
+  resent?: { error: string; idleMs: number };
+};
 
-/** One HTTP request on a kept-alive loopback connection; a network error is status 0. */
-export function httpRequest(
+/** When each kept-alive connection last finished a request, to say how long a closed one sat idle. */
+const lastUsed = new WeakMap<object, number>();
+
+/**
+ * One HTTP request on a kept-alive loopback connection; a network error is status 0 with its code.
+ * A request that finds its reused idle connection already closed by the server (a reset before any
+ * byte of an answer: the server's keep-alive timeout crossing the reuse) is sent once more on a new
+ * connection, as Node's documentation advises and every provider's client does; `resent` says so.
+ */
+export async function httpRequest(
   url: string,
   options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
 ): Promise<Reply> {
+  const first = await sendOnce(url, options);
+  if (first.staleIdleMs === undefined) return first.reply;
+  return {
+    ...(await sendOnce(url, options)).reply,
+    resent: { error: first.reply.error ?? '', idleMs: first.staleIdleMs },
+  };
+}
+
+function sendOnce(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string | Buffer },
+): Promise<{ reply: Reply; staleIdleMs?: number }> {
   const started = performance.now();
   return new Promise((resolve) => {
+    let answered = false;
+    let idleMs = 0;
+    let connection: object | undefined;
     const req = request(url, { method: options.method ?? 'POST', headers: options.headers, agent }, (res) => {
+      answered = true;
+      res.once('end', () => connection && lastUsed.set(connection, Date.now()));
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () =>
         resolve({
-          status: res.statusCode ?? 0,
-          body: Buffer.concat(chunks).toString('utf8'),
-          ms: performance.now() - started,
+          reply: {
+            status: res.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString('utf8'),
+            ms: performance.now() - started,
+          },
         }),
       );
-      res.on('error', () => resolve({ status: 0, body: '', ms: performance.now() - started }));
+      res.on('error', (error: NodeJS.ErrnoException) => failed(error));
     });
-    req.on('error', () => resolve({ status: 0, body: '', ms: performance.now() - started }));
+    const failed = (error: NodeJS.ErrnoException) =>
+      resolve({
+        reply: { status: 0, body: '', ms: performance.now() - started, error: error.code ?? error.message },
+        ...(!answered && req.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE')
+          ? { staleIdleMs: idleMs }
+          : {}),
+      });
+    req.on('socket', (socket) => {
+      connection = socket;
+      idleMs = Date.now() - (lastUsed.get(socket) ?? Date.now());
+    });
+    req.on('error', failed);
     if (options.body !== undefined) req.end(options.body);
     else req.end();
   });

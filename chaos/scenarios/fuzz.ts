@@ -189,6 +189,8 @@ export const gatewayFuzz: Scenario = {
     const statuses: Record<string, number> = {};
     let counter = 0;
     let refusedChecked = 0;
+    const resent: string[] = [];
+    const noAnswer: string[] = [];
     const numRuns = short ? 150 : 600;
     const outcome = await fc.check(
       fc.asyncProperty(bodyChange, headerChange, contentType, method, async (body, header, type, verb) => {
@@ -203,6 +205,8 @@ export const gatewayFuzz: Scenario = {
           body: verb === 'GET' ? undefined : raw,
         });
         statuses[reply.status] = (statuses[reply.status] ?? 0) + 1;
+        if (reply.resent) resent.push(`${reply.resent.error} after ${reply.resent.idleMs} ms idle`);
+        if (reply.status === 0) noAnswer.push(reply.error ?? 'unknown');
         if (reply.status === 0 || reply.status >= 500) return false;
         const accepted = reply.status === 202;
         if (accepted) {
@@ -235,9 +239,18 @@ export const gatewayFuzz: Scenario = {
       }),
       { numRuns, endOnFailure: true },
     );
-    check(!outcome.failed, `counterexample: ${fc.stringify(outcome.counterexample)}`);
+    check(
+      !outcome.failed,
+      `counterexample: ${fc.stringify(outcome.counterexample)}` +
+        (noAnswer.length ? ` (no answer: ${noAnswer.join(', ')})` : ''),
+    );
     return {
-      figures: { runs: outcome.numRuns, refusedChecked, statuses: JSON.stringify(statuses) },
+      figures: {
+        runs: outcome.numRuns,
+        refusedChecked,
+        statuses: JSON.stringify(statuses),
+        resentOnClosedKeepAlive: resent.length ? resent.join('; ') : 0,
+      },
       failures,
     };
   },
