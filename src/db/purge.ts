@@ -9,6 +9,8 @@ export type PurgeResult = {
   /** Open exceptions (unmatched, needs_review) past the cutoff, kept until someone resolves them. */
   keptExceptions: number;
   dryRun: boolean;
+  /** Milliseconds of the VACUUM (ANALYZE) that makes the deleted rows' space reusable (0 when nothing was deleted). */
+  vacuumMs: number;
 };
 
 /** Rows per DELETE, so a large backlog never holds long locks against the reconcile path. */
@@ -20,6 +22,11 @@ const BATCH = 5_000;
  * dropping an unmatched claim would lose the event. Ledger and outbox rows are business records and
  * stay. Once a claim is gone a redelivery of its event is new again, which is why the retention must
  * outlast every provider's replay horizon.
+ *
+ * After the deletes it vacuums the tables it deleted from, so the next days' claims reuse the space:
+ * without it, autovacuum (20 % of the table dead, by default) runs long after the next claims have
+ * extended the files, and five fill-and-purge cycles left the claim store 4.2 times the size of one
+ * (bench row RT). `db` must not be inside a transaction (VACUUM cannot run in one).
  */
 export async function purgeExpiredClaims(
   db: Queryable,
@@ -43,6 +50,7 @@ export async function purgeExpiredClaims(
     conflicts: 0,
     keptExceptions: kept.rows[0]!.n,
     dryRun: options.dryRun ?? false,
+    vacuumMs: 0,
   };
 
   if (options.dryRun) {
@@ -58,6 +66,10 @@ export async function purgeExpiredClaims(
     return { ...result, ...counts.rows[0]! };
   }
 
+  // Each batch deletes by primary key (`= ANY` of an array: an index scan whatever the statistics
+  // say). Joined to the CTE instead, the planner hashed both whole tables for every batch of 5,000:
+  // quadratic in the backlog (RT, 200,000 claims: 18,300 rows/s; a nested loop after the statistics
+  // of an emptied table was far worse).
   for (;;) {
     const batch = await db.query<{ claims: number; events: number }>(
       `WITH doomed AS (
@@ -67,9 +79,9 @@ export async function purgeExpiredClaims(
           LIMIT $2::int
           FOR UPDATE SKIP LOCKED
        ), gone AS (
-         DELETE FROM claims c USING doomed d WHERE c.event_id = d.event_id RETURNING c.event_id
+         DELETE FROM claims WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed)) RETURNING event_id
        ), gone_events AS (
-         DELETE FROM events e USING gone g WHERE e.event_id = g.event_id RETURNING e.event_id
+         DELETE FROM events WHERE event_id = ANY (ARRAY(SELECT event_id FROM gone)) RETURNING event_id
        )
        SELECT (SELECT count(*) FROM gone)::int AS claims, (SELECT count(*) FROM gone_events)::int AS events`,
       [cutoff, BATCH],
@@ -83,5 +95,13 @@ export async function purgeExpiredClaims(
   result.conflicts = conflicts.rowCount ?? 0;
   // Kept as long as the claim it explains.
   await db.query(`DELETE FROM start_outcome_unknown WHERE last_at < $1::timestamptz`, [cutoff]);
+  if (result.claims > 0 || result.conflicts > 0) {
+    const started = Date.now();
+    // Marks the dead rows' heap and index pages free for reuse; returns nothing to the OS (no lock
+    // against the reconcile path, unlike VACUUM FULL). Without the right to vacuum (not the tables'
+    // owner, no MAINTAIN), PostgreSQL warns and skips: migration 010's autovacuum settings remain.
+    await db.query('VACUUM (ANALYZE) claims, events, conflicts');
+    result.vacuumMs = Date.now() - started;
+  }
   return result;
 }
