@@ -29,23 +29,37 @@ export async function ensureJaeger(
   await buildInto(dir, log, async (go) => {
     await goRun(go, ['mod', 'init', 'settle-jaeger-build'], log);
     await goRun(go, ['get', '-tool', `${JAEGER_PACKAGE}@v${JAEGER_VERSION}`], log);
-    await goRun(go, ['build', '-o', join(go.work, 'bin', 'jaeger'), JAEGER_PACKAGE], log);
+    await goRun(go, ['build', '-v', '-o', join(go.work, 'bin', 'jaeger'), JAEGER_PACKAGE], log);
   });
   return join(dir, 'bin', 'jaeger');
 }
 
+/** One `go` command; a progress line every 60 s (lines printed: modules fetched, packages compiled). */
 function goRun(go: { cwd: string; env: NodeJS.ProcessEnv }, args: string[], log: (line: string) => void) {
   log(`topology: go ${args.join(' ')}`);
+  const started = Date.now();
   return new Promise<void>((resolve, reject) => {
     const child = spawn('go', args, { cwd: go.cwd, env: go.env, stdio: ['ignore', 'ignore', 'pipe'] });
     let tail = '';
-    child.stderr.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString()).slice(-4000)));
-    child.once('error', reject);
-    child.once('exit', (code) =>
-      code === 0
-        ? resolve()
-        : reject(new Error(`go ${args.join(' ')} failed (exit ${code}):\n${tail.trim()}`)),
+    let lines = 0;
+    child.stderr.on('data', (chunk: Buffer) => {
+      const text = chunk.toString();
+      lines += text.split('\n').filter((line) => line.trim()).length;
+      tail = (tail + text).slice(-4000);
+    });
+    const timer = setInterval(
+      () => log(`topology:   ${Math.round((Date.now() - started) / 1000)} s: ${lines} lines from go so far`),
+      60_000,
     );
+    child.once('error', (error) => {
+      clearInterval(timer);
+      reject(error);
+    });
+    child.once('exit', (code) => {
+      clearInterval(timer);
+      if (code === 0) resolve();
+      else reject(new Error(`go ${args.join(' ')} failed (exit ${code}):\n${tail.trim()}`));
+    });
   });
 }
 
@@ -77,6 +91,12 @@ export async function startJaeger(options: {
   ports: PortPicker;
   logFile: string;
   onSpawn?: (child: Child) => void;
+  /**
+   * A built Jaeger UI (jaeger-ui's `packages/jaeger-ui/build`) to serve: the Go module holds only a
+   * placeholder page in its place (the UI is a separate npm build), so without it the query API serves
+   * traces but there is no UI to look at.
+   */
+  uiAssets?: string;
 }): Promise<Jaeger> {
   const [otlp, query, queryGrpc, health] = [
     await options.ports.any(),
@@ -107,7 +127,7 @@ extensions:
           max_traces: 100000
   jaeger_query:
     storage:
-      traces: memstore
+      traces: memstore${options.uiAssets ? `\n    ui:\n      assets_path: ${JSON.stringify(options.uiAssets)}` : ''}
     http:
       endpoint: 127.0.0.1:${query}
     grpc:
