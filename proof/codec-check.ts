@@ -129,9 +129,19 @@ export async function storedHistoryIsEncrypted(target: CodecCheckTarget) {
   // `result` beside it, encrypted. The checks above read those too: none holds payment data.
   const coreMetadata = (p: JsonPayload) =>
     /markerRecordedEventAttributes\.details\.(data|patch-data)\.payloads/.test(paths.get(p) ?? '');
-  const clear = payloads.filter((p) => !coreMetadata(p) && encodingOf(p) !== ENCRYPTED_ENCODING);
+  // With tracing on, Temporal's interceptors carry the span context in a header the codec does not
+  // encrypt (docs/operations.md, "Tracing"): allowed when it holds a W3C traceparent and nothing else.
+  const traceContext = (p: JsonPayload) =>
+    /header\.fields\._tracer-data$/.test(paths.get(p) ?? '') &&
+    /^\{"traceparent":"00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]"\}$/.test(Buffer.from(p.data, 'base64').toString());
+  const clear = payloads.filter(
+    (p) => !coreMetadata(p) && !traceContext(p) && encodingOf(p) !== ENCRYPTED_ENCODING,
+  );
   facts.push(
-    `${payloads.length} payloads stored: ${encrypted} binary/encrypted, ${payloads.filter(coreMetadata).length} markers' metadata`,
+    `${payloads.length} payloads stored: ${encrypted} binary/encrypted, ${payloads.filter(coreMetadata).length} markers' metadata` +
+      (payloads.some(traceContext)
+        ? `, ${payloads.filter(traceContext).length} trace context (traceparent only)`
+        : ''),
   );
   if (clear.length)
     failures.push(

@@ -16,12 +16,20 @@ export type KeyRecordJson = {
   repeatsRefused: number;
   bodies: string[];
   path: string;
+  /** The `traceparent` of each request for the key, in order (none: an empty string). */
+  traceparents: string[];
 };
 
 async function main() {
   const receiver = new RecordingReceiver();
   await receiver.start({ host: '0.0.0.0', port: 8080 });
   const records = createServer((request, response) => {
+    const traceparents = new Map<string, string[]>();
+    for (const received of receiver.requests)
+      traceparents.set(received.key, [
+        ...(traceparents.get(received.key) ?? []),
+        String(received.headers.traceparent ?? ''),
+      ]);
     const keys: KeyRecordJson[] = [...receiver.keys].map(([key, record]) => ({
       key,
       requests: record.requests,
@@ -29,6 +37,7 @@ async function main() {
       repeatsRefused: record.repeatsRefused,
       bodies: [...record.bodies],
       path: record.path,
+      traceparents: traceparents.get(key) ?? [],
     }));
     response.writeHead(request.url === '/keys' ? 200 : 404, { 'content-type': 'application/json' });
     response.end(request.url === '/keys' ? JSON.stringify(keys) : '{}');

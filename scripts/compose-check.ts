@@ -15,7 +15,8 @@
  *    the other `docker restart`ed; every acknowledged event applied once and each downstream key
  *    delivered once at the recording receiver (a container on the compose network,
  *    scripts/compose-check.override.yml); the UI's page and its API listing the namespace's
- *    workflows; payloads stored encrypted and decoded by the codec-server container for its token
+ *    workflows; a webhook's trace whole in the jaeger service (profile `tracing`, which the check
+ *    turns on with OTEL_EXPORTER_OTLP_ENDPOINT at it) and its trace ID at the receiver; payloads stored encrypted and decoded by the codec-server container for its token
  *    only, the UI pointed at it (proof/codec-check.ts); `docker stop` of a busy gateway (its own shutdown within 10 s) and of a busy worker
  *    (within its grace), nothing acknowledged lost. `docker compose down -v` always, on failure and
  *    on SIGINT too.
@@ -40,6 +41,8 @@ import { freePort } from '../src/lib/free-port';
 import { shortHash } from '../src/lib/hash';
 import { PROJECT_ROOT } from '../src/lib/paths';
 import type { KeyRecord, RecordingReceiver } from '../test/support/receiver';
+import { pollUntil } from '../topology/processes';
+import { sendTracedWebhook, traceFailures, waitForTrace } from '../topology/jaeger';
 import type { KeyRecordJson } from './compose-check-receiver';
 import {
   buildSettleImage,
@@ -153,11 +156,16 @@ class Project {
       'SETTLE_WORKER_2_METRICS_PORT',
       'SETTLE_CHECK_RECEIVER_PORT',
       'SETTLE_CODEC_PORT',
+      'SETTLE_JAEGER_PORT',
     ])
       this.ports[variable] = await freePort();
     const inherited = Object.fromEntries(
       Object.entries(process.env).filter(
-        ([key]) => !key.startsWith('SETTLE_') && !key.startsWith('TEMPORAL_'),
+        ([key]) =>
+          !key.startsWith('SETTLE_') &&
+          !key.startsWith('TEMPORAL_') &&
+          !key.startsWith('OTEL_') &&
+          key !== 'COMPOSE_PROFILES',
       ),
     );
     this.env = {
@@ -173,6 +181,9 @@ class Project {
       SETTLE_CARRIER_URL: 'http://receiver:8080/carrier',
       SETTLE_ERP_URL: 'http://receiver:8080/erp',
       SETTLE_CHECK_RECEIVER_DIR: receiverDir,
+      // Traces to the compose file's own Jaeger, as its header comment says to run it.
+      COMPOSE_PROFILES: 'tracing',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318',
     };
     if (this.tls) {
       const certs = join(this.scratch, 'tls');
@@ -257,11 +268,16 @@ class Project {
     this.client = new Client({ connection, namespace: NAMESPACE });
   }
 
-  /** What the receiver container recorded, per idempotency key. */
-  async receiverKeys(): Promise<Map<string, KeyRecord>> {
+  /** What the receiver container recorded, one record per idempotency key. */
+  async receiverRecords(): Promise<KeyRecordJson[]> {
     const response = await fetch(`http://127.0.0.1:${this.ports.SETTLE_CHECK_RECEIVER_PORT}/keys`);
     if (!response.ok) throw new Error(`the receiver's records answered ${response.status}`);
-    const records = (await response.json()) as KeyRecordJson[];
+    return (await response.json()) as KeyRecordJson[];
+  }
+
+  /** What the receiver container recorded, per idempotency key. */
+  async receiverKeys(): Promise<Map<string, KeyRecord>> {
+    const records = await this.receiverRecords();
     return new Map(
       records.map((record) => [
         record.key,
@@ -651,6 +667,9 @@ async function scenario(project: Project, receiverDir: string): Promise<void> {
   await check(`${label}the UI serves its page and lists the namespace's workflows`, () =>
     uiListsWorkflows(project, provider),
   );
+  await check(`${label}tracing: a webhook's traceparent reaches the jaeger service as one trace`, () =>
+    traceArrivesWhole(project, runId),
+  );
   await check(
     `${label}payloads stored encrypted; the codec server decodes them for its token only; the UI points at it`,
     () =>
@@ -687,6 +706,47 @@ async function scenario(project: Project, receiverDir: string): Promise<void> {
   await check(`${label}after the stops: every acknowledged event applied once, nothing lost`, () =>
     exactlyOnce(project, provider),
   );
+}
+
+/**
+ * A signed webhook with a sampled `traceparent` through the gateway's published port: the jaeger
+ * service (profile `tracing`) must hold its whole trace, the receiver container's carrier and ERP
+ * requests must carry its trace ID, and no span may hold the raw event ID or a secret
+ * (topology/jaeger.ts, `traceFailures`, as the topology run checks it).
+ */
+async function traceArrivesWhole(project: Project, runId: string) {
+  const event = makeEvent(runId, 200_000);
+  await addShipments(project.pool, [shipmentFor(runId, 200_000)]);
+  const sent = await sendTracedWebhook(project.gatewayUrl, project.secret, event);
+  if (sent.reply.status !== 202)
+    return { failures: [`the webhook answered ${sent.reply.status}: ${sent.reply.body}`], detail: '' };
+  const jaeger = `http://127.0.0.1:${project.ports.SETTLE_JAEGER_PORT}`;
+  const spans = await waitForTrace(jaeger, sent.traceId);
+  const keys = await pollUntil(
+    "the receiver's carrier and ERP requests of the traced event",
+    async () => (await project.receiverRecords()).filter((record) => record.key.startsWith(`${event.id}:`)),
+    (records) => records.length >= 2,
+    180_000,
+  );
+  return traceFailures({
+    ...sent,
+    spans,
+    held: await (await fetch(`${jaeger}/api/traces/${sent.traceId}`)).text(),
+    eventId: event.id,
+    downstream: keys.flatMap((record) =>
+      record.traceparents.map((traceparent) => ({
+        path: record.path,
+        traceparent: traceparent || undefined,
+      })),
+    ),
+    secrets: {
+      'the webhook secret': project.secret,
+      'the API token': project.apiToken,
+      'the codec token': project.codecToken,
+      'the payload key': project.env.SETTLE_PAYLOAD_KEYS?.split(':')[1] ?? '',
+      'the outbound secret': project.env.SETTLE_OUTBOUND_SECRET ?? '',
+    },
+  });
 }
 
 /** The receiver container's program: scripts/compose-check-receiver.ts bundled into one file. */

@@ -33,6 +33,7 @@ import {
   TEMPORAL_SERVER_VERSION,
   TEMPORAL_UI_VERSION,
 } from '../topology/binaries';
+import { ensureJaeger, JAEGER_IMAGE_VERSION, JAEGER_VERSION } from '../topology/jaeger';
 
 /** The Compose release the check builds when the plugin is missing (Go module proxy). */
 export const COMPOSE_VERSION = '2.32.4';
@@ -276,6 +277,21 @@ const EQUIVALENTS: Record<string, Equivalent> = {
         [await findTemporalCli(), 'temporal'],
       ];
     },
+  },
+  [`jaegertracing/jaeger:${JAEGER_IMAGE_VERSION}`]: {
+    dir: 'jaeger',
+    inputs: async () => [
+      [await ensureJaeger(log), 'jaeger'],
+      [
+        join(
+          await moduleDir(`github.com/jaegertracing/jaeger@v${JAEGER_VERSION}`),
+          'cmd',
+          'jaeger',
+          'sampling-strategies.json',
+        ),
+        'sampling-strategies.json',
+      ],
+    ],
   },
   [`temporalio/ui:${TEMPORAL_UI_VERSION}`]: {
     dir: 'temporal-ui',

@@ -132,3 +132,26 @@ export class PortPicker {
     }
   }
 }
+
+/**
+ * Polls `probe` until `done(value)` holds and answers that value; past `timeoutMs` (a bound on a
+ * hang, not a pace) it throws naming `what` and the last value seen.
+ */
+export async function pollUntil<T>(
+  what: string,
+  probe: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs: number,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (done(value)) return value;
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not within ${timeoutMs / 1000} s (last seen: ${describe(value)})`);
+    await sleep(250);
+  }
+}
+
+const describe = (value: unknown) =>
+  Array.isArray(value) ? `${value.length} items` : JSON.stringify(value)?.slice(0, 300);

@@ -20,6 +20,17 @@
  * acknowledged and chaos/invariants.ts holds: every acknowledged event completed, one claim per
  * event, one applied effect per idempotency key.
  *
+ * Tracing: Jaeger (topology/jaeger.ts) runs beside the cluster and the gateways and workers export to
+ * it over OTLP/HTTP (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME` per role); a signed webhook
+ * sent with a sampled `traceparent` must arrive there as one trace: the gateway's request, the
+ * workflow start and run, every activity and both downstream POSTs, the carrier and the ERP handed the
+ * same trace ID, no raw event ID or secret in any span. The sampler is `parentbased_always_off`, so
+ * only a request whose `traceparent` says sampled is recorded: the fault phase's events send none and
+ * are not exported (the workers still run the traced workflow bundle for them; that phase's checks
+ * count events, not CPU). `--no-jaeger` runs without tracing, and so does `--throughput`, whose CPU
+ * figures are the untraced capacity model. `--jaeger-ui=DIR` serves a built Jaeger UI and screenshots
+ * the trace in it.
+ *
  * `--workers=1|2` runs one or two workers; `--throughput[=N]` measures events per second and CPU per
  * event of each process class before the faults; `--no-faults` skips them (docs/deployment.md,
  * "Capacity model").
@@ -27,14 +38,14 @@
  * The first run builds the Temporal server into .tools/ (minutes; see topology/binaries.ts).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
 import { RecordingReceiver } from '../test/support/receiver';
 import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../proof/codec-check';
-import { findChromium } from '../proof/ui-browser';
+import { findChromium, viewPage } from '../proof/ui-browser';
 import { closedLoop, erpKey, makeEvent, newRunId, shipmentFor } from '../proof/load';
 import { ResourceSampler, sleep, type Child } from '../proof/processes';
 import { settleProcessEnv } from '../proof/stack';
@@ -47,7 +58,15 @@ import { logger } from '../src/lib/logger';
 import { PROJECT_ROOT } from '../src/lib/paths';
 import { EncryptionCodec, StaticKeySource } from '../src/temporal/payload-codec';
 import { TemporalCluster, type Identity } from './cluster';
-import { startProgram } from './processes';
+import {
+  ensureJaeger,
+  sendTracedWebhook,
+  startJaeger,
+  traceFailures,
+  waitForTrace,
+  type Jaeger,
+} from './jaeger';
+import { pollUntil, startProgram } from './processes';
 
 const short = process.argv.includes('--short');
 const tls = !process.argv.includes('--no-tls');
@@ -66,6 +85,17 @@ const THROUGHPUT_EVENTS = throughputArg
   ? Number(throughputArg.includes('=') ? throughputArg.split('=')[1] : 600)
   : 0;
 const faults = !process.argv.includes('--no-faults');
+/**
+ * `--no-jaeger`: no collector, no tracing in any settle process, no tracing check. `--throughput`
+ * runs without it too: a traced worker runs the traced workflow bundle for every event, sampled or not
+ * (docs/operations.md, "Tracing": about 1.6x the CPU), and its figures are the untraced capacity model.
+ */
+const jaegerOn = !process.argv.includes('--no-jaeger') && THROUGHPUT_EVENTS === 0;
+/**
+ * `--jaeger-ui=DIR`: a built Jaeger UI for Jaeger to serve (topology/jaeger.ts): then headless
+ * Chromium opens the tracing check's trace in it and keeps `trace-jaeger.png` in the screenshot folder.
+ */
+const JAEGER_UI = process.argv.find((arg) => arg.startsWith('--jaeger-ui='))?.slice('--jaeger-ui='.length);
 /** Where the UI check's screenshots are kept (`--screenshots=DIR`); printed in its line. */
 const SCREENSHOT_DIR =
   process.argv.find((arg) => arg.startsWith('--screenshots='))?.slice('--screenshots='.length) ??
@@ -128,6 +158,11 @@ class Topology {
   readonly gateways: (Child | undefined)[] = [undefined, undefined];
   readonly gatewayPorts: number[] = [];
   readonly workers: Child[] = [];
+  /** The trace collector the gateways and workers export to (unless `--no-jaeger`). */
+  jaeger: Jaeger | undefined;
+  /** The trace the tracing check sent, for the Jaeger UI's screenshot. */
+  tracedTraceId: string | undefined;
+  private jaegerChild: Child | undefined;
   pool!: pg.Pool;
   client!: Client;
   databaseUrl = '';
@@ -163,13 +198,38 @@ class Topology {
     this.client = await this.cluster.connect();
     await this.receiver.start();
     for (let i = 0; i < 2; i += 1) this.gatewayPorts.push(await this.cluster.ports.any());
+    if (jaegerOn) {
+      this.jaeger = await startJaeger({
+        binary: await ensureJaeger((line) => process.stderr.write(`${line}\n`)),
+        dir: this.scratch,
+        ports: this.cluster.ports,
+        logFile: join(this.scratch, 'logs', 'jaeger.log'),
+        onSpawn: (child) => (this.jaegerChild = child),
+        uiAssets: JAEGER_UI,
+      });
+    }
+  }
+
+  /**
+   * The OpenTelemetry variables a deployment sets on a traced role (docs/operations.md, "Tracing"):
+   * none without Jaeger. Only a request whose `traceparent` says sampled is recorded
+   * (`parentbased_always_off`), so the load the other checks measure exports nothing.
+   */
+  tracingEnv(role: 'gateway' | 'worker'): Record<string, string> {
+    if (!this.jaeger) return {};
+    return {
+      OTEL_EXPORTER_OTLP_ENDPOINT: this.jaeger.otlpEndpoint,
+      OTEL_SERVICE_NAME: `settle-${role}`,
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=topology',
+      OTEL_TRACES_SAMPLER: 'parentbased_always_off',
+    };
   }
 
   /** A settle process's environment: the ordinary settle variables and Temporal's own. */
   env(identity: Identity, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
     const inherited = Object.fromEntries(
       Object.entries(process.env).filter(
-        ([key]) => !key.startsWith('TEMPORAL_') && !key.startsWith('SETTLE_'),
+        ([key]) => !key.startsWith('TEMPORAL_') && !key.startsWith('SETTLE_') && !key.startsWith('OTEL_'),
       ),
     );
     return {
@@ -224,7 +284,7 @@ class Topology {
     const gateway = await this.spawnSettle(
       `gateway-${index + 1}`,
       ['gateway'],
-      this.env(identity, { PORT: String(port) }),
+      this.env(identity, { PORT: String(port), ...this.tracingEnv('gateway') }),
       async () => {
         try {
           return (await fetch(`http://127.0.0.1:${port}/readyz`)).ok;
@@ -238,8 +298,11 @@ class Topology {
   }
 
   async startWorker(identity: Identity = 'settle'): Promise<Child> {
-    const worker = await this.spawnSettle('worker', ['worker'], this.env(identity), async (child) =>
-      child.output().includes('worker running'),
+    const worker = await this.spawnSettle(
+      'worker',
+      ['worker'],
+      this.env(identity, this.tracingEnv('worker')),
+      async (child) => child.output().includes('worker running'),
     );
     this.workers.push(worker);
     void worker.exited.then(() => this.workers.splice(this.workers.indexOf(worker) >>> 0, 1));
@@ -250,6 +313,8 @@ class Topology {
     if (this.closed) return;
     this.closed = true;
     await Promise.all([...this.children].map((child) => child.stop().catch(() => {})));
+    // After settle's processes, which send the spans they hold as they stop.
+    await this.jaegerChild?.stop().catch(() => {});
     await this.client?.connection.close().catch(() => {});
     await this.pool?.end().catch(() => {});
     await this.receiver.close().catch(() => {});
@@ -294,7 +359,10 @@ async function main() {
     });
   }
   try {
-    log(`scratch ${topology.scratch}; mTLS ${tls ? 'on' : 'off'}; load ${loadavg()[0]!.toFixed(2)}`);
+    log(
+      `scratch ${topology.scratch}; mTLS ${tls ? 'on' : 'off'}; tracing to Jaeger ${jaegerOn ? 'on' : 'off'}; ` +
+        `load ${loadavg()[0]!.toFixed(2)}`,
+    );
     const up = await check(
       'cluster: PostgreSQL, schemas, four Temporal services, namespace, UI',
       async () => {
@@ -332,6 +400,18 @@ async function main() {
       },
     );
     if (!running) return;
+    if (topology.jaeger) {
+      const jaeger = topology.jaeger;
+      await check(
+        "tracing: a webhook's traceparent reaches Jaeger as one trace, gateway to carrier and ERP",
+        () => traceArrivesWhole(topology, jaeger),
+      );
+      const traceId = topology.tracedTraceId;
+      if (JAEGER_UI && traceId)
+        await check("Jaeger's UI in headless Chromium: the trace's page shows its spans", () =>
+          jaegerShowsTrace(jaeger, traceId),
+        );
+    }
     let marked: Awaited<ReturnType<typeof storedHistoryIsEncrypted>>['run'];
     await check(
       'payloads: stored encrypted by the real server, decoded by the codec server for its token only',
@@ -463,6 +543,70 @@ async function throughput(topology: Topology, count: number, concurrency = 50) {
         .join(', ') +
       `; total ${result.totalCpuMsPerEvent} (${result.coresBusy} cores busy); load ${result.loadAverage.join(' → ')}`,
   };
+}
+
+/**
+ * A signed webhook with a sampled `traceparent` through one of the gateways; then Jaeger must hold
+ * the whole trace and the carrier and the ERP its trace ID (topology/jaeger.ts, `traceFailures`).
+ * Keeps the trace ID for the UI check.
+ */
+async function traceArrivesWhole(topology: Topology, jaeger: Jaeger) {
+  const runId = newRunId('o');
+  await addShipments(topology.pool, [shipmentFor(runId, 0)]);
+  const event = makeEvent(runId, 0);
+  const sent = await sendTracedWebhook(topology.gatewayUrl, topology.secret, event);
+  if (sent.reply.status !== 202)
+    return { failures: [`the webhook answered ${sent.reply.status}: ${sent.reply.body}`], detail: '' };
+  // Bounds on a hang: one event's way through a loaded 2-core machine took up to a minute.
+  await pollUntil(
+    'the ERP entry of the traced event',
+    async () => topology.receiver.keys.get(erpKey(event.id))?.appliedAt,
+    (at) => at !== undefined,
+    180_000,
+  );
+  const spans = await waitForTrace(jaeger.uiUrl, sent.traceId);
+  topology.tracedTraceId = sent.traceId;
+  return traceFailures({
+    ...sent,
+    spans,
+    held: await (await fetch(`${jaeger.uiUrl}/api/traces/${sent.traceId}`)).text(),
+    eventId: event.id,
+    downstream: topology.receiver.requests
+      .filter((request) => request.key.startsWith(`${event.id}:`))
+      .map((request) => ({
+        path: request.path,
+        traceparent: request.headers.traceparent as string | undefined,
+      })),
+    secrets: {
+      'the webhook secret': topology.secret,
+      'the API token': topology.apiToken,
+      'the payload key': topology.payloadKey.key.toString('base64'),
+      'the codec token': topology.codecToken,
+    },
+  });
+}
+
+/** The trace's page in Jaeger's UI: every role's spans shown by name; the screenshot is kept. */
+async function jaegerShowsTrace(jaeger: Jaeger, traceId: string) {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  const screenshot = join(SCREENSHOT_DIR, 'trace-jaeger.png');
+  const view = await viewPage({
+    chromium: await findChromium(log),
+    url: `${jaeger.uiUrl}/trace/${traceId}`,
+    expected: 'RunActivity:deliverOutboxRow',
+    screenshot,
+  });
+  const failures = view.appeared
+    ? []
+    : [`the page never showed RunActivity:deliverOutboxRow: ${view.text.slice(0, 300)}`];
+  for (const name of [
+    'settle-gateway',
+    'settle-worker',
+    'POST /webhooks/payments',
+    'RunWorkflow:paymentWorkflow',
+  ])
+    if (view.appeared && !view.text.includes(name)) failures.push(`the page does not show ${name}`);
+  return { failures, detail: `screenshot ${screenshot}` };
 }
 
 /** The cluster as Temporal's own tables record it. */
