@@ -47,7 +47,7 @@ export type ExceptionOptions = {
 };
 
 /** An exception with what to do about it, the event's own IDs filled in. */
-export type OpenException = ExceptionRow & { next_step: string };
+type OpenException = ExceptionRow & { next_step: string };
 
 export type ExceptionList = {
   exceptions: OpenException[];
