@@ -48,8 +48,8 @@ export default tseslint.config(
 
 /**
  * The layers of src/, bottom first (docs/architecture.md, "Layers"). A folder imports from its own
- * layer and the layers below, never from above: the edges (gateway, worker, then stack and cli, the
- * composition roots) translate and wire; the use cases (app) and side effects (activities) sit on the
+ * layer and the layers below, never from above: the edges (gateway, worker, codec) translate, roles
+ * wires them into the processes settle runs, and the composition roots (stack, cli) call roles; the use cases (app) and side effects (activities) sit on the
  * SQL, Temporal and provider modules; domain, lib and config are the floor. Cycles, within a layer
  * too, are refused by scripts/check-cycles.ts (`npm run lint` runs both).
  */
@@ -59,17 +59,20 @@ function layerRules() {
     ['db', 'temporal', 'workflows', 'providers', 'metrics'],
     ['app', 'activities'],
     ['gateway', 'worker', 'codec'],
+    ['roles'],
     ['stack', 'cli'],
   ];
   /** Narrower than the layer: what a folder must not import even though the layer would allow it. */
   const alsoForbidden = {
     // Pure rules, safe inside workflows: nothing with I/O, no configuration.
     domain: ['lib', 'config'],
-    // The edges do not reach into each other: only the composition roots (stack, cli) wire them.
+    // The edges do not reach into each other: only roles/ wires them (one function per role), and
+    // the composition roots reach them through it.
     gateway: ['worker', 'codec'],
     worker: ['gateway', 'codec'],
     codec: ['gateway', 'worker'],
-    stack: ['cli'],
+    stack: ['cli', 'gateway', 'worker', 'codec'],
+    cli: ['gateway', 'worker', 'codec'],
   };
   const folderPattern = (folders) => `^(\\.\\./)+(${folders.join('|')})(/|$)`;
   return layers.flat().map((folder) => {

@@ -1,6 +1,6 @@
 /**
- * A settle worker in a process of its own (what `settle worker` runs, without its metrics endpoint
- * and purge Schedule), so the benchmarks can measure its CPU and memory and the fault-injection suite
+ * A settle worker in a process of its own (`settle worker`'s runWorker, without its metrics endpoint,
+ * purge Schedule and tracing), so the benchmarks can measure its CPU and memory and the fault-injection suite
  * and the tests (test/support/child-worker.ts) can kill it. Reads the ordinary settle environment and
  * prints `worker ready` once it polls.
  *
@@ -19,9 +19,8 @@
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadConfig } from '../src/config';
-import { createPool } from '../src/db/pool';
-import { installShutdown, onShutdown } from '../src/lib/shutdown';
-import { createWorker } from '../src/worker/run';
+import { installShutdown } from '../src/lib/shutdown';
+import { runWorker } from '../src/roles/worker';
 import { afterReconcileCommit } from '../test/support/after-commit';
 import { benchWorkerOptions } from './worker-options';
 
@@ -42,13 +41,14 @@ async function startProfile(): Promise<(() => Promise<void>) | undefined> {
 async function main() {
   installShutdown();
   const stopProfile = await startProfile();
-  const config = loadConfig();
-  const pool = createPool(config.databaseUrl);
   const pausePrefix = process.env.SETTLE_CHAOS_PAUSE_AFTER_COMMIT;
   const tuning = process.env.SETTLE_TEST_TUNING ? JSON.parse(process.env.SETTLE_TEST_TUNING) : undefined;
-  const { worker, connection } = await createWorker({
-    config,
-    pool,
+  // SIGTERM drains, as `settle worker` does: the same role (roles/worker.ts), without its metrics
+  // endpoint, purge Schedule and tracing.
+  await runWorker(loadConfig(), {
+    metrics: false,
+    retention: false,
+    tracing: false,
     tuning,
     sdkOptions: benchWorkerOptions(),
     interceptors: pausePrefix
@@ -60,20 +60,8 @@ async function main() {
           }),
         ]
       : [],
+    onReady: () => process.stdout.write('worker ready\n'),
   });
-  const running = worker.run();
-  // SIGTERM drains, as `settle worker` does (the Temporal runtime no longer owns the signals).
-  onShutdown('worker (draining in-flight tasks)', async () => {
-    if (worker.getState() === 'RUNNING') worker.shutdown();
-    await running.catch(() => {});
-  });
-  process.stdout.write('worker ready\n');
-  try {
-    await running;
-  } finally {
-    await connection.close();
-    await pool.end();
-  }
   await stopProfile?.();
   process.stdout.write('worker drained\n');
 }

@@ -117,7 +117,7 @@ export async function callDownstream(
   return classifyResponse(response, policy);
 }
 
-export function classifyResponse(response: HttpResponse, policy: ResponsePolicy): CallOutcome {
+function classifyResponse(response: HttpResponse, policy: ResponsePolicy): CallOutcome {
   const { status } = response;
   if (status >= 200 && status < 300) return { kind: 'delivered', statusCode: status };
   const detail = `HTTP ${status}${excerpt(response.body)}`;

@@ -56,5 +56,5 @@ export function createActivities({
 }
 
 export type Activities = ReturnType<typeof createActivities>;
-export type { OutboxDeliveryResult, ReconcileResult, ReminderDeliveryResult } from '../workflows/contracts';
-export type { DeliveryTuning, DownstreamConfig } from './downstream';
+export type { ReconcileResult } from '../workflows/contracts';
+export type { DeliveryTuning } from './downstream';

@@ -9,6 +9,7 @@ import {
   type ResolutionRecord,
 } from '../db/exceptions';
 import type { Queryable } from '../db/pool';
+import type { Services } from './services';
 import { paymentWorkflowId } from '../domain/ids';
 import { DELIVERY_TARGETS, OUTBOX_TARGETS } from '../domain/outbox';
 
@@ -46,7 +47,7 @@ export type ExceptionOptions = {
 };
 
 /** An exception with what to do about it, the event's own IDs filled in. */
-export type OpenException = ExceptionRow & { next_step: string };
+type OpenException = ExceptionRow & { next_step: string };
 
 export type ExceptionList = {
   exceptions: OpenException[];
@@ -62,13 +63,13 @@ export type ExceptionList = {
  * answer, the rest of the list still comes from PostgreSQL and `runs_checked` says so.
  */
 export async function openExceptions(
-  deps: { db: Queryable; client?: Client },
+  deps: Pick<Services, 'pool'> & { client?: Client },
   options: ExceptionOptions,
 ): Promise<ExceptionList> {
   const { outboxIds, complete } = deps.client
-    ? await abandonedOutboxIds(deps.db, deps.client)
+    ? await abandonedOutboxIds(deps.pool, deps.client)
     : { outboxIds: [], complete: false };
-  const rows = await listExceptions(deps.db, { ...options, abandonedOutboxIds: outboxIds });
+  const rows = await listExceptions(deps.pool, { ...options, abandonedOutboxIds: outboxIds });
   const exceptions = rows.map((row) => ({
     ...row,
     next_step: NEXT_STEP[row.kind]
@@ -89,10 +90,10 @@ export function countByKind(rows: readonly ExceptionRow[]): Record<ExceptionKind
 }
 
 async function abandonedOutboxIds(
-  db: Queryable,
+  pool: Queryable,
   client: Client,
 ): Promise<{ outboxIds: number[]; complete: boolean }> {
-  const candidates = await eventsWithIdlePendingOutbox(db, {
+  const candidates = await eventsWithIdlePendingOutbox(pool, {
     idleForMs: ABANDONED_IDLE_MS,
     limit: ABANDONED_CHECK_LIMIT,
   });
@@ -134,7 +135,7 @@ export type ResolveResult = {
  * open is named, never an error for the others; resolving twice records nothing the second time.
  */
 export async function resolveExceptions(
-  deps: { db: Queryable; client?: Client },
+  deps: Pick<Services, 'pool'> & { client?: Client },
   eventIds: readonly string[],
   audit: { resolvedBy: string; note: string },
   options: Pick<ExceptionOptions, 'unreconciledAfterMs' | 'stuckAfterMs'>,
@@ -142,7 +143,7 @@ export async function resolveExceptions(
   const { exceptions } = await openExceptions(deps, { ...options, eventIds, limit: null });
   const keys = new Map(exceptions.map((row) => [`${row.event_id}\u0000${row.kind}`, row]));
   const resolved = await insertResolutions(
-    deps.db,
+    deps.pool,
     [...keys.values()].map((row) => ({ eventId: row.event_id, kind: row.kind })),
     audit,
   );

@@ -18,7 +18,7 @@ export type ImportCounts = {
   unavailable: number;
 };
 
-export type ImportProblem = { line: number; event_id: string | null; error: string; message: string };
+type ImportProblem = { line: number; event_id: string | null; error: string; message: string };
 
 export type ImportSummary = {
   file: string;
@@ -54,7 +54,7 @@ export type ImportOptions = {
 export { DEFAULT_MAX_BACKLOG };
 
 /** Non-empty lines of a file, counted without holding it in memory. */
-export async function countLines(file: string): Promise<number> {
+async function countLines(file: string): Promise<number> {
   let lines = 0;
   for await (const line of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
     if (line.trim()) lines += 1;

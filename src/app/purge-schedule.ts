@@ -14,7 +14,7 @@ export function purgeScheduleId(taskQueue: string): string {
  * succeed, and exactly one Schedule remains. Runs at 03:17 UTC; a missed run is caught up within a
  * day, and a run still going when the next is due makes the next one skip.
  */
-export async function ensurePurgeSchedule(
+async function ensurePurgeSchedule(
   client: Client,
   taskQueue: string,
 ): Promise<{ scheduleId: string; created: boolean }> {

@@ -47,7 +47,7 @@ export type SimulateSummary = {
   elapsed_ms: number;
 };
 
-export type Send = { event: PaymentEvent; kind: 'first' | 'duplicate' | 'late' };
+type Send = { event: PaymentEvent; kind: 'first' | 'duplicate' | 'late' };
 
 const SEQUENCE: PaymentEventType[] = ['payment.authorized', 'payment.captured', 'payment.settled'];
 /** Providers report no `settled`: their third event is a refund. */

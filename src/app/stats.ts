@@ -1,26 +1,22 @@
-import type { Client } from '@temporalio/client';
 import type { ExceptionKind } from '../db/exceptions';
-import type { Queryable } from '../db/pool';
 import { computeSloFigures, outboxBacklog, reminderBacklog, type SloFigures } from '../db/slo';
 import { histogramQuantile, parsePrometheusText, sumOf } from '../metrics/prometheus-text';
 import { renderMetrics, type DatabaseFigures } from '../metrics/settle-metrics';
 import { countByKind, DEFAULT_UNRECONCILED_AFTER_MS, openExceptions } from './exceptions';
+import type { Services } from './services';
 
-/** The figures read PostgreSQL as `db` (a pool or a transaction client) and Temporal for abandoned deliveries. */
-type StatsDeps = { db: Queryable; client: Client; deliveryStuckAfterMs: number };
+/** The figures read PostgreSQL and ask Temporal about abandoned deliveries. */
+type StatsDeps = Pick<Services, 'pool' | 'client'> & { deliveryStuckAfterMs: number };
 
 /** Open exceptions by kind (every kind, 0 when none) and in all: the list `settle exceptions` prints. */
 async function countOpenExceptions(
-  services: StatsDeps,
+  deps: StatsDeps,
 ): Promise<{ byKind: Record<ExceptionKind, number>; total: number }> {
-  const open = await openExceptions(
-    { db: services.db, client: services.client },
-    {
-      unreconciledAfterMs: DEFAULT_UNRECONCILED_AFTER_MS,
-      stuckAfterMs: services.deliveryStuckAfterMs,
-      limit: null,
-    },
-  );
+  const open = await openExceptions(deps, {
+    unreconciledAfterMs: DEFAULT_UNRECONCILED_AFTER_MS,
+    stuckAfterMs: deps.deliveryStuckAfterMs,
+    limit: null,
+  });
   return { byKind: countByKind(open.exceptions), total: open.exceptions.length };
 }
 
@@ -29,9 +25,9 @@ export type StatsFigures = SloFigures & {
 };
 
 /** `settle stats`' figures from PostgreSQL (and Temporal, for abandoned deliveries) over the window. */
-export async function statsFigures(services: StatsDeps, windowMs: number): Promise<StatsFigures> {
-  const slo = await computeSloFigures(services.db, { windowMs });
-  const open = await countOpenExceptions(services);
+export async function statsFigures(deps: StatsDeps, windowMs: number): Promise<StatsFigures> {
+  const slo = await computeSloFigures(deps.pool, { windowMs });
+  const open = await countOpenExceptions(deps);
   return { ...slo, open_exceptions: { ...open.byKind, total: open.total } };
 }
 
@@ -39,15 +35,15 @@ export async function statsFigures(services: StatsDeps, windowMs: number): Promi
  * The gateway's `GET /metrics`: every figure of the process, plus the gauges read from PostgreSQL now.
  * PostgreSQL down leaves those at their last value: /readyz says so; the scrape still serves the rest.
  */
-export async function gatewayMetrics(services: StatsDeps): Promise<string> {
-  const figures = await databaseFigures(services).catch(() => null);
+export async function gatewayMetrics(deps: StatsDeps): Promise<string> {
+  const figures = await databaseFigures(deps).catch(() => null);
   return renderMetrics(figures);
 }
 
-async function databaseFigures(services: StatsDeps): Promise<DatabaseFigures> {
-  const backlog = await outboxBacklog(services.db);
-  const reminders = await reminderBacklog(services.db);
-  const open = await countOpenExceptions(services);
+async function databaseFigures(deps: StatsDeps): Promise<DatabaseFigures> {
+  const backlog = await outboxBacklog(deps.pool);
+  const reminders = await reminderBacklog(deps.pool);
+  const open = await countOpenExceptions(deps);
   return {
     outboxPending: backlog.pending,
     outboxOldestPendingAgeSeconds: backlog.oldestPendingAgeSeconds ?? 0,

@@ -1,13 +1,14 @@
-import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createPool } from '../db/pool';
 import { resolveEnvironment, resolveStackEnvironment, withDevSecrets } from '../lib/dev-state';
+import type { Services } from '../app/services';
 import { CliError } from './errors';
 
 export { CliError };
 
-export type Services = { config: Config; pool: pg.Pool; client: Client; env: NodeJS.ProcessEnv };
+/** What a command runs on: the use cases' Services (app/services.ts) with its configuration and environment. */
+export type CommandServices = Pick<Services, 'pool' | 'client'> & { config: Config; env: NodeJS.ProcessEnv };
 
 /**
  * The configuration of `settle worker` and `settle gateway`, production processes: their own
@@ -50,7 +51,7 @@ export function commandConfig(
 
 /** Runs `fn` with a pool and a Temporal client, and closes both afterwards. */
 export async function withServices<T>(
-  fn: (services: Services) => Promise<T>,
+  fn: (services: CommandServices) => Promise<T>,
   options: { devSecrets?: boolean } = {},
 ): Promise<T> {
   const { config, env } = commandConfig(options);
@@ -67,7 +68,7 @@ export async function withServices<T>(
 }
 
 /** withServices with the development secrets filled in (see commandConfig): `settle example`. */
-export function withDevServices<T>(fn: (services: Services) => Promise<T>): Promise<T> {
+export function withDevServices<T>(fn: (services: CommandServices) => Promise<T>): Promise<T> {
   return withServices(fn, { devSecrets: true });
 }
 

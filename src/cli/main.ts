@@ -14,6 +14,7 @@ import { registerStats } from './commands/stats';
 import { installShutdown, stopping } from '../lib/shutdown';
 import { ConfigError } from '../config/error';
 import { CliError } from './errors';
+import { RoleRefusal } from '../roles/refusal';
 
 // This module and commands/ only declare the commands, their options and help: `settle --help` loads
 // commander and nothing else. Each command's implementation (actions/<name>.ts, with the Temporal SDK,
@@ -47,7 +48,12 @@ void program
   .parseAsync(process.argv)
   .catch((error: unknown) => {
     // TemporalSetupError by name: importing temporal/connection for its class would load the SDK.
-    if (error instanceof CliError || error instanceof ConfigError || isTemporalSetupError(error)) {
+    if (
+      error instanceof CliError ||
+      error instanceof ConfigError ||
+      error instanceof RoleRefusal ||
+      isTemporalSetupError(error)
+    ) {
       process.stderr.write(`settle: ${error.message}\n`);
       process.exitCode = error instanceof CliError ? error.exitCode : 1;
     } else {

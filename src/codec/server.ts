@@ -94,7 +94,7 @@ function toJson(payload: Payload): JsonPayload {
 }
 
 /** The Fastify app of the codec server; {@link startCodecServer} listens with it. */
-export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
+function buildCodecServer(options: CodecServerOptions): FastifyInstance {
   const { codec, token, namespace, corsOrigins, logger } = options;
   // No request logging: the path of a UI's call holds the token.
   const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES, return503OnClosing: true });

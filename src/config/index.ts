@@ -17,7 +17,5 @@ export {
   TEMPORAL_SYSTEM_VARIABLES,
   TEMPORAL_VARIABLES,
   type Config,
-  type Settings,
-  type TemporalOptions,
   type Variable,
 } from './schema';

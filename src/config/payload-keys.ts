@@ -4,7 +4,7 @@ export type PayloadKey = { id: string; key: Buffer };
 /** A key ID as it is written into payload metadata: short, printable, no separators. */
 const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
-export const PAYLOAD_KEY_BYTES = 32;
+const PAYLOAD_KEY_BYTES = 32;
 
 /**
  * Parses `<key id>:<base64 of 32 bytes>[,...]`, the form of SETTLE_PAYLOAD_KEYS and of the file

@@ -287,7 +287,7 @@ export const configSchema = objectSchema(configVariables);
 export type Settings = z.output<typeof settingsSchema>;
 
 /** What Temporal's environment configuration adds beyond address and namespace. */
-export type TemporalOptions = {
+type TemporalOptions = {
   /** Sent as `Authorization: Bearer <key>` on every Temporal call (Temporal Cloud API keys). */
   temporalApiKey?: string;
   /** TLS towards the frontend: `true` with the system's roots, an object for mTLS or a private CA. */

@@ -16,7 +16,7 @@ export const EXCEPTION_KINDS = [
 ] as const;
 export type ExceptionKind = (typeof EXCEPTION_KINDS)[number];
 
-export type Resolution = { resolved_by: string; resolved_at: string; note: string };
+type Resolution = { resolved_by: string; resolved_at: string; note: string };
 
 export type ExceptionRow = {
   kind: ExceptionKind;

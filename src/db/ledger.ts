@@ -1,6 +1,6 @@
 import type { Queryable } from './pool';
 
-export type LedgerKind = 'capture' | 'refund' | 'reversal';
+type LedgerKind = 'capture' | 'refund' | 'reversal';
 
 export type LedgerEntry = {
   entryId: number;

@@ -3,8 +3,6 @@ import pg from 'pg';
 // bigint columns (amounts, ids) come back as numbers: amounts are minor units far below 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
-export type Pool = pg.Pool;
-
 /**
  * The reconcile path's statements are named (`{ name, text, values }`: a server-side prepared
  * statement per connection), so PostgreSQL parses and plans each once per connection rather than on

@@ -1,7 +1,7 @@
 import type { Queryable } from './pool';
 
 /** The deployment_settings key of the delivery stuck threshold (milliseconds). */
-export const DELIVERY_STUCK_AFTER_KEY = 'delivery_stuck_after_ms';
+const DELIVERY_STUCK_AFTER_KEY = 'delivery_stuck_after_ms';
 
 /**
  * Writes the deployment's stuck threshold and returns the value it replaced (undefined when none, or
@@ -25,13 +25,4 @@ export async function writeDeliveryStuckAfter(
   return previous !== null && previous !== undefined && Number(previous) !== Math.round(valueMs)
     ? Number(previous)
     : undefined;
-}
-
-/** The deployment's stuck threshold, or undefined when no gateway has written one yet. */
-export async function readDeliveryStuckAfter(db: Queryable): Promise<number | undefined> {
-  const { rows } = await db.query<{ value: string }>(
-    'SELECT value::text FROM deployment_settings WHERE key = $1::text',
-    [DELIVERY_STUCK_AFTER_KEY],
-  );
-  return rows[0] ? Number(rows[0].value) : undefined;
 }

@@ -31,7 +31,7 @@ export const unmatchedSchema = z.object({
   message: z.string().describe('Which field named no shipment; listed by `settle exceptions`.'),
 });
 
-export const fieldIssueSchema = z.object({ path: z.string(), message: z.string() });
+const fieldIssueSchema = z.object({ path: z.string(), message: z.string() });
 export const rejectedSchema = z
   .object({
     status: z.literal('rejected'),

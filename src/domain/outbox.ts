@@ -50,9 +50,8 @@ export const DELIVERY_TARGETS = {
 } as const;
 
 export type OutboxTarget = keyof typeof DELIVERY_TARGETS;
-export type DeliveryTarget = (typeof DELIVERY_TARGETS)[OutboxTarget];
+type DeliveryTarget = (typeof DELIVERY_TARGETS)[OutboxTarget];
 export type TargetConfigKey = DeliveryTarget['configKey'];
-export type OutboxAction = DeliveryTarget['actions'][number];
 
 export const OUTBOX_TARGETS = Object.keys(DELIVERY_TARGETS) as OutboxTarget[];
 

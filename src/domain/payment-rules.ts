@@ -19,7 +19,7 @@ const FORWARD_RANK: Record<Exclude<PaymentStatus, 'failed'>, number> = {
   refunded: 4,
 };
 
-export const STATUS_FOR_EVENT: Record<PaymentEventType, PaymentStatus> = {
+const STATUS_FOR_EVENT: Record<PaymentEventType, PaymentStatus> = {
   'payment.authorized': 'authorized',
   'payment.captured': 'captured',
   'payment.settled': 'settled',

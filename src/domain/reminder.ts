@@ -17,7 +17,7 @@ const HOST_PATTERN = `(((?![Xx][Nn]--)[A-Za-z0-9-]+\\.)*(?![Xx][Nn]--)[A-Za-z-][
  */
 /** 0 to 65535: a larger port is not a URL at all. */
 const PORT_PATTERN = '(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})';
-export const WEBHOOK_URL_PATTERN = `^https?://${HOST_PATTERN}(:${PORT_PATTERN})?(/[A-Za-z0-9._~!$&'()*+,;=:@%-]*)*(\\?[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$`;
+const WEBHOOK_URL_PATTERN = `^https?://${HOST_PATTERN}(:${PORT_PATTERN})?(/[A-Za-z0-9._~!$&'()*+,;=:@%-]*)*(\\?[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$`;
 
 const WEBHOOK_URL = new RegExp(WEBHOOK_URL_PATTERN);
 const WEBHOOK_URL_RULE = 'must be an http(s) URL to a host name or IPv4 address, without credentials';

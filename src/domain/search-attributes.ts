@@ -66,7 +66,7 @@ export function reminderSummary(reminder: { contractId?: string; dueAt: Date }):
 }
 
 /** 12500 EUR is "125.00", 500 JPY is "500": the currency's own number of minor digits. */
-export function formatMinorUnits(amount: number, currency: string): string {
+function formatMinorUnits(amount: number, currency: string): string {
   let digits = 2;
   try {
     digits =

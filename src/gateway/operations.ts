@@ -1,7 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
-import type { Client } from '@temporalio/client';
-import type pg from 'pg';
 import type { Logger } from '../lib/logger';
 import { DEFAULT_DELIVERY_STUCK_AFTER_MS } from '../config';
 import { gatewayMetrics } from '../app/stats';
@@ -13,6 +11,7 @@ import {
 } from '../metrics/settle-metrics';
 import { writeDeliveryStuckAfter } from '../db/settings';
 import { openApiDocument } from './openapi';
+import type { Services } from '../app/services';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -34,7 +33,7 @@ const WEBHOOK_ROUTES: ReadonlySet<string> = new Set([
  */
 export function registerOperatorRoutes(
   app: FastifyInstance,
-  deps: { pool: pg.Pool; client: Client; logger: Logger; deliveryStuckAfterMs?: number },
+  deps: Pick<Services, 'pool' | 'client'> & { logger: Logger; deliveryStuckAfterMs?: number },
 ) {
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? '';
@@ -60,7 +59,7 @@ export function registerOperatorRoutes(
   app.get('/metrics', async (_request, reply) =>
     reply.header('content-type', METRICS_CONTENT_TYPE).send(
       await gatewayMetrics({
-        db: deps.pool,
+        pool: deps.pool,
         client: deps.client,
         deliveryStuckAfterMs: deps.deliveryStuckAfterMs ?? DEFAULT_DELIVERY_STUCK_AFTER_MS,
       }),
@@ -83,13 +82,13 @@ function webhookOutcome(statusCode: number, ingestOutcome: string | undefined): 
 
 async function publishDeliveryStuckAfter(
   logger: Logger,
-  db: pg.Pool,
+  pool: Services['pool'],
   stuckAfterMs: number,
   closing: AbortSignal,
 ): Promise<void> {
   for (let attempt = 1; !closing.aborted; attempt++) {
     try {
-      const replaced = await writeDeliveryStuckAfter(db, stuckAfterMs, `gateway pid ${process.pid}`);
+      const replaced = await writeDeliveryStuckAfter(pool, stuckAfterMs, `gateway pid ${process.pid}`);
       if (replaced !== undefined) {
         logger.warn(
           { previous_ms: replaced, now_ms: stuckAfterMs },

@@ -1,7 +1,5 @@
-import type { Client } from '@temporalio/client';
 import type { Unmatched } from '../domain/api-contract';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type pg from 'pg';
 import { admitProviderBatch, admitProviderEvent, type ProviderOutcome } from '../app/provider-ingest';
 import { describeIssues } from '../domain/payment-event';
 import { parseUntrustedJson } from '../domain/untrusted-json';
@@ -10,11 +8,9 @@ import { ADYEN_ACCEPTED, createAdyenAdapter } from '../providers/adyen';
 import { createStripeAdapter } from '../providers/stripe';
 import type { AdaptedEvent, ProviderRequest, Verification } from '../providers/types';
 import { answerAdmission, refuseOtherMethods, refuseUnavailable, reject } from './replies';
+import type { Services } from '../app/services';
 
-export type ProviderRouteDeps = {
-  pool: pg.Pool;
-  client: Client;
-  taskQueue: string;
+export type ProviderRouteDeps = Services & {
   /** SETTLE_STRIPE_WEBHOOK_SECRETS; none configured: every Stripe request is refused (401). */
   stripeWebhookSecrets?: string[];
   /** SETTLE_ADYEN_HMAC_KEYS (hex); none configured: every Adyen request is refused (401). */

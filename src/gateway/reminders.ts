@@ -1,20 +1,14 @@
-import type { Client } from '@temporalio/client';
 import type { ReminderCancelled, ReminderDuplicate, ReminderScheduled } from '../domain/api-contract';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type pg from 'pg';
 import { admitReminder, cancelReminder, viewReminder } from '../app/reminders';
 import { describeIssues, fieldIssues, type FieldIssue } from '../domain/payment-event';
 import { deliveryIdSchema, reminderRequestSchema } from '../domain/reminder';
 import { parseUntrustedJson } from '../domain/untrusted-json';
 import { ErrorCode } from '../domain/errors';
 import { checkIdHeader, checkIdParam, refuseUnavailable, reject } from './replies';
+import type { Services } from '../app/services';
 
-type Deps = {
-  pool: pg.Pool;
-  client: Client;
-  taskQueue: string;
-  allowPrivateTargets?: boolean;
-};
+type Deps = Services & { allowPrivateTargets?: boolean };
 
 /**
  * Renewal reminders for producers inside the company (bearer token). The `Idempotency-Key` header is

@@ -64,7 +64,7 @@ export function refuseOtherMethods(app: FastifyInstance, url: string, allowed: s
 }
 
 /** What a provider or producer is told to wait before retrying when a dependency is down. */
-export const RETRY_AFTER_SECONDS = 5;
+const RETRY_AFTER_SECONDS = 5;
 
 /** The one 503: a dependency really down, with Retry-After; nothing was acknowledged. */
 export function refuseUnavailable(reply: FastifyReply, dependency: 'temporal' | 'postgres') {

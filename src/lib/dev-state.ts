@@ -66,7 +66,7 @@ export function clearRunningStack(cwd?: string): void {
 }
 
 /** The stack `settle start` runs in this folder, if its process is still alive. */
-export function readRunningStack(cwd?: string): RunningStack | undefined {
+function readRunningStack(cwd?: string): RunningStack | undefined {
   const file = stackFile(cwd);
   if (!existsSync(file)) return undefined;
   const stack = JSON.parse(readFileSync(file, 'utf8')) as RunningStack;

@@ -1,5 +1,5 @@
 /** A receiver may not park a delivery for longer than this, whatever its Retry-After says. */
-export const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
+const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
 
 /**
  * The one place a `Retry-After` header becomes the next retry delay: delta-seconds (`2`) or an HTTP

@@ -50,7 +50,7 @@ import { redactIds } from './logger';
 import type { SpanFacts, Tracing, TracingSettings } from './tracing';
 
 /** The attributes settle's spans carry about the business (docs/operations.md, "Tracing"). */
-export const SPAN_ATTRIBUTES = {
+const SPAN_ATTRIBUTES = {
   eventHash: 'settle.event.hash',
   deliveryHash: 'settle.delivery.hash',
   shipmentId: 'settle.shipment.id',
@@ -248,7 +248,7 @@ function redactedSpan(span: ReadableSpan): ReadableSpan {
   }) as ReadableSpan;
 }
 
-export function redactedAttributes(attributes: Attributes): Attributes {
+function redactedAttributes(attributes: Attributes): Attributes {
   const redacted: Attributes = {};
   for (const [key, value] of Object.entries(attributes)) {
     if (WORKFLOW_ID_ATTRIBUTES.has(key)) {

@@ -11,8 +11,8 @@ import type { FastifyInstance } from 'fastify';
 import { ConfigError } from '../config/error';
 
 /** The OTLP encodings settle exports with; gRPC is not among them (one HTTP exporter per encoding). */
-export const TRACING_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
-export type TracingProtocol = (typeof TRACING_PROTOCOLS)[number];
+const TRACING_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+type TracingProtocol = (typeof TRACING_PROTOCOLS)[number];
 
 export type TracingSettings = { protocol: TracingProtocol };
 

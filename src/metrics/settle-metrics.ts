@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { renderTemporalMetrics } from './temporal-metrics';
 
 /** One registry per process: a `settle start` process serves gateway and worker figures together. */
-export const registry = new Registry();
+const registry = new Registry();
 collectDefaultMetrics({ register: registry });
 
 /**

@@ -103,7 +103,7 @@ export function signAdyenItem<T extends Record<string, unknown>>(item: T, hexKey
  * The settle event ID of a notification: `adyen:<pspReference>:<eventCode>:<success>`, or, where that
  * would break settle's ID rule (1–200 of [A-Za-z0-9_.:-]), `adyen:sha256:<hex of the same triple>`.
  */
-export function adyenEventId(pspReference: string, eventCode: string, success: string): string {
+function adyenEventId(pspReference: string, eventCode: string, success: string): string {
   const plain = `adyen:${pspReference}:${eventCode}:${success}`;
   if (isEventId(plain)) return plain;
   return `adyen:sha256:${sha256Hex(JSON.stringify([pspReference, eventCode, success]))}`;
@@ -174,7 +174,7 @@ export function adaptAdyenItem(item: unknown): AdaptedEvent {
  * refunded; CANCELLATION → failed (the authorisation was voided). An unsuccessful CAPTURE, REFUND or
  * CANCELLATION changes nothing (the payment stays where it was) and every other code is ignored.
  */
-export function adyenTarget(eventCode: string, success: boolean): PaymentEventType | undefined {
+function adyenTarget(eventCode: string, success: boolean): PaymentEventType | undefined {
   if (eventCode === 'AUTHORISATION') return success ? 'payment.authorized' : 'payment.failed';
   if (!success) return undefined;
   if (eventCode === 'CAPTURE') return 'payment.captured';

@@ -7,7 +7,7 @@ import type { ProviderName } from './types';
 export type ProviderSigning =
   { name: 'stripe'; secret: string } | { name: 'adyen'; hmacKey: string; basicAuth?: string };
 
-export const PROVIDER_PATHS: Record<ProviderName, string> = {
+const PROVIDER_PATHS: Record<ProviderName, string> = {
   stripe: '/webhooks/stripe',
   adyen: '/webhooks/adyen',
 };
@@ -46,7 +46,7 @@ const STRIPE_TYPES: Partial<Record<PaymentEvent['type'], string>> = {
   'payment.failed': 'payment_intent.payment_failed',
 };
 
-export function stripeEventFor(event: PaymentEvent): Record<string, unknown> {
+function stripeEventFor(event: PaymentEvent): Record<string, unknown> {
   const { shipment_id, payment_id, amount, currency } = event.data;
   const type = STRIPE_TYPES[event.type] ?? 'payment_intent.succeeded';
   const object =
@@ -88,7 +88,7 @@ const ADYEN_CODES: Partial<Record<PaymentEvent['type'], [string, string]>> = {
   'payment.failed': ['AUTHORISATION', 'false'],
 };
 
-export function adyenItemFor(event: PaymentEvent): Record<string, unknown> {
+function adyenItemFor(event: PaymentEvent): Record<string, unknown> {
   const { shipment_id, payment_id, amount, currency } = event.data;
   const [eventCode, success] = ADYEN_CODES[event.type] ?? ['CAPTURE', 'true'];
   const psp = (value: string) => value.replace(/[^A-Za-z0-9]/g, '').slice(-40);

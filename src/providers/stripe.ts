@@ -11,10 +11,10 @@ import {
 } from './types';
 
 /** Stripe's own default: a signature older than five minutes is refused (replay protection). */
-export const STRIPE_TOLERANCE_SECONDS = 300;
+const STRIPE_TOLERANCE_SECONDS = 300;
 
 /** The Stripe event types settle acts on; enable exactly these on the webhook endpoint. */
-export const STRIPE_EVENT_TYPES: Record<string, PaymentEventType> = {
+const STRIPE_EVENT_TYPES: Record<string, PaymentEventType> = {
   'payment_intent.amount_capturable_updated': 'payment.authorized',
   'payment_intent.succeeded': 'payment.captured',
   'charge.captured': 'payment.captured',

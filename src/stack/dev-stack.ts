@@ -1,17 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { clientOnWorkerConnection } from '../temporal/client';
-import { CODEC_SERVER_SETTINGS, startCodecServer } from '../codec/server';
-import { loadConfig, loadConfigPart, loadSettings } from '../config';
+import { loadCodecConfig, startCodec } from '../roles/codec';
+import { startServe } from '../roles/serve';
+import { loadConfig, loadSettings } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { DELIVERY_TARGETS, OUTBOX_TARGETS, targetUrl, type TargetConfigKey } from '../domain/outbox';
-import { startGateway } from '../gateway/run';
 import { logger } from '../lib/logger';
 import { onShutdown, SHUTDOWN_DEADLINE_MS } from '../lib/shutdown';
-import { prepareRetention } from '../app/purge-schedule';
-import { EncryptionCodec, StaticKeySource } from '../temporal/payload-codec';
-import { createWorker, installTemporalRuntime } from '../worker/run';
 import { startDevDownstream, type DevDownstream } from './dev-downstream';
 import { clearRunningStack, loadOrCreateDevSecrets, writeRunningStack } from '../lib/dev-state';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres';
@@ -80,20 +76,12 @@ export async function runDevStack(): Promise<void> {
     await startTracing('start', env);
     cleanups.push(() => stopTracing());
     // First, so the UI can be started pointed at it (the browser calls it, not the dev server).
-    const codecConfig = loadConfigPart(CODEC_SERVER_SETTINGS, env);
+    const codecConfig = loadCodecConfig(env);
     const uiOrigins = [
       `http://127.0.0.1:${settings.devTemporalUiPort}`,
       `http://localhost:${settings.devTemporalUiPort}`,
     ];
-    const codec = await startCodecServer({
-      codec: new EncryptionCodec(new StaticKeySource(codecConfig.payloadKeys!)),
-      token: codecConfig.codecToken!,
-      namespace: codecConfig.temporalNamespace,
-      corsOrigins: codecConfig.codecCorsOrigin ? [codecConfig.codecCorsOrigin] : uiOrigins,
-      host: codecConfig.host,
-      port: codecConfig.codecPort,
-      logger,
-    });
+    const codec = await startCodec(codecConfig, uiOrigins);
     serverStops.push(() => codec.close());
     // The dev server's UI has no sign-in, so no access token to pass and no header to set: its
     // endpoint carries the token as a path segment (docs/operations.md, "Payment data in Temporal").
@@ -139,21 +127,10 @@ export async function runDevStack(): Promise<void> {
     cleanups.push(() => pool.end());
     const migrations = await migrate(pool);
 
-    installTemporalRuntime();
-    const { worker, connection } = await createWorker({ config, pool });
-    const workerDone = worker.run();
-    cleanups.push(async () => {
-      worker.shutdown();
-      await workerDone;
-      await connection.close();
-    });
-
-    // The gateway's starts share the worker's connection, so Temporal hands each new run's first task
-    // straight back to this worker (eager start); the worker's stop closes the connection.
-    const client = clientOnWorkerConnection(connection, config);
-    await prepareRetention(client, config, logger);
-    const gateway = await startGateway({ config, pool, client });
-    cleanups.push(() => gateway.app.close());
+    // The gateway and the worker in this process on one Temporal connection, as `settle serve`
+    // (roles/serve.ts): each new run's first task goes straight back to this worker (eager start).
+    const serve = await startServe({ config, pool });
+    cleanups.push(() => serve.stop());
 
     writeRunningStack({
       pid: process.pid,
@@ -161,7 +138,7 @@ export async function runDevStack(): Promise<void> {
       temporalAddress: config.temporalAddress,
       temporalUiUrl: temporal?.uiUrl ?? null,
       temporalDevServer: temporal !== undefined,
-      gatewayUrl: gateway.url,
+      gatewayUrl: serve.url,
       namespace: config.temporalNamespace,
       taskQueue: config.taskQueue,
       devPayloadKey,
@@ -172,7 +149,7 @@ export async function runDevStack(): Promise<void> {
       [
         '',
         'settle is running.',
-        `  gateway      ${gateway.url}   (POST /webhooks/payments, GET /events/<id>, /healthz, /readyz, /metrics, /openapi.json)`,
+        `  gateway      ${serve.url}   (POST /webhooks/payments, GET /events/<id>, /healthz, /readyz, /metrics, /openapi.json)`,
         `  temporal     ${config.temporalAddress}${temporal ? `   UI ${temporal.uiUrl}` : ''}   namespace ${config.temporalNamespace}, task queue ${config.taskQueue}`,
         `  postgres     ${postgres ? `embedded on 127.0.0.1:${postgres.port}, data in ${displayPath(join(dir, 'postgres'))}` : 'from DATABASE_URL'}`,
         `  migrations   ${migrations.applied.length ? `applied ${migrations.applied.join(', ')}` : 'up to date'}`,

@@ -1,4 +1,4 @@
-import type { Client, Connection, ConnectionOptions } from '@temporalio/client';
+import type { Client, Connection, ConnectionOptions, TLSConfig } from '@temporalio/client';
 import type { NativeConnectionOptions } from '@temporalio/worker';
 import { isIP } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
@@ -25,15 +25,23 @@ export function temporalConnectionOptions(
   };
 }
 
+/**
+ * Whether settle's configuration turns TLS towards Temporal on (`true` or TLS settings): the one check
+ * every connection, probe and error message of settle asks.
+ */
+export function usesTls<C extends Pick<TemporalConnectionConfig, 'temporalTls'>>(
+  config: C,
+): config is C & { temporalTls: TLSConfig | true } {
+  return config.temporalTls !== undefined && config.temporalTls !== false;
+}
+
 /** How settle reaches Temporal, in words for error messages: address, TLS, credentials. */
 export function describeTemporalConnection(config: TemporalConnectionConfig): string {
-  const tls = config.temporalTls;
-  const tlsText =
-    tls === undefined || tls === false
-      ? 'TLS off'
-      : tls === true || !tls.clientCertPair
-        ? 'TLS on, no client certificate'
-        : 'TLS on with a client certificate';
+  const tlsText = !usesTls(config)
+    ? 'TLS off'
+    : config.temporalTls === true || !config.temporalTls.clientCertPair
+      ? 'TLS on, no client certificate'
+      : 'TLS on with a client certificate';
   return `${config.temporalAddress} (${tlsText}${config.temporalApiKey ? ', API key' : ''})`;
 }
 
@@ -134,9 +142,8 @@ const TLS_REFUSAL_GRACE_MS = 1_000;
  * such a refusal as a deadline, so `settle gateway` asks this first.
  */
 export function probeTls(config: TemporalConnectionConfig, timeoutMs = 5_000): Promise<string | undefined> {
-  const tls = config.temporalTls;
-  if (tls === undefined || tls === false) return Promise.resolve(undefined);
-  const options = tls === true ? {} : tls;
+  if (!usesTls(config)) return Promise.resolve(undefined);
+  const options = config.temporalTls === true ? {} : config.temporalTls;
   const separator = config.temporalAddress.lastIndexOf(':');
   const host = config.temporalAddress.slice(0, separator).replace(/^\[|\]$/g, '');
   const port = Number(config.temporalAddress.slice(separator + 1));

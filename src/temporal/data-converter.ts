@@ -9,7 +9,7 @@ export type PayloadKeysConfig = Pick<Config, 'payloadKeys'>;
 export const FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
 
 /** Payloads and failure messages encrypted under the source's keys (a KMS's, or the configured ones). */
-export function encryptingDataConverter(source: PayloadKeySource): DataConverter {
+function encryptingDataConverter(source: PayloadKeySource): DataConverter {
   return { payloadCodecs: [new EncryptionCodec(source)], failureConverterPath: FAILURE_CONVERTER_PATH };
 }
 

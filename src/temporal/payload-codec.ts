@@ -8,7 +8,7 @@ export const ENCRYPTED_ENCODING = 'binary/encrypted';
 /** Metadata naming the key a payload was encrypted under. */
 export const KEY_ID_METADATA = 'encryption-key-id';
 /** Metadata naming the cipher, so that another one can be introduced beside it later. */
-export const CIPHER_METADATA = 'encryption-cipher';
+const CIPHER_METADATA = 'encryption-cipher';
 const CIPHER = 'AES-256-GCM';
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;

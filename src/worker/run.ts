@@ -9,7 +9,7 @@ import {
 import type pg from 'pg';
 import { createActivities, type ActivityDependencies } from '../activities';
 import { activityOutcomeInterceptor } from './outcome-interceptor';
-import { targetUrls, unsetTargetVariables, type TargetConfigKey } from '../domain/outbox';
+import { targetUrls, type TargetConfigKey } from '../domain/outbox';
 import { createPurgeActivities } from '../activities/purge-claims';
 import { CONFIG_DEFAULTS, loadSettings, type Config } from '../config';
 import { logger, redactIds, redactMeta } from '../lib/logger';
@@ -22,6 +22,7 @@ import {
   temporalConnectionOptions,
   type TemporalConnectionConfig,
   TemporalSetupError,
+  usesTls,
 } from '../temporal/connection';
 import { settleDataConverter } from '../temporal/data-converter';
 import { bulkTaskQueue } from '../temporal/task-queues';
@@ -101,7 +102,7 @@ async function connectWorker(config: WorkerOptions['config']): Promise<NativeCon
   const context = {
     namespace: config.temporalNamespace,
     connection: describeTemporalConnection(config),
-    tls: config.temporalTls !== undefined && config.temporalTls !== false,
+    tls: usesTls(config),
   };
   let connection: NativeConnection;
   try {
@@ -129,15 +130,6 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
     timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/**
- * The downstream variables a production worker must have. Without them its payment runs could not
- * deliver (each delivery would be parked as `not_configured`), so `settle worker` refuses to start;
- * `npm start` fills them with its stand-ins.
- */
-export function missingDownstreamVariables(config: Partial<Pick<Config, TargetConfigKey>>): string[] {
-  return unsetTargetVariables(config);
 }
 
 /**
@@ -250,20 +242,6 @@ export async function createWorker({ config, pool, interceptors = [], tuning, sd
     ...sdkOptions,
   });
   return { worker: new SettleWorker(live, bulk), connection };
-}
-
-/**
- * `settle worker`: runs until SIGINT/SIGTERM (lib/shutdown.ts), then drains in-flight tasks and
- * closes. A worker that stops polling on its own (Worker.run() rejects) ends the process with it.
- */
-export async function runWorker(options: WorkerOptions): Promise<void> {
-  const { worker, connection } = await createWorker(options);
-  logger.info({ taskQueue: options.config.taskQueue }, 'worker running');
-  try {
-    await runUntilStopped(worker, 'worker (draining in-flight tasks)');
-  } finally {
-    await connection.close();
-  }
 }
 
 /**

@@ -15,7 +15,7 @@ import type { PaymentStatus } from '../domain/payment-rules';
 export type PaymentWorkflowInput = { event: PaymentEvent };
 
 /** How reconcile decided: the claim's outcome. */
-export type ReconcileOutcome = 'applied' | 'stale' | 'unmatched' | 'needs_review';
+type ReconcileOutcome = 'applied' | 'stale' | 'unmatched' | 'needs_review';
 
 /** One of the event's downstream effects, as the workflow needs it to deliver or undo it. */
 export type OutboxEntry = {
@@ -86,7 +86,7 @@ export type PaymentWorkflowResult = {
 export type ReminderWorkflowInput = { deliveryId: string; dueAt: string };
 
 /** The state of a reminder delivery. */
-export type ReminderState = 'scheduled' | 'processing' | 'succeeded' | 'failed' | 'cancelled';
+type ReminderState = 'scheduled' | 'processing' | 'succeeded' | 'failed' | 'cancelled';
 
 /** The input of `deliverReminder`. */
 export type ReminderDeliveryInput = { deliveryId: string };

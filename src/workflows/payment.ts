@@ -264,7 +264,7 @@ async function reconcileAndDeliver(
 }
 
 /** The patch that sends a workflow task's search-attribute changes as one upsert command. */
-export const COALESCE_SEARCH_ATTRIBUTES_PATCH = 'coalesce-search-attributes';
+const COALESCE_SEARCH_ATTRIBUTES_PATCH = 'coalesce-search-attributes';
 
 /**
  * What an operator sees of a run in the Temporal UI: the search attributes SettleOutcome and

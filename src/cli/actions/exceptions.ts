@@ -32,7 +32,7 @@ export async function listExceptions(options: {
 
   const list = await withServices(({ pool, client, config }) =>
     openExceptions(
-      { db: pool, client },
+      { pool, client },
       {
         kinds,
         unreconciledAfterMs,
@@ -53,7 +53,7 @@ export async function resolve(eventIds: string[], _own: unknown, command: Comman
   const resolvedBy = options.by?.trim() || operatorName();
   const result = await withServices(({ pool, client, config }) =>
     resolveExceptions(
-      { db: pool, client },
+      { pool, client },
       eventIds,
       { resolvedBy, note },
       {

@@ -10,7 +10,7 @@ export async function stats(options: { since: string; metricsUrl?: string; json?
   let gateway: string | undefined;
   const figures = await withServices(({ pool, client, config, env }) => {
     gateway = loadSettings(env).gatewayUrl;
-    return statsFigures({ db: pool, client, deliveryStuckAfterMs: config.deliveryStuckAfterMs }, windowMs);
+    return statsFigures({ pool, client, deliveryStuckAfterMs: config.deliveryStuckAfterMs }, windowMs);
   });
   const metricsUrl = options.metricsUrl ?? (gateway ? `${gateway}/metrics` : undefined);
   const live = metricsUrl ? await readLiveFigures(metricsUrl) : null;

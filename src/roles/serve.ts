@@ -1,0 +1,91 @@
+import type { Client } from '@temporalio/client';
+import type pg from 'pg';
+import { prepareRetention } from '../app/purge-schedule';
+import type { Config } from '../config';
+import { createPool } from '../db/pool';
+import { unsetTargetVariables } from '../domain/outbox';
+import { startGateway } from '../gateway/run';
+import { logger } from '../lib/logger';
+import { onShutdown } from '../lib/shutdown';
+import { startTracing, stopTracing } from '../lib/tracing';
+import { clientOnWorkerConnection } from '../temporal/client';
+import { checkNamespace, TemporalSetupError, usesTls } from '../temporal/connection';
+import { createWorker } from '../worker/run';
+import {
+  closeGateway,
+  GATEWAY_START_CHECK_MS,
+  refuseTlsRefused,
+  refuseWithoutWebhookSecrets,
+} from './gateway';
+import { RoleRefusal } from './refusal';
+
+/** A gateway and a worker running in this process on one Temporal connection (startServe). */
+export type RunningServe = {
+  url: string;
+  client: Client;
+  /** Settles when the worker has stopped: after `stop`, or on its own (rejected with the cause). */
+  running: Promise<void>;
+  /** Stops accepting and finishes open requests, drains the worker, closes the connection. */
+  stop(): Promise<void>;
+};
+
+/**
+ * Starts a gateway and a worker on `pool` and one Temporal connection: the gateway's starts go out on
+ * the worker's connection, so Temporal hands each new run's first task straight back to this worker
+ * (eager start). `settle serve` and `npm start` (stack/dev-stack.ts) run it; the caller owns the pool.
+ */
+export async function startServe({ config, pool }: { config: Config; pool: pg.Pool }): Promise<RunningServe> {
+  await refuseTlsRefused(config);
+  const { worker, connection } = await createWorker({ config, pool });
+  try {
+    const client = clientOnWorkerConnection(connection, config);
+    const problem = await checkNamespace(client, GATEWAY_START_CHECK_MS, usesTls(config));
+    if (problem) throw new TemporalSetupError(problem);
+    await prepareRetention(client, config, logger);
+    const { app, url } = await startGateway({ config, pool, client });
+    const running = worker.run();
+    let stopping: Promise<void> | undefined;
+    const stop = () =>
+      (stopping ??= (async () => {
+        try {
+          await closeGateway(app);
+          worker.shutdown();
+          await running.catch(() => {});
+        } finally {
+          await app.close().catch(() => {});
+          await connection.close();
+        }
+      })());
+    return { url, client, running, stop };
+  } catch (error) {
+    await connection.close().catch(() => {});
+    throw error;
+  }
+}
+
+/**
+ * `settle serve`: startServe until SIGINT/SIGTERM (lib/shutdown.ts), then stops it. A worker that
+ * stops polling on its own ends the process with it.
+ */
+export async function runServe(config: Config): Promise<void> {
+  refuseWithoutWebhookSecrets(config);
+  const missing = unsetTargetVariables(config);
+  if (missing.length)
+    throw new RoleRefusal(`${missing.join(' and ')} not set: see \`settle worker --help\`.`);
+  await startTracing('serve');
+  const pool = createPool(config.databaseUrl);
+  try {
+    const serve = await startServe({ config, pool });
+    logger.info({ url: serve.url, taskQueue: config.taskQueue }, 'gateway listening, worker running');
+    const off = onShutdown('gateway and worker (finishing requests, draining tasks)', () => serve.stop());
+    try {
+      await serve.running;
+    } finally {
+      off();
+      await serve.stop();
+    }
+  } finally {
+    await pool.end();
+    await stopTracing();
+  }
+}

@@ -1,0 +1,76 @@
+import type { Config } from '../config';
+import { createPool } from '../db/pool';
+import { unsetTargetVariables } from '../domain/outbox';
+import { logger } from '../lib/logger';
+import { startTracing, stopTracing } from '../lib/tracing';
+import { startMetricsServer } from '../metrics/metrics-server';
+import { checkNamespace, TemporalSetupError, usesTls } from '../temporal/connection';
+import type { WorkerOptions } from '../worker/run';
+import { RoleRefusal } from './refusal';
+
+export type WorkerRoleOptions = Pick<WorkerOptions, 'interceptors' | 'tuning' | 'sdkOptions'> & {
+  /** /metrics on HOST:SETTLE_METRICS_PORT (default on); the proof worker process runs without. */
+  metrics?: boolean;
+  /** Ensures the daily claim purge Schedule before polling (default on); not the proof worker. */
+  retention?: boolean;
+  /** Tracing when the environment configures it (default on); not the proof worker. */
+  tracing?: boolean;
+  /** Called once the worker is built and about to poll (proof/worker-process.ts prints `worker ready`). */
+  onReady?: () => void;
+};
+
+/**
+ * `settle worker` (and proof/worker-process.ts): one worker process until SIGINT/SIGTERM
+ * (lib/shutdown.ts), then drains in-flight tasks and closes. A worker that cannot register (missing
+ * namespace, refused credentials or TLS) ends the start naming the cause; one that stops polling on
+ * its own ends the process with it. Loads none of the gateway's modules.
+ */
+export async function runWorker(config: Config, options: WorkerRoleOptions = {}): Promise<void> {
+  const { metrics: withMetrics = true, retention = true, tracing = true } = options;
+  const missing = unsetTargetVariables(config);
+  if (missing.length) {
+    throw new RoleRefusal(
+      `${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set: a worker without its ` +
+        'downstream targets cannot deliver payments. Set them (only `npm start` runs stand-ins).',
+    );
+  }
+  if (tracing) await startTracing('worker');
+  const pool = createPool(config.databaseUrl);
+  const metrics = withMetrics
+    ? await startMetricsServer({ port: config.metricsPort, host: config.host })
+    : undefined;
+  if (metrics) logger.info({ url: `${metrics.url}/metrics` }, 'worker metrics listening');
+  try {
+    // /healthz (the process is up) answers from here on: the Temporal client, the retention schedule
+    // and the worker SDK load only now, while a worker's readiness is its polling Temporal.
+    const [{ connectClient }, { prepareRetention }, { createWorker, runUntilStopped }] = await Promise.all([
+      import('../temporal/client.js'),
+      import('../app/purge-schedule.js'),
+      import('../worker/run.js'),
+    ]);
+    if (retention) {
+      const client = await connectClient(config);
+      try {
+        // Fail fast: a worker that cannot register ends here with the cause, never idles unhealthy.
+        const problem = await checkNamespace(client, undefined, usesTls(config));
+        if (problem && problem.code !== 'unreachable') throw new TemporalSetupError(problem);
+        await prepareRetention(client, config, logger);
+      } finally {
+        await client.connection.close();
+      }
+    }
+    const { interceptors, tuning, sdkOptions } = options;
+    const { worker, connection } = await createWorker({ config, pool, interceptors, tuning, sdkOptions });
+    logger.info({ taskQueue: config.taskQueue }, 'worker running');
+    options.onReady?.();
+    try {
+      await runUntilStopped(worker, 'worker (draining in-flight tasks)');
+    } finally {
+      await connection.close();
+    }
+  } finally {
+    await metrics?.close();
+    await pool.end();
+    if (tracing) await stopTracing();
+  }
+}
