@@ -1,6 +1,6 @@
 /**
  * A settle worker in a process of its own (`settle worker`'s runWorker, without its metrics endpoint,
- * purge Schedule and tracing), so the benchmarks can measure its CPU and memory and the fault-injection suite
+ * purge Schedule, tracing and the check that every delivery target has a URL), so the benchmarks can measure its CPU and memory and the fault-injection suite
  * and the tests (test/support/child-worker.ts) can kill it. Reads the ordinary settle environment and
  * prints `worker ready` once it polls.
  *
@@ -44,11 +44,12 @@ async function main() {
   const pausePrefix = process.env.SETTLE_CHAOS_PAUSE_AFTER_COMMIT;
   const tuning = process.env.SETTLE_TEST_TUNING ? JSON.parse(process.env.SETTLE_TEST_TUNING) : undefined;
   // SIGTERM drains, as `settle worker` does: the same role (roles/worker.ts), without its metrics
-  // endpoint, purge Schedule and tracing.
+  // endpoint, purge Schedule, tracing and its refusal to start without every delivery target.
   await runWorker(loadConfig(), {
     metrics: false,
     retention: false,
     tracing: false,
+    requireTargets: false,
     tuning,
     sdkOptions: benchWorkerOptions(),
     interceptors: pausePrefix

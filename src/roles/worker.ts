@@ -15,6 +15,12 @@ export type WorkerRoleOptions = Pick<WorkerOptions, 'interceptors' | 'tuning' | 
   retention?: boolean;
   /** Tracing when the environment configures it (default on); not the proof worker. */
   tracing?: boolean;
+  /**
+   * Refuses to start without every delivery target's URL (default on). The proof worker starts
+   * without them, as the tests that need no carrier or ERP (reminders) run it; an undeliverable row
+   * is then parked not_configured.
+   */
+  requireTargets?: boolean;
   /** Called once the worker is built and about to poll (proof/worker-process.ts prints `worker ready`). */
   onReady?: () => void;
 };
@@ -26,8 +32,8 @@ export type WorkerRoleOptions = Pick<WorkerOptions, 'interceptors' | 'tuning' | 
  * its own ends the process with it. Loads none of the gateway's modules.
  */
 export async function runWorker(config: Config, options: WorkerRoleOptions = {}): Promise<void> {
-  const { metrics: withMetrics = true, retention = true, tracing = true } = options;
-  const missing = unsetTargetVariables(config);
+  const { metrics: withMetrics = true, retention = true, tracing = true, requireTargets = true } = options;
+  const missing = requireTargets ? unsetTargetVariables(config) : [];
   if (missing.length) {
     throw new RoleRefusal(
       `${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set: a worker without its ` +
