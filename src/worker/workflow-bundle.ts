@@ -1,7 +1,9 @@
 /**
  * The workflow code the worker runs: src/workflows bundled by the SDK's webpack, built once in a
- * short-lived child process and cached under the state folder. Bundling inside the worker would cost
- * it ~120 MB of RSS that is never given back; the child's memory goes when it exits.
+ * short-lived child process and cached with the code, in the checkout's `node_modules/.cache/settle/`
+ * (where webpack, babel and eslint keep theirs): every settle process of one checkout, whatever its
+ * SETTLE_HOME, builds a source version's bundle once. Bundling inside the worker would cost it
+ * ~120 MB of RSS that is never given back; the child's memory goes when it exits.
  *
  * The cache file is named by a hash of every file under src/ (type-only imports from activities
  * reach most of it anyway), the lockfile and the SDK version, so an edited workflow never runs from
@@ -90,16 +92,21 @@ async function ensureBundle(variant: BundleVariant): Promise<string> {
   return file;
 }
 
-/** `<state>/cache`; a private temporary folder where the state folder is read-only (a container). */
+/**
+ * The first writable of `node_modules/.cache/settle` (the checkout's) and `<state>/cache`; a private
+ * temporary folder where neither is (a read-only container without a prebuilt bundle).
+ */
 function cacheDir(): string {
-  const dir = join(stateDir(), 'cache');
-  try {
-    mkdirSync(dir, { recursive: true });
-    accessSync(dir, constants.W_OK);
-    return dir;
-  } catch {
-    return mkdtempSync(join(tmpdir(), 'settle-cache-'));
+  for (const dir of [join(PROJECT_ROOT, 'node_modules', '.cache', 'settle'), join(stateDir(), 'cache')]) {
+    try {
+      mkdirSync(dir, { recursive: true });
+      accessSync(dir, constants.W_OK);
+      return dir;
+    } catch {
+      // Read-only or absent: the next one.
+    }
   }
+  return mkdtempSync(join(tmpdir(), 'settle-cache-'));
 }
 
 function bundleKey(): string {
