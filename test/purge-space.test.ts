@@ -1,12 +1,18 @@
 /**
  * The claim store after repeated fill-and-purge cycles: the purge must leave the space it frees
  * reusable, so a deployment's claims and events tables stay the size of one retention period
- * instead of growing with every purge (bench row RT measures the same at 10 million claims).
+ * instead of growing with every purge (bench row RT measures the same at 10 million claims). And the
+ * purge activity at volume: a day's deletes outlast any fixed attempt length, so it reports its
+ * progress in heartbeats and a cancelled attempt leaves committed batches behind for the next one.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { CancelledFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import type pg from 'pg';
+import { createPurgeActivities } from '../src/activities/purge-claims';
 import { purgeExpiredClaims } from '../src/db/purge';
+import type { PurgeResult } from '../src/workflows/contracts';
 import { createTestDatabase } from './support/harness';
 
 const RETENTION_MS = 90 * 24 * 3_600_000;
@@ -87,3 +93,45 @@ test(
     assert.equal(Number(rows[0]!.n), 2);
   },
 );
+
+/** Expired claims still in the store. */
+async function expiredLeft(pool: pg.Pool): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM claims WHERE claimed_at < now() - interval '90 days'`,
+  );
+  return rows[0]!.n;
+}
+
+test('the purge activity heartbeats its progress after every batch; cancelled, it stops before the next and a retry purges the rest', async () => {
+  const activities = createPurgeActivities({ pool: db.pool, claimRetentionMs: RETENTION_MS });
+  // Three batches of 5,000 and a last short one.
+  const total = 16_000;
+  await fillPastRetention(db.pool, 10, total);
+
+  // Cancelled as its first heartbeat arrives: the first batch is committed, the rest is not started.
+  const cancelled = new MockActivityEnvironment();
+  const beats: { claims: number; events: number }[] = [];
+  cancelled.on('heartbeat', (details: { claims: number; events: number }) => {
+    if (details.claims === 0) return; // The clock's heartbeat before the first batch: no progress yet.
+    beats.push(details);
+    cancelled.cancel();
+  });
+  await assert.rejects(cancelled.run(activities.purgeClaimsPastRetention), (error: unknown) => {
+    assert.ok(error instanceof CancelledFailure, String(error));
+    return true;
+  });
+  assert.deepEqual(beats, [{ claims: 5_000, events: 5_000 }]);
+  assert.equal(await expiredLeft(db.pool), total - 5_000);
+
+  // The retry: one heartbeat per batch, running totals, and nothing expired left.
+  const retry = new MockActivityEnvironment();
+  const progress: number[] = [];
+  retry.on('heartbeat', (details: { claims: number }) => {
+    // The clock's heartbeats repeat the last progress; one entry per batch.
+    if (details.claims > (progress.at(-1) ?? 0)) progress.push(details.claims);
+  });
+  const result: PurgeResult = await retry.run(activities.purgeClaimsPastRetention);
+  assert.equal(result.claims, total - 5_000);
+  assert.deepEqual(progress, [5_000, 10_000, 11_000]);
+  assert.equal(await expiredLeft(db.pool), 0);
+});
