@@ -118,6 +118,8 @@ async function main() {
         erpUrl: erp.url,
         outboundSecret: `whsec_${randomBytes(24).toString('base64')}`,
         allowPrivateTargets: true,
+        // Registers the purge activity (the purge-completed scenario).
+        claimRetentionMs: 90 * 24 * 3_600_000,
       },
       pool,
       interceptors: [
@@ -212,8 +214,9 @@ async function main() {
     };
 
     await worker.runUntil(async () => {
-      if (wanted('payment-encrypted-applied-delivered')) {
-        await encrypted.worker.runUntil(async () => {
+      // Run (and shut down) even when not wanted, so that its connection can close.
+      await encrypted.worker.runUntil(async () => {
+        if (wanted('payment-encrypted-applied-delivered')) {
           const marked = event('pay_rec_encrypted', 'payment.settled', 'SHP-REC-5', 'pi_rec_5');
           const withExtra = { ...marked, data: { ...marked.data, customer_email: 'jane.doe@example.com' } };
           const started = await startPaymentWorkflow(encryptedClient, `${taskQueue}-encrypted`, withExtra);
@@ -222,14 +225,22 @@ async function main() {
             'payment-encrypted-applied-delivered',
             encryptedClient.workflow.getHandle(started.workflowId, started.runId),
           );
-        });
-      }
+        }
+      });
       for (const [name, payment, reusePolicy] of payments) {
         if (!wanted(`payment-${name}`)) continue;
         // As the gateway and replay start them: search attributes and summary included.
         const started = await startPaymentWorkflow(client, taskQueue, payment, { reusePolicy });
         if (!started.started) throw new Error(`payment ${name}: not started`);
         await save(`payment-${name}`, client.workflow.getHandle(started.workflowId, started.runId));
+      }
+      if (wanted('purge-completed')) {
+        // The daily purge as its Schedule starts it (here directly), with nothing past retention.
+        const handle = await client.workflow.start('purgeClaimsWorkflow', {
+          taskQueue,
+          workflowId: `settle-purge-claims:${taskQueue}`,
+        });
+        await save('purge-completed', handle);
       }
       for (const [name, { body, cancel }] of reminders) {
         if (!wanted(`reminder-${name}`)) continue;

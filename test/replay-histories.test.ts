@@ -39,6 +39,7 @@ test('recorded histories are committed for every workflow and scenario', () => {
     'reminder-delivered',
     'reminder-cancelled',
     'payment-encrypted-applied-delivered',
+    'purge-completed',
   ]) {
     assert.ok(names.includes(expected), `test/histories has no ${expected}.json`);
   }
