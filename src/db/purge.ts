@@ -9,7 +9,7 @@ export type PurgeResult = {
   /** Open exceptions (unmatched, needs_review) past the cutoff, kept until someone resolves them. */
   keptExceptions: number;
   dryRun: boolean;
-  /** Milliseconds of the VACUUM (ANALYZE) that makes the deleted rows' space reusable (0 when nothing was deleted). */
+  /** Milliseconds of the two VACUUMs that make the deleted rows' space reusable (0 when nothing was deleted). */
   vacuumMs: number;
 };
 
@@ -109,6 +109,13 @@ export async function purgeExpiredClaims(
     // against the reconcile path, unlike VACUUM FULL). Without the right to vacuum (not the tables'
     // owner, no MAINTAIN), PostgreSQL warns and skips: migration 010's autovacuum settings remain.
     await db.query('VACUUM (ANALYZE) claims, events, conflicts');
+    // The index pages that VACUUM emptied are deleted, not yet free: a B-tree page is recyclable only
+    // once no transaction can still hold a link to it, and only a later VACUUM puts it in the
+    // free-space map. Left to the next day's purge, every fill extended the indexes by its own size
+    // again (RT: claims' and events' indexes 14.7 → 29.4 MB from the second cycle on). A second pass
+    // finds them recyclable now and has little else to do: nothing is dead in the heaps, their
+    // emptied pages are all-visible.
+    await db.query('VACUUM claims, events');
     result.vacuumMs = Date.now() - started;
   }
   return result;
