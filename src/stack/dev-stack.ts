@@ -15,6 +15,7 @@ import { stateDir } from '../lib/paths';
 import { findTemporalCli } from './temporal-binaries';
 import { startTemporalDevServer, type DevServer } from './temporal-dev-server';
 import { startTracing, stopTracing } from '../lib/tracing';
+import { listeningOn } from '../config/port-in-use';
 
 /** The share of the shutdown deadline (lib/shutdown.ts) settle's own parts get to drain. */
 const PARTS_STOP_BUDGET_MS = SHUTDOWN_DEADLINE_MS / 2;
@@ -115,7 +116,11 @@ export async function runDevStack(): Promise<void> {
     // The stand-ins take the place of whichever target is unset: the worker needs every one.
     let downstream: DevDownstream | undefined;
     if (OUTBOX_TARGETS.some((target) => !env[DELIVERY_TARGETS[target].variable])) {
-      downstream = await startDevDownstream(settings.devDownstreamPort);
+      downstream = await listeningOn(
+        'SETTLE_DEV_DOWNSTREAM_PORT',
+        settings.devDownstreamPort,
+        startDevDownstream(settings.devDownstreamPort),
+      );
       serverStops.push(() => downstream!.close());
       for (const target of OUTBOX_TARGETS)
         env[DELIVERY_TARGETS[target].variable] ||= `${downstream.url}/${target}`;

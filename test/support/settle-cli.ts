@@ -2,6 +2,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { configVariables, settingsVariables } from '../../src/config/schema';
+import { freePorts } from '../../src/lib/free-port';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import type { TestStack } from './harness';
 
@@ -92,4 +94,61 @@ export function runCommand(
   options: { timeoutMs?: number; cwd?: string } = {},
 ): Promise<CliRun> {
   return finished(spawnCommand(command, args, env, options.cwd), options.timeoutMs);
+}
+
+/**
+ * A free port for every listening-port variable settle reads (each `*_PORT` of the configuration
+ * schema: the gateway's, the codec server's, the worker's metrics, the one-machine stack's), all
+ * different. A test that starts `settle start` or a role takes the whole set, so a listener added
+ * later (it gets a `*_PORT` variable) is covered without touching the test.
+ */
+export async function listenPortEnv(): Promise<Record<string, string>> {
+  const names = [...Object.values(configVariables), ...Object.values(settingsVariables)]
+    .map((variable) => variable.name)
+    .filter((name) => /(^|_)PORT$/.test(name));
+  const ports = await freePorts(names.length);
+  return Object.fromEntries(names.map((name, index) => [name, String(ports[index])]));
+}
+
+/**
+ * Collects a long-running child's combined output; `waitForOutput` waits for the output to satisfy
+ * `ready`, and fails at once, with the child's last output, when the child exits first (a process
+ * that died at start is not waited on for the whole bound).
+ */
+export function watchOutput(child: ChildProcessWithoutNullStreams) {
+  let text = '';
+  let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', (code, signal) => {
+      exit = { code, signal };
+      resolve();
+    }),
+  );
+  return {
+    get text() {
+      return text;
+    },
+    exited,
+    async waitForOutput(
+      what: string,
+      ready: (output: string) => boolean,
+      timeoutMs = 300_000,
+    ): Promise<void> {
+      const started = Date.now();
+      while (!ready(text)) {
+        if (exit)
+          throw new Error(
+            `${child.spawnargs.join(' ')} exited (code ${exit.code}, signal ${exit.signal}) before ${what}; ` +
+              `its last output:\n${text.slice(-3000)}`,
+          );
+        if (Date.now() - started > timeoutMs)
+          throw new Error(
+            `timed out after ${timeoutMs / 1000} s waiting for ${what}; its last output:\n${text.slice(-3000)}`,
+          );
+        await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 100))]);
+      }
+    },
+  };
 }
