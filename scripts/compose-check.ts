@@ -146,6 +146,8 @@ class Project {
   readonly secret = `whsec_${randomBytes(24).toString('base64')}`;
   readonly apiToken = randomBytes(24).toString('hex');
   readonly codecToken = randomBytes(24).toString('hex');
+  /** settle's own database role's password (PostgreSQL's superuser and Temporal's role have theirs). */
+  readonly databasePassword = randomBytes(24).toString('hex');
   readonly ports: Record<string, number> = {};
   env: NodeJS.ProcessEnv = {};
   pool!: pg.Pool;
@@ -189,6 +191,10 @@ class Project {
     this.env = {
       ...inherited,
       SETTLE_BIND_ADDRESS: '127.0.0.1',
+      SETTLE_OPERATOR_BIND_ADDRESS: '127.0.0.1',
+      SETTLE_POSTGRES_PASSWORD: randomBytes(24).toString('hex'),
+      SETTLE_DB_PASSWORD: this.databasePassword,
+      TEMPORAL_DB_PASSWORD: randomBytes(24).toString('hex'),
       SETTLE_IMAGE,
       SETTLE_WEBHOOK_SECRETS: this.secret,
       SETTLE_API_TOKEN: this.apiToken,
@@ -277,9 +283,12 @@ class Project {
 
   /** settle's database and Temporal's frontend through their published ports. */
   async connect(): Promise<void> {
-    this.pool = createPool(`postgres://settle:settle@127.0.0.1:${this.ports.SETTLE_POSTGRES_PORT}/settle`, {
-      max: 10,
-    });
+    this.pool = createPool(
+      `postgres://settle:${this.databasePassword}@127.0.0.1:${this.ports.SETTLE_POSTGRES_PORT}/settle`,
+      {
+        max: 10,
+      },
+    );
     const certs = this.env.SETTLE_TLS_DIR;
     const connection = await Connection.connect({
       address: `127.0.0.1:${this.ports.SETTLE_TEMPORAL_PORT}`,

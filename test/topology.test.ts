@@ -54,7 +54,11 @@ describe('docker-compose.yml', () => {
     assert.match(services.postgres!.image!, /^postgres:\d+/);
     assert.equal(services['temporal-ui']!.image, `temporalio/ui:${TEMPORAL_UI_VERSION}`);
     assert.equal(services['temporal-ui']!.environment!.TEMPORAL_ADDRESS, 'temporal:7233');
-    assert.ok(services['temporal-ui']!.ports!.includes(published('SETTLE_UI_PORT', 8233, 8080)));
+    assert.ok(
+      services['temporal-ui']!.ports!.includes(
+        published('SETTLE_UI_PORT', 8233, 8080, 'SETTLE_OPERATOR_BIND_ADDRESS'),
+      ),
+    );
     assert.ok(existsSync(join(PROJECT_ROOT, 'Dockerfile')));
     // Every stage starts from the official Node.js 24 LTS image (a build argument, so a local
     // equivalent can stand in where no registry answers).
@@ -150,6 +154,43 @@ describe('docker-compose.yml', () => {
       'SettleDeliveryState',
     ])
       assert.match(script, new RegExp(`\\b${attribute}\\b`), `setup-namespace.sh creates ${attribute}`);
+  });
+
+  test('least privilege: its own database role per system, passwords required, internals unpublished', () => {
+    const text = readFileSync(join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8');
+    // No literal password: each comes from a variable compose refuses to run without.
+    assert.doesNotMatch(text, /(PASSWORD|PWD): ['"]?(settle|temporal|postgres)['"]?$/m);
+    assert.doesNotMatch(text, /postgres:\/\/\w+:\w+@/, 'a DATABASE_URL with a literal password');
+    assert.match(services.postgres!.environment!.POSTGRES_PASSWORD!, /^\$\{SETTLE_POSTGRES_PASSWORD:\?/);
+    const settleUrl = services.gateway!.environment!.DATABASE_URL!;
+    assert.match(settleUrl, /^postgres:\/\/settle:\$\{SETTLE_DB_PASSWORD:\?/);
+    const temporalUser = services.temporal!.environment!.POSTGRES_USER;
+    assert.ok(
+      temporalUser && temporalUser !== 'settle' && temporalUser !== 'postgres',
+      `Temporal's role: ${temporalUser}`,
+    );
+    assert.match(services.temporal!.environment!.POSTGRES_PWD!, /^\$\{TEMPORAL_DB_PASSWORD:\?/);
+    assert.equal(services['temporal-schema']!.environment!.POSTGRES_USER, temporalUser);
+    const roles = readFileSync(join(PROJECT_ROOT, 'topology', 'postgres-roles.sh'), 'utf8');
+    assert.doesNotMatch(roles, /SUPERUSER/);
+    assert.match(roles, /REVOKE ALL ON DATABASE settle FROM PUBLIC/);
+    // The unauthenticated frontend, PostgreSQL and the workers' metrics stay on compose's network.
+    for (const name of [
+      'postgres',
+      'temporal',
+      'temporal-history',
+      'temporal-matching',
+      'worker-1',
+      'worker-2',
+    ])
+      assert.deepEqual(services[name]!.ports ?? [], [], `${name} publishes no port`);
+    for (const name of ['temporal-ui', 'codec-server'])
+      assert.ok(
+        services[name]!.ports!.every((port) =>
+          port.startsWith('${SETTLE_OPERATOR_BIND_ADDRESS:-127.0.0.1}:'),
+        ),
+        `${name} is published on the operator bind address`,
+      );
   });
 
   test('runs settle roles with the environment they need, after migrations', () => {
@@ -257,11 +298,17 @@ describe('the OpenAPI document', () => {
 });
 
 /**
- * A published port as docker-compose.yml writes it: this host's SETTLE_BIND_ADDRESS (127.0.0.1 by
- * default) and a host port `variable` can change (the compose check picks free ones).
+ * A published port as docker-compose.yml writes it: this host's SETTLE_BIND_ADDRESS (the gateway) or
+ * SETTLE_OPERATOR_BIND_ADDRESS (what an operator's browser opens), 127.0.0.1 by default, and a host
+ * port `variable` can change (the compose check picks free ones).
  */
-function published(variable: string, hostPort: number, containerPort: number): string {
-  return `\${SETTLE_BIND_ADDRESS:-127.0.0.1}:\${${variable}:-${hostPort}}:${containerPort}`;
+function published(
+  variable: string,
+  hostPort: number,
+  containerPort: number,
+  bind = 'SETTLE_BIND_ADDRESS',
+): string {
+  return `\${${bind}:-127.0.0.1}:\${${variable}:-${hostPort}}:${containerPort}`;
 }
 
 /** The keys of an OpenAPI path item that are operations (others: `parameters`, `summary`…). */
