@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import type { Config } from '../config';
 import { logger } from '../lib/logger';
+import { providerRouteOptions } from './providers';
 import { buildGateway } from './server';
 
 /** Why a gateway with this configuration could verify no payment webhook, or undefined. */
@@ -32,9 +33,7 @@ export async function startGateway(deps: {
     client: deps.client,
     taskQueue: config.taskQueue,
     webhookSecrets: config.webhookSecrets,
-    stripeWebhookSecrets: config.stripeWebhookSecrets,
-    adyenHmacKeys: config.adyenHmacKeys,
-    adyenBasicAuth: config.adyenBasicAuth,
+    ...providerRouteOptions(config),
     apiToken: config.apiToken,
     allowPrivateTargets: config.allowPrivateTargets,
     deliveryStuckAfterMs: config.deliveryStuckAfterMs,
