@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config';
+import { startGateway } from '../src/gateway/run';
 import { runSettle } from './support/settle-cli';
 
 const base = { DATABASE_URL: 'postgres://localhost/settle', TEMPORAL_ADDRESS: '127.0.0.1:7233' };
@@ -76,6 +77,16 @@ test('Adyen HMAC keys without basic auth are refused at start, naming the variab
   assert.equal(
     refusal({ SETTLE_ADYEN_ALLOW_NO_BASIC_AUTH: 'yes' }).issues[0]?.variable,
     'SETTLE_ADYEN_ALLOW_NO_BASIC_AUTH',
+  );
+
+  // A configuration built by other means is refused by the gateway's start all the same.
+  await assert.rejects(
+    startGateway({
+      config: { ...optedOut, adyenAllowNoBasicAuth: false },
+      pool: undefined as never,
+      client: undefined as never,
+    }),
+    (error: unknown) => error instanceof ConfigError && /SETTLE_ADYEN_BASIC_AUTH/.test(error.message),
   );
 
   // The process itself: `settle gateway` stops before listening, naming the variables.

@@ -132,8 +132,13 @@ export function loadConfig(
   };
 }
 
-/** Variables each valid alone that settle refuses together, each named with what to set. */
-function combinationIssues(config: Parsed<typeof configVariables>): ConfigError['issues'] {
+/**
+ * Variables each valid alone that settle refuses together, each named with what to set. loadConfig
+ * applies it; so does the gateway's start, for a configuration built by other means.
+ */
+export function combinationIssues(
+  config: Pick<Config, 'adyenHmacKeys' | 'adyenBasicAuth' | 'adyenAllowNoBasicAuth'>,
+): ConfigError['issues'] {
   const issues: ConfigError['issues'] = [];
   // The HMAC covers only some fields of an item, and none of the batch: basic auth keeps everyone
   // but Adyen from sending at all, so going without it is an operator's explicit choice.

@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
-import type { Config } from '../config';
+import { combinationIssues, ConfigError, type Config } from '../config';
 import { logger } from '../lib/logger';
 import { providerRouteOptions } from './providers';
 import { buildGateway } from './server';
@@ -28,6 +28,8 @@ export async function startGateway(deps: {
   const { config } = deps;
   const missing = missingWebhookSecrets(config);
   if (missing) throw new Error(missing);
+  const combination = combinationIssues(config);
+  if (combination.length > 0) throw new ConfigError(combination);
   const app = buildGateway({
     pool: deps.pool,
     client: deps.client,
