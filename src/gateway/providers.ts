@@ -60,7 +60,7 @@ export function providerRouteOptions(
 export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRouteDeps) {
   const stripe = createStripeAdapter({ secrets: deps.stripeWebhookSecrets ?? [] });
   const adyen = createAdyenAdapter({ hmacKeys: deps.adyenHmacKeys ?? [], basicAuth: deps.adyenBasicAuth });
-  const otherMode = (provider: string, adapted: AdaptedEvent, stated: ProviderMode | undefined) => {
+  const takenInMode = (provider: string, adapted: AdaptedEvent, stated: ProviderMode | undefined) => {
     const taken = inMode(adapted, deps.providerMode, stated);
     if (taken !== adapted && taken.kind === 'ignored') {
       deps.logger?.warn(
@@ -77,7 +77,7 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
     // Signed, then held to the edge rule before anything is admitted (the order of /webhooks/payments).
     const unreadable = refuseUnreadableBody(request, reply);
     if (unreadable) return unreadable;
-    const adapted = otherMode('Stripe', stripe.adapt(verified.items[0]), verified.mode);
+    const adapted = takenInMode('Stripe', stripe.adapt(verified.items[0]), verified.mode);
     if (adapted.kind !== 'invalid') request.eventId = adapted.eventId;
     const outcome = await admitProviderEvent(deps, 'stripe', adapted);
     request.ingestOutcome = outcome.status;
@@ -93,7 +93,7 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
     if (unreadable) return unreadable;
     // Translate the whole batch first: an item settle cannot read refuses the batch before any admission.
     // The batch's `live` is the mode of every item in it.
-    const batch = verified.items.map((item) => otherMode('Adyen', adyen.adapt(item), verified.mode));
+    const batch = verified.items.map((item) => takenInMode('Adyen', adyen.adapt(item), verified.mode));
     const bad = batch.findIndex((item) => item.kind === 'invalid');
     if (bad >= 0) {
       const item = batch[bad] as Extract<AdaptedEvent, { kind: 'invalid' }>;
