@@ -75,20 +75,6 @@ describe('POST /webhooks/adyen', () => {
     assert.equal(await countRows(stack.pool, 'events', settleId(item)), 1);
     assert.equal((await workflowResult(settleId(item))).outcome, 'applied');
     assert.equal(await paymentStatusOf(stack, shipmentId), 'authorized');
-
-    // additionalData metadata.shipment_id wins over merchantReference.
-    const other = await newShipment();
-    const withMetadata = signAdyen(
-      adyenItem({
-        eventCode: 'AUTHORISATION',
-        merchantReference: 'order-77',
-        additionalData: { 'metadata.shipment_id': other },
-      }),
-      nextKey,
-    );
-    assert.equal((await send([withMetadata])).text, '[accepted]');
-    await workflowResult(settleId(withMetadata));
-    assert.equal(await paymentStatusOf(stack, other), 'authorized');
   });
 
   test('the same item again (an Adyen retry; a resend after Temporal forgot the run) has no second effect', async () => {

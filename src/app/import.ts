@@ -7,7 +7,7 @@ import { parseUntrustedJson } from '../domain/untrusted-json';
 import { ErrorCode } from '../domain/errors';
 import { DEFAULT_MAX_BACKLOG, ImportPace } from './import-pace';
 import { exportAdapter } from '../providers';
-import type { ProviderName } from '../providers/types';
+import { inMode, type ProviderMode, type ProviderName } from '../providers/types';
 import type { Services } from './services';
 
 export type ImportCounts = {
@@ -49,6 +49,8 @@ export type ImportOptions = {
    * read through that provider's adapter; no signature is checked, as for any import.
    */
   provider?: ProviderName;
+  /** SETTLE_PROVIDER_MODE: a provider event of the other mode is ignored, as at the webhook. */
+  providerMode?: ProviderMode;
 };
 
 export { DEFAULT_MAX_BACKLOG };
@@ -109,7 +111,7 @@ export async function importReport(
       break;
     }
     const line = lineNumber;
-    const task = importLine(deps, text, options.attempts ?? 5, options.provider).then((outcome) =>
+    const task = importLine(deps, text, options.attempts ?? 5, options).then((outcome) =>
       record(outcome, line),
     );
     inFlight.add(task);
@@ -134,7 +136,7 @@ async function importLine(
   deps: Services,
   text: string,
   attempts: number,
-  provider: ProviderName | undefined,
+  { provider, providerMode }: Pick<ImportOptions, 'provider' | 'providerMode'>,
 ): Promise<LineOutcome> {
   const refuse = (eventId: string | null, message: string): LineOutcome => ({
     status: 'rejected',
@@ -147,7 +149,11 @@ async function importLine(
     const parsed = parseUntrustedJson(text);
     if (!parsed.ok) return refuse(null, describeIssues([parsed.issue]));
     const adapter = exportAdapter(provider);
-    const adapted = adapter.adapt(adapter.exportItems(parsed.value)[0]);
+    const adapted = inMode(
+      adapter.adapt(adapter.exportItems(parsed.value)[0]),
+      providerMode,
+      adapter.exportMode(parsed.value),
+    );
     if (adapted.kind === 'invalid') return refuse(adapted.eventId, `${adapted.path}: ${adapted.message}`);
     if (adapted.kind === 'ignored') return { status: 'ignored' };
     eventId = adapted.eventId;

@@ -4,6 +4,7 @@
  */
 export { ConfigError } from './error';
 export {
+  combinationIssues,
   CONFIG_DEFAULTS,
   DEFAULT_DELIVERY_STUCK_AFTER_MS,
   DEFAULT_HOST,

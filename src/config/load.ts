@@ -122,6 +122,7 @@ export function loadConfig(
         : keys.describe(name),
     ),
   );
+  if (config) issues.push(...combinationIssues(config));
   if (!config || issues.length > 0) throw new ConfigError(issues);
   return {
     ...config,
@@ -129,6 +130,27 @@ export function loadConfig(
     ...(temporal.tls === undefined ? {} : { temporalTls: temporal.tls }),
     ...(temporal.grpcMeta === undefined ? {} : { temporalGrpcMeta: temporal.grpcMeta }),
   };
+}
+
+/**
+ * Variables each valid alone that settle refuses together, each named with what to set. loadConfig
+ * applies it; so does the gateway's start, for a configuration built by other means.
+ */
+export function combinationIssues(
+  config: Pick<Config, 'adyenHmacKeys' | 'adyenBasicAuth' | 'adyenAllowNoBasicAuth'>,
+): ConfigError['issues'] {
+  const issues: ConfigError['issues'] = [];
+  // The HMAC covers only some fields of an item, and none of the batch: basic auth keeps everyone
+  // but Adyen from sending at all, so going without it is an operator's explicit choice.
+  if (config.adyenHmacKeys.length > 0 && !config.adyenBasicAuth && !config.adyenAllowNoBasicAuth) {
+    issues.push({
+      variable: 'SETTLE_ADYEN_BASIC_AUTH',
+      message:
+        'is not set, but SETTLE_ADYEN_HMAC_KEYS is: set it to the user:password of the Adyen webhook ' +
+        '(docs/providers.md), or SETTLE_ADYEN_ALLOW_NO_BASIC_AUTH=true to take notifications on their HMAC alone',
+    });
+  }
+  return issues;
 }
 
 /**

@@ -169,13 +169,26 @@ export const configVariables = {
       /^(?:[0-9A-Fa-f]{2}){16,}$/,
     ),
   ),
-  /** Basic auth Adyen must present on /webhooks/adyen, as user:password; unset: none asked. */
+  /**
+   * Basic auth Adyen must present on /webhooks/adyen, as user:password. Required with
+   * SETTLE_ADYEN_HMAC_KEYS (load.ts) unless SETTLE_ADYEN_ALLOW_NO_BASIC_AUTH is true.
+   */
   adyenBasicAuth: variable(
     'SETTLE_ADYEN_BASIC_AUTH',
     z
       .string()
       .regex(/^[^:]+:.+$/, 'must be user:password')
       .optional(),
+  ),
+  /** true: take Adyen notifications on their HMAC alone, with no basic auth (an operator's choice). */
+  adyenAllowNoBasicAuth: variable('SETTLE_ADYEN_ALLOW_NO_BASIC_AUTH', booleanFlag, { default: 'false' }),
+  /**
+   * `live` or `test`: provider events of the other mode (Stripe `livemode`, Adyen `live`) are
+   * acknowledged as ignored and change nothing. Unset: both are taken.
+   */
+  providerMode: variable(
+    'SETTLE_PROVIDER_MODE',
+    z.enum(['live', 'test'], { message: 'must be live or test' }).optional(),
   ),
   /** Secret that signs outbound reminder deliveries (whsec_<base64>). */
   outboundSecret: variable(

@@ -13,7 +13,8 @@ export const providerPaths = (everyRoute: Record<string, object>) => ({
         'payment_intent.amount_capturable_updated → authorized; payment_intent.succeeded, charge.captured → ' +
         'captured; charge.refunded, refund.created → refunded (one ledger refund per refund object); ' +
         'payment_intent.payment_failed → failed. The settle event ID is the Stripe event ID; the shipment is ' +
-        'the object’s metadata.shipment_id.',
+        'the object’s metadata.shipment_id. Every field is read from the signed body. With SETTLE_PROVIDER_MODE ' +
+        'set, a verified event whose livemode is of the other mode is ignored and writes nothing.',
       parameters: [
         {
           name: 'Stripe-Signature',
@@ -33,7 +34,8 @@ export const providerPaths = (everyRoute: Record<string, object>) => ({
         ...everyRoute,
         '200': json(
           { oneOf: [ref('Duplicate'), ref('Ignored'), ref('Unmatched')] },
-          'Already known (duplicate), a type settle does not act on (ignored), or no shipment named (unmatched).',
+          'Already known (duplicate), a type settle does not act on or of the other SETTLE_PROVIDER_MODE ' +
+            '(ignored), or no shipment named (unmatched).',
         ),
         '202': json(ref('Accepted'), 'New event; its workflow start is durable.'),
         '400': rejected('Signed, but not a Stripe event settle can read (field path in `issues`).'),
@@ -53,14 +55,19 @@ export const providerPaths = (everyRoute: Record<string, object>) => ({
       description:
         'AUTHORISATION success=true → authorized, success=false → failed; CAPTURE → captured; REFUND → ' +
         'refunded; CANCELLATION → failed; unsuccessful CAPTURE/REFUND/CANCELLATION and other codes are ' +
-        'ignored. The settle event ID is `adyen:<pspReference>:<eventCode>:<success>`. `[accepted]` only ' +
-        'once every item is durably admitted.',
+        'ignored. The settle event ID is `adyen:<pspReference>:<eventCode>:<success>`; the shipment is ' +
+        'merchantReference. Only HMAC-covered fields decide (pspReference, originalReference, ' +
+        'merchantAccountCode, merchantReference, amount, eventCode, success); the rest is stored at most. ' +
+        '`[accepted]` only once every item is durably admitted. With SETTLE_PROVIDER_MODE set, a verified ' +
+        'batch whose `live` is of the other mode is acknowledged with `[accepted]` and admits nothing.',
       parameters: [
         {
           name: 'Authorization',
           in: 'header',
           required: false,
-          description: '`Basic <base64 user:password>`, required when SETTLE_ADYEN_BASIC_AUTH is set.',
+          description:
+            '`Basic <base64 user:password>`, required when SETTLE_ADYEN_BASIC_AUTH is set (settle starts with ' +
+            'Adyen HMAC keys and no basic auth only if SETTLE_ADYEN_ALLOW_NO_BASIC_AUTH=true).',
           schema: { type: 'string' },
         },
       ],
@@ -72,7 +79,11 @@ export const providerPaths = (everyRoute: Record<string, object>) => ({
               type: 'object',
               required: ['notificationItems'],
               properties: {
-                live: { type: 'string' },
+                live: {
+                  type: 'string',
+                  enum: ['true', 'false'],
+                  description: 'The account’s mode; not covered by any HMAC (SETTLE_PROVIDER_MODE).',
+                },
                 notificationItems: {
                   type: 'array',
                   minItems: 1,
@@ -90,11 +101,16 @@ export const providerPaths = (everyRoute: Record<string, object>) => ({
       responses: {
         ...everyRoute,
         '200': {
-          description: 'Every item admitted (new, duplicate, ignored or unmatched).',
+          description:
+            'Every item admitted (new, duplicate, ignored or unmatched), or a batch of the other ' +
+            'SETTLE_PROVIDER_MODE, ignored whole.',
           content: { 'text/plain': { schema: { const: '[accepted]' } } },
         },
         '400': rejected('Not a notification batch, or an item settle cannot read; nothing admitted.'),
-        '401': rejected('Basic auth refused, or an item whose HMAC matches no key; nothing admitted.'),
+        '401': rejected(
+          'Basic auth refused, or an item whose HMAC matches no key or does not fix its values (a `:` in a ' +
+            'signed value other than merchantReference, or one that is not a string); nothing admitted.',
+        ),
         '405': rejected('Wrong method.'),
         '413': rejected('Body larger than 256 KiB.'),
         '415': rejected('Not application/json.'),

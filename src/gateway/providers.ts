@@ -6,26 +6,70 @@ import { parseUntrustedJson } from '../domain/untrusted-json';
 import { ErrorCode } from '../domain/errors';
 import { ADYEN_ACCEPTED, createAdyenAdapter } from '../providers/adyen';
 import { createStripeAdapter } from '../providers/stripe';
-import type { AdaptedEvent, ProviderRequest, Verification } from '../providers/types';
+import {
+  inMode,
+  type AdaptedEvent,
+  type ProviderMode,
+  type ProviderRequest,
+  type Verification,
+} from '../providers/types';
+import type { Config } from '../config';
+import { shortHash } from '../lib/hash';
+import type { Logger } from '../lib/logger';
 import { answerAdmission, refuseOtherMethods, refuseUnavailable, reject } from './replies';
 import type { Services } from '../app/services';
 
-export type ProviderRouteDeps = Services & {
+/** What the provider routes take from the configuration. */
+export type ProviderRouteOptions = {
   /** SETTLE_STRIPE_WEBHOOK_SECRETS; none configured: every Stripe request is refused (401). */
   stripeWebhookSecrets?: string[];
   /** SETTLE_ADYEN_HMAC_KEYS (hex); none configured: every Adyen request is refused (401). */
   adyenHmacKeys?: string[];
-  /** SETTLE_ADYEN_BASIC_AUTH as user:password; unset: no basic auth is asked. */
+  /**
+   * SETTLE_ADYEN_BASIC_AUTH as user:password; unset: no basic auth is asked (the configuration
+   * refuses HMAC keys without it unless SETTLE_ADYEN_ALLOW_NO_BASIC_AUTH is true).
+   */
   adyenBasicAuth?: string;
+  /** SETTLE_PROVIDER_MODE; unset: events of either mode are taken. */
+  providerMode?: ProviderMode;
 };
+
+export type ProviderRouteDeps = Services & ProviderRouteOptions & { logger?: Logger };
+
+/**
+ * The provider routes' part of the configuration. The gateway hands its whole dependencies to
+ * registerProviderRoutes, so a caller spreads this into them and every option arrives.
+ */
+export function providerRouteOptions(
+  config: Pick<Config, 'stripeWebhookSecrets' | 'adyenHmacKeys' | 'adyenBasicAuth' | 'providerMode'>,
+): ProviderRouteOptions {
+  return {
+    stripeWebhookSecrets: config.stripeWebhookSecrets,
+    adyenHmacKeys: config.adyenHmacKeys,
+    adyenBasicAuth: config.adyenBasicAuth,
+    providerMode: config.providerMode,
+  };
+}
 
 /**
  * `POST /webhooks/stripe` and `POST /webhooks/adyen`: the provider's adapter verifies and translates,
- * then every payment event takes the path of `/webhooks/payments` (src/app/ingest.ts).
+ * then every payment event takes the path of `/webhooks/payments` (src/app/ingest.ts). Under
+ * SETTLE_PROVIDER_MODE, a verified event of the other mode is acknowledged as ignored and writes
+ * nothing.
  */
 export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRouteDeps) {
   const stripe = createStripeAdapter({ secrets: deps.stripeWebhookSecrets ?? [] });
   const adyen = createAdyenAdapter({ hmacKeys: deps.adyenHmacKeys ?? [], basicAuth: deps.adyenBasicAuth });
+  const takenInMode = (provider: string, adapted: AdaptedEvent, stated: ProviderMode | undefined) => {
+    const taken = inMode(adapted, deps.providerMode, stated);
+    if (taken !== adapted && taken.kind === 'ignored') {
+      deps.logger?.warn(
+        { provider, event: shortHash(taken.eventId), mode: stated, providerMode: deps.providerMode },
+        `${provider} event ignored: ${taken.reason}`,
+      );
+    }
+    return taken;
+  };
 
   app.post('/webhooks/stripe', async (request, reply) => {
     const verified = stripe.verify(providerRequest(request));
@@ -33,7 +77,7 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
     // Signed, then held to the edge rule before anything is admitted (the order of /webhooks/payments).
     const unreadable = refuseUnreadableBody(request, reply);
     if (unreadable) return unreadable;
-    const adapted = stripe.adapt(verified.items[0]);
+    const adapted = takenInMode('Stripe', stripe.adapt(verified.items[0]), verified.mode);
     if (adapted.kind !== 'invalid') request.eventId = adapted.eventId;
     const outcome = await admitProviderEvent(deps, 'stripe', adapted);
     request.ingestOutcome = outcome.status;
@@ -48,7 +92,8 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
     const unreadable = refuseUnreadableBody(request, reply);
     if (unreadable) return unreadable;
     // Translate the whole batch first: an item settle cannot read refuses the batch before any admission.
-    const batch = verified.items.map((item) => adyen.adapt(item));
+    // The batch's `live` is the mode of every item in it.
+    const batch = verified.items.map((item) => takenInMode('Adyen', adyen.adapt(item), verified.mode));
     const bad = batch.findIndex((item) => item.kind === 'invalid');
     if (bad >= 0) {
       const item = batch[bad] as Extract<AdaptedEvent, { kind: 'invalid' }>;

@@ -1,8 +1,9 @@
 import type { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
-import type { Config } from '../config';
+import { combinationIssues, ConfigError, type Config } from '../config';
 import { logger } from '../lib/logger';
+import { providerRouteOptions } from './providers';
 import { buildGateway } from './server';
 
 /** Why a gateway with this configuration could verify no payment webhook, or undefined. */
@@ -27,14 +28,14 @@ export async function startGateway(deps: {
   const { config } = deps;
   const missing = missingWebhookSecrets(config);
   if (missing) throw new Error(missing);
+  const combination = combinationIssues(config);
+  if (combination.length > 0) throw new ConfigError(combination);
   const app = buildGateway({
     pool: deps.pool,
     client: deps.client,
     taskQueue: config.taskQueue,
     webhookSecrets: config.webhookSecrets,
-    stripeWebhookSecrets: config.stripeWebhookSecrets,
-    adyenHmacKeys: config.adyenHmacKeys,
-    adyenBasicAuth: config.adyenBasicAuth,
+    ...providerRouteOptions(config),
     apiToken: config.apiToken,
     allowPrivateTargets: config.allowPrivateTargets,
     deliveryStuckAfterMs: config.deliveryStuckAfterMs,

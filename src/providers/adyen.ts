@@ -11,6 +11,7 @@ import {
   nonEmptyString,
   type AdaptedEvent,
   type ProviderAdapter,
+  type ProviderMode,
   type ProviderRequest,
   type Verification,
 } from './types';
@@ -21,9 +22,26 @@ const validator = new HmacValidator();
 export const ADYEN_ACCEPTED = '[accepted]';
 
 /**
+ * What an item's HMAC covers (Adyen's notification signature: these values joined by `:`, in this
+ * order). Everything else in an item (eventDate, paymentMethod, reason, operations, additionalData
+ * but the signature itself) and the batch's `live` can be changed after signing without breaking it.
+ */
+export const ADYEN_SIGNED_FIELDS = [
+  'pspReference',
+  'originalReference',
+  'merchantAccountCode',
+  'merchantReference',
+  'amount.value',
+  'amount.currency',
+  'eventCode',
+  'success',
+] as const;
+
+/**
  * Adyen: a batch `{ live, notificationItems: [{ NotificationRequestItem }] }`, an HMAC per item in
  * `additionalData.hmacSignature`, verified with `@adyen/api-library`'s HmacValidator against each
- * configured key (hex) in turn; optional basic auth. The key is pspReference + eventCode + success.
+ * configured key (hex) in turn; basic auth when configured. The key is pspReference + eventCode +
+ * success. The HMAC covers ADYEN_SIGNED_FIELDS only: everything settle decides is read from them.
  */
 export function createAdyenAdapter(options: { hmacKeys: string[]; basicAuth?: string }): ProviderAdapter {
   return {
@@ -65,16 +83,55 @@ export function createAdyenAdapter(options: { hmacKeys: string[]; basicAuth?: st
             reason: `notificationItems.${index}: HMAC signature missing or matching no configured key`,
           };
         }
+        const loose = looselySignedField(item);
+        if (loose) {
+          return {
+            ok: false,
+            kind: 'signature',
+            reason: `notificationItems.${index}.NotificationRequestItem.${loose}: the HMAC does not fix this value`,
+          };
+        }
         items.push(item);
       }
-      return { ok: true, items };
+      return { ok: true, items, mode: adyenMode(body) };
     },
     exportItems(line: unknown) {
       // A notification log line is one NotificationRequestItem, bare or wrapped as in the batch.
       return [field(line, 'NotificationRequestItem') ?? line];
     },
+    // A wrapped line may carry its batch's `live` beside the item: `{"live":"false","NotificationRequestItem":{…}}`.
+    exportMode: adyenMode,
     adapt: adaptAdyenItem,
   };
+}
+
+/**
+ * The batch's `live` ("true" or "false", as Adyen sends it). Not covered by any item's HMAC: it only
+ * ever makes settle ignore a batch (SETTLE_PROVIDER_MODE), never changes what an item does.
+ */
+function adyenMode(body: unknown): ProviderMode | undefined {
+  const live = field(body, 'live');
+  if (live === 'true' || live === true) return 'live';
+  if (live === 'false' || live === false) return 'test';
+  return undefined;
+}
+
+/**
+ * A signed field whose value the HMAC does not pin down, or undefined. The signed text is the values
+ * joined by `:` with nothing escaped, so a `:` inside one value lets its neighbour take part of it
+ * (merchantAccountCode `Acct:SHP` with merchantReference `4821` signs as `Acct` with `SHP:4821`), and
+ * an array or object signs as its text (`["SHP-A"]` as `SHP-A`). Adyen sends strings, and a number as
+ * amount.value, with no `:` but in merchantReference (the merchant's own text, which may have them):
+ * with every other value free of `:`, the signed text splits one way only.
+ */
+function looselySignedField(item: object): string | undefined {
+  for (const path of ADYEN_SIGNED_FIELDS) {
+    const value = field(item, ...path.split('.'));
+    if (value === undefined || value === null) continue; // signed as empty text, read as absent
+    if (typeof value === 'number' ? path !== 'amount.value' : typeof value !== 'string') return path;
+    if (path !== 'merchantReference' && String(value).includes(':')) return path;
+  }
+  return undefined;
 }
 
 function hmacMatches(item: object, key: string): boolean {
@@ -133,30 +190,46 @@ export function adaptAdyenItem(item: unknown): AdaptedEvent {
     };
   }
 
-  // The shipment: metadata settle asked for (additionalData `metadata.shipment_id`, or a plain
-  // `shipment_id`) wins over merchantReference, which is the merchant's own payment reference.
-  const shipmentId =
-    nonEmptyString(field(item, 'additionalData', 'metadata.shipment_id')) ??
-    nonEmptyString(field(item, 'additionalData', 'shipment_id')) ??
-    nonEmptyString(field(item, 'merchantReference'));
+  // Every value that decides (shipment, payment, amount, currency, type, ID) is one the HMAC covers.
+  // The shipment is merchantReference: additionalData (`metadata.*` included) is outside the HMAC, so
+  // a copy of a signed item with another value there must not move its effect to another shipment.
+  const merchantReference = field(item, 'merchantReference');
+  if (
+    merchantReference !== undefined &&
+    merchantReference !== null &&
+    typeof merchantReference !== 'string'
+  ) {
+    return invalid(eventId, 'merchantReference', 'must be a string');
+  }
+  const originalReference = field(item, 'originalReference');
+  if (
+    originalReference !== undefined &&
+    originalReference !== null &&
+    typeof originalReference !== 'string'
+  ) {
+    return invalid(eventId, 'originalReference', 'must be a string');
+  }
+  const shipmentId = nonEmptyString(merchantReference);
   if (!shipmentId) {
     return {
       kind: 'unmatched',
       eventId,
       providerType,
-      reason: `Adyen ${eventCode} ${pspReference} names no shipment (no merchantReference or shipment_id)`,
+      reason: `Adyen ${eventCode} ${pspReference} names no shipment (no merchantReference)`,
       payload: item,
     };
   }
-  const originalReference = nonEmptyString(field(item, 'originalReference'));
   const event = {
     id: eventId,
     type: target,
+    // Not signed, and nothing is ordered by it (a payment's status moves forward by type alone): the
+    // time Adyen gives, kept for people. A copy with another eventDate is a conflict, with no effect.
     created_at: field(item, 'eventDate'),
     data: {
       shipment_id: shipmentId,
       // The payment is the authorisation's pspReference; modifications name it in originalReference.
-      payment_id: eventCode === 'AUTHORISATION' ? pspReference : (originalReference ?? pspReference),
+      payment_id:
+        eventCode === 'AUTHORISATION' ? pspReference : (nonEmptyString(originalReference) ?? pspReference),
       amount: field(item, 'amount', 'value'),
       currency: field(item, 'amount', 'currency'),
       ...(eventCode === 'REFUND' ? { refund_id: `adyen:${pspReference}` } : {}),

@@ -7,6 +7,7 @@ import {
   nonEmptyString,
   type AdaptedEvent,
   type ProviderAdapter,
+  type ProviderMode,
   type ProviderRequest,
 } from './types';
 
@@ -51,7 +52,8 @@ export function createStripeAdapter(options: { secrets: string[] }): ProviderAda
             secret,
             STRIPE_TOLERANCE_SECONDS,
           );
-          return { ok: true, items: [event] };
+          // Everything settle reads of the event is this object: the body the signature covers.
+          return { ok: true, items: [event], mode: stripeMode(event) };
         } catch (error) {
           if (error instanceof SyntaxError) {
             return { ok: false, kind: 'malformed', reason: 'body is not valid JSON' };
@@ -69,8 +71,17 @@ export function createStripeAdapter(options: { secrets: string[] }): ProviderAda
     exportItems(line: unknown) {
       return [line];
     },
+    exportMode: stripeMode,
     adapt: adaptStripeEvent,
   };
+}
+
+/** `livemode` of a Stripe event (signed with the rest of the body): true is live, false is test. */
+function stripeMode(event: unknown): ProviderMode | undefined {
+  const livemode = field(event, 'livemode');
+  if (livemode === true) return 'live';
+  if (livemode === false) return 'test';
+  return undefined;
 }
 
 /** Signs a body the way Stripe does (the `stripe` package's own test helper). */

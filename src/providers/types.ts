@@ -4,6 +4,12 @@ import { findUnstorableJson } from '../domain/untrusted-json';
 export type ProviderName = 'stripe' | 'adyen';
 
 /**
+ * The provider's environment an event belongs to: Stripe's `livemode` (signed, in the body), Adyen's
+ * batch `live` (`"true"`/`"false"`, outside every item's HMAC). SETTLE_PROVIDER_MODE picks one.
+ */
+export type ProviderMode = 'live' | 'test';
+
+/**
  * What one provider event becomes. `eventId` is the settle event ID derived from the provider's
  * idempotency key (Stripe's `evt_…`; Adyen's pspReference + eventCode + success): every delivery of
  * the same provider event yields the same ID, so admission sees a repeat as a duplicate.
@@ -25,8 +31,11 @@ export type ProviderRequest = {
 };
 
 export type Verification =
-  /** Every item of the request, verified; one for Stripe, a batch for Adyen. */
-  | { ok: true; items: unknown[] }
+  /**
+   * Every item of the request, verified; one for Stripe, a batch for Adyen. `mode`: the one the
+   * request states, undefined when it states none settle can read.
+   */
+  | { ok: true; items: unknown[]; mode: ProviderMode | undefined }
   /** `unauthorized`: basic auth refused; `signature`: a signature refused; `malformed`: not the provider's shape. */
   | { ok: false; kind: 'unauthorized' | 'signature' | 'malformed'; reason: string };
 
@@ -41,8 +50,31 @@ export interface ProviderAdapter {
   verify(request: ProviderRequest): Verification;
   /** The items of one line of the provider's own export (`settle import --provider`); no signature. */
   exportItems(line: unknown): unknown[];
+  /** The mode one line of the export states (as `verify` reads a request's), or undefined. */
+  exportMode(line: unknown): ProviderMode | undefined;
   /** One verified (or exported) provider event, as settle sees it. */
   adapt(item: unknown): AdaptedEvent;
+}
+
+/**
+ * The event as settle takes it under SETTLE_PROVIDER_MODE (`configured`): one that states the other
+ * mode is ignored, whatever else it says, so it writes nothing (no event row, no run, no exception).
+ * Unset, or an event that states no mode, it is as the adapter read it. One settle cannot read stays
+ * a refusal: the mode is checked on a readable, verified event.
+ */
+export function inMode(
+  adapted: AdaptedEvent,
+  configured: ProviderMode | undefined,
+  stated: ProviderMode | undefined,
+): AdaptedEvent {
+  if (configured === undefined || stated === undefined || stated === configured) return adapted;
+  if (adapted.kind === 'invalid') return adapted;
+  return {
+    kind: 'ignored',
+    eventId: adapted.eventId,
+    providerType: adapted.providerType,
+    reason: `a ${stated}-mode event, and SETTLE_PROVIDER_MODE is ${configured}`,
+  };
 }
 
 /** A property of an unknown JSON value, or undefined. */

@@ -10,6 +10,7 @@ import { loadConfig, type Config } from '../../src/config';
 import { createPool } from '../../src/db/pool';
 import { migrate } from '../../src/db/migrate';
 import type { PaymentEvent } from '../../src/domain/payment-event';
+import { providerRouteOptions } from '../../src/gateway/providers';
 import { buildGateway } from '../../src/gateway/server';
 import { signWebhook } from '../../src/domain/webhook-signature';
 import { logger } from '../../src/lib/logger';
@@ -104,9 +105,7 @@ export async function startTestStack(
     client,
     taskQueue,
     webhookSecrets: config.webhookSecrets,
-    stripeWebhookSecrets: config.stripeWebhookSecrets,
-    adyenHmacKeys: config.adyenHmacKeys,
-    adyenBasicAuth: config.adyenBasicAuth,
+    ...providerRouteOptions(config),
     apiToken,
     logger,
     allowPrivateTargets: config.allowPrivateTargets,

@@ -37,7 +37,7 @@ async function post(url: string, body: string, headers: Record<string, string>):
 export function stripeEvent(
   type: string,
   object: Record<string, unknown>,
-  overrides: { id?: string; created?: number } = {},
+  overrides: { id?: string; created?: number; livemode?: boolean } = {},
 ): Record<string, unknown> {
   return {
     id: overrides.id ?? `evt_${randomBytes(12).toString('hex')}`,
@@ -45,7 +45,7 @@ export function stripeEvent(
     api_version: '2024-06-20',
     created: overrides.created ?? 1_786_000_000,
     data: { object },
-    livemode: false,
+    livemode: overrides.livemode ?? false,
     pending_webhooks: 1,
     request: { id: null, idempotency_key: null },
     type,
@@ -133,8 +133,12 @@ export function signAdyen(item: Record<string, unknown>, hexKey: string): Record
   return { ...item, additionalData: { ...(item.additionalData as object), hmacSignature: signature } };
 }
 
-export function adyenBatch(items: Record<string, unknown>[]): Record<string, unknown> {
-  return { live: 'false', notificationItems: items.map((item) => ({ NotificationRequestItem: item })) };
+/** A batch as Adyen posts it; `live` is Adyen's string ("false" from a test account). */
+export function adyenBatch(
+  items: Record<string, unknown>[],
+  live: 'true' | 'false' = 'false',
+): Record<string, unknown> {
+  return { live, notificationItems: items.map((item) => ({ NotificationRequestItem: item })) };
 }
 
 export async function postAdyen(

@@ -55,6 +55,7 @@ export async function importReportFile(
         maxBacklog: options.maxBacklog,
         signal: stopping,
         provider,
+        providerMode: config.providerMode,
         onProgress: (processed, total, counts) => {
           if (plain) {
             last = { processed, total, counts };
@@ -94,7 +95,7 @@ function renderSummary(s: ImportSummary): string {
     `${s.file}: ${s.processed} of ${s.lines} lines in ${(s.elapsed_ms / 1000).toFixed(1)} s${s.interrupted ? ' (interrupted)' : ''}`,
     `  accepted   ${s.counts.accepted}`,
     `  duplicate  ${s.counts.duplicate}   (already known: applied before, or by an earlier run)`,
-    `  ignored    ${s.counts.ignored}   (types settle does not handle)`,
+    `  ignored    ${s.counts.ignored}   (types settle does not handle, or of the other SETTLE_PROVIDER_MODE)`,
     `  rejected   ${s.counts.rejected}`,
     ...s.rejected.map(
       (p) => `    line ${p.line}${p.event_id ? ` (${p.event_id})` : ''}: ${p.error}: ${p.message}`,

@@ -14,7 +14,8 @@ export function registerImport(program: Command) {
     .option(
       '--provider <name>',
       "stripe or adyen: the file is that provider's own export (Stripe event objects, Adyen " +
-        'NotificationRequestItems, one a line), read through the same adapter as /webhooks/stripe or /webhooks/adyen',
+        'NotificationRequestItems, one a line), read through the same adapter as /webhooks/stripe or /webhooks/adyen; ' +
+        'under SETTLE_PROVIDER_MODE an event of the other mode is ignored',
     )
     .option('--concurrency <n>', 'lines in flight at once', parseCount, 4)
     .option(
