@@ -1,3 +1,4 @@
+import { lockEventId } from './claims';
 import type { Queryable } from './pool';
 
 export type EventSource = 'webhook' | 'import' | 'replay';
@@ -22,6 +23,16 @@ export async function findEvent(db: Queryable, eventId: string): Promise<StoredE
   return rows[0];
 }
 
+/** The payload hash settle stored for the event ID, if it stored the event (cheaper than `findEvent`). */
+export async function findStoredPayloadSha(db: Queryable, eventId: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ payload_sha256: string }>({
+    name: 'events.find_payload_sha',
+    text: 'SELECT payload_sha256 FROM events WHERE event_id = $1::text',
+    values: [eventId],
+  });
+  return rows[0]?.payload_sha256;
+}
+
 /** Inserts the event unless its ID is known; true when this call inserted it. */
 export async function insertEvent(db: Queryable, event: Omit<StoredEvent, 'receivedAt'>): Promise<boolean> {
   const { rowCount } = await db.query(
@@ -38,4 +49,55 @@ export async function insertEvent(db: Queryable, event: Omit<StoredEvent, 'recei
     ],
   );
   return rowCount === 1;
+}
+
+/**
+ * How admission stores an event: under the event ID's advisory lock, the one the reconcile takes
+ * first (claims.lockEventId), held until the admission's transaction ends. The row commits only after
+ * the workflow start is durable, and a worker may run the reconcile before that (eager start, the
+ * local first attempt); the lock makes that reconcile wait for the commit (the row is then there) or
+ * the rollback (it is not), so it never decides on a row that is merely not yet visible.
+ */
+export async function insertAdmittedEvent(
+  tx: Queryable,
+  event: Omit<StoredEvent, 'receivedAt'>,
+): Promise<boolean> {
+  await lockEventId(tx, event.eventId);
+  return insertEvent(tx, event);
+}
+
+export type UnadmittedReason = 'not_stored' | 'payload_differs';
+
+export type UnadmittedRun = {
+  workflowId: string;
+  runId: string;
+  eventId: string;
+  payloadSha256: string;
+  shipmentId: string | null;
+  eventType: string;
+  reason: UnadmittedReason;
+};
+
+/**
+ * Records a run the reconcile refused (migration 011); a later attempt of the same run counts on its
+ * row. True when this call recorded the run for the first time, so each run is counted once.
+ */
+export async function recordUnadmittedRun(db: Queryable, run: UnadmittedRun): Promise<boolean> {
+  const { rows } = await db.query<{ inserted: boolean }>(
+    `INSERT INTO unadmitted_runs (workflow_id, run_id, event_id, payload_sha256, shipment_id, event_type, reason)
+     VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text)
+     ON CONFLICT (workflow_id, run_id)
+     DO UPDATE SET attempts = unadmitted_runs.attempts + 1, last_at = now(), reason = EXCLUDED.reason
+     RETURNING (xmax = 0) AS inserted`,
+    [run.workflowId, run.runId, run.eventId, run.payloadSha256, run.shipmentId, run.eventType, run.reason],
+  );
+  return rows[0]?.inserted ?? false;
+}
+
+/** Whether the reconcile refused a run of this workflow ID as not admitted. */
+export async function hasUnadmittedRun(db: Queryable, workflowId: string): Promise<boolean> {
+  const { rows } = await db.query(`SELECT 1 FROM unadmitted_runs WHERE workflow_id = $1::text LIMIT 1`, [
+    workflowId,
+  ]);
+  return rows.length > 0;
 }
