@@ -10,7 +10,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import { admitThenStart } from '../src/app/admit';
 import { importReport } from '../src/app/import';
 import { replayEvent } from '../src/app/replay';
@@ -250,6 +250,26 @@ describe('events through settle’s door', () => {
     assert.equal((await postWebhook(stack, event)).status, 200);
     assert.equal(await countRows(stack.pool, 'ledger_entries', event.id), 1);
     assert.equal(carrier.requests.filter((r) => r.json.shipment_id === shipmentId).length, 1);
+  });
+
+  test('a run of an applied event whose events row is gone still answers the stored outcome', async () => {
+    const shipmentId = await newShipment();
+    const event = paymentEvent({ shipmentId, type: 'payment.settled' });
+    assert.equal((await postWebhook(stack, event)).status, 202);
+    assert.equal((await resultOf(event.id)).outcome, 'applied');
+    // Its events row dropped while the claim stays (a retention that keeps claims longer than events).
+    await stack.pool.query('DELETE FROM events WHERE event_id = $1', [event.id]);
+
+    const handle = await stack.client.workflow.start('paymentWorkflow', {
+      taskQueue: stack.taskQueue,
+      workflowId: paymentWorkflowId(event.id),
+      args: [{ event }],
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+    });
+    const again = (await handle.result()) as PaymentWorkflowResult;
+    assert.equal(again.outcome, 'applied');
+    assert.equal(again.claimExisted, true);
+    assert.equal(await countRows(stack.pool, 'ledger_entries', event.id), 1);
   });
 
   test('an imported event and a replayed unmatched one apply', async () => {
