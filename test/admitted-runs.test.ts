@@ -295,15 +295,17 @@ describe('events through settle’s door', () => {
     const event = paymentEvent({ shipmentId, type: 'payment.settled' });
     const eager = clientOnWorkerConnection(worker.connection, stack.config);
     const admission = await admitThenStart(stack.pool, {
-      insert: (tx) =>
-        insertAdmittedEvent(tx, {
-          eventId: event.id,
-          type: event.type,
-          payload: event,
-          payloadSha256: payloadSha256(event),
-          workflowId: paymentWorkflowId(event.id),
-          source: 'webhook',
-        }),
+      insert: async (tx) =>
+        (
+          await insertAdmittedEvent(tx, {
+            eventId: event.id,
+            type: event.type,
+            payload: event,
+            payloadSha256: payloadSha256(event),
+            workflowId: paymentWorkflowId(event.id),
+            source: 'webhook',
+          })
+        ).inserted,
       whenKnown: async () => undefined,
       start: async () => {
         const started = await startPaymentWorkflow(eager, stack.taskQueue, event);

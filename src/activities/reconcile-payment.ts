@@ -1,7 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
-import { findClaim, insertClaim, lockEventId, updateClaimOutcome } from '../db/claims';
-import { findStoredPayloadSha, recordUnadmittedRun, type UnadmittedRun } from '../db/events';
+import { findClaimAndStoredSha, insertClaim, lockEventId, updateClaimOutcome } from '../db/claims';
+import { recordUnadmittedRun, type UnadmittedRun } from '../db/events';
 import { appendLedgerEntry } from '../db/ledger';
 import { insertOutboxRowsAndList, type NewOutboxRow, type OutboxEntryRow } from '../db/outbox';
 import { recordRepeatClaim } from '../db/repeats';
@@ -147,9 +147,8 @@ async function claimAndApply(tx: pg.PoolClient, event: PaymentEvent, sha: string
   const shipmentId = event.data.shipment_id;
   annotateSpan({ shipmentId });
   await lockEventId(tx, event.id);
-  const claim = await findClaim(tx, event.id);
+  const { claim, storedPayloadSha256: storedSha } = await findClaimAndStoredSha(tx, event.id);
   if (claim?.payloadSha256 !== sha) {
-    const storedSha = await findStoredPayloadSha(tx, event.id);
     if (storedSha !== sha) {
       const run: UnadmittedRun = {
         ...currentRun(event.id),

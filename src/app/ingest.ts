@@ -1,5 +1,5 @@
 import { startPaymentWorkflow } from '../temporal/client';
-import { findEvent, hasUnadmittedRun, insertAdmittedEvent, type EventSource } from '../db/events';
+import { findEvent, insertAdmittedEvent, type EventSource } from '../db/events';
 import { recordConflict, recordRedelivery } from '../db/repeats';
 import { recordStartOutcomeUnknown } from '../db/start-outcomes';
 import { paymentWorkflowId } from '../domain/ids';
@@ -84,11 +84,10 @@ async function admitUnlessKnown(
 
   // A closed run of this ID that the reconcile refused as not admitted (started around settle, or
   // by this door before a commit that was lost) applied nothing: this admission starts a new run.
-  let refusedRunExists = false;
+  let refusedRun = false;
   const admission = await admitThenStart(deps.pool, {
-    // Under the event ID's lock, which a refusal is recorded under too: read here, it cannot change.
     insert: async (tx) => {
-      const inserted = await insertAdmittedEvent(tx, {
+      const stored = await insertAdmittedEvent(tx, {
         eventId: event.id,
         type: event.type,
         payload: event,
@@ -96,8 +95,8 @@ async function admitUnlessKnown(
         workflowId,
         source,
       });
-      if (inserted) refusedRunExists = await hasUnadmittedRun(tx, workflowId);
-      return inserted;
+      refusedRun = stored.refusedRun;
+      return stored.inserted;
     },
     whenKnown: (tx) => findEvent(tx, event.id),
     // A handled type passed the full schema in readPaymentEvent.
@@ -105,7 +104,7 @@ async function admitUnlessKnown(
     start: () =>
       startPaymentWorkflow(deps.client, deps.taskQueue, event as PaymentEvent, {
         priority: source === 'import' ? 'bulk' : 'live',
-        ...(refusedRunExists ? { reusePolicy: 'ALLOW_DUPLICATE' as const } : {}),
+        ...(refusedRun ? { reusePolicy: 'ALLOW_DUPLICATE' as const } : {}),
       }),
   });
   switch (admission.kind) {

@@ -23,16 +23,6 @@ export async function findEvent(db: Queryable, eventId: string): Promise<StoredE
   return rows[0];
 }
 
-/** The payload hash settle stored for the event ID, if it stored the event (cheaper than `findEvent`). */
-export async function findStoredPayloadSha(db: Queryable, eventId: string): Promise<string | undefined> {
-  const { rows } = await db.query<{ payload_sha256: string }>({
-    name: 'events.find_payload_sha',
-    text: 'SELECT payload_sha256 FROM events WHERE event_id = $1::text',
-    values: [eventId],
-  });
-  return rows[0]?.payload_sha256;
-}
-
 /** Inserts the event unless its ID is known; true when this call inserted it. */
 export async function insertEvent(db: Queryable, event: Omit<StoredEvent, 'receivedAt'>): Promise<boolean> {
   const { rowCount } = await db.query(
@@ -57,13 +47,31 @@ export async function insertEvent(db: Queryable, event: Omit<StoredEvent, 'recei
  * the workflow start is durable, and a worker may run the reconcile before that (eager start, the
  * local first attempt); the lock makes that reconcile wait for the commit (the row is then there) or
  * the rollback (it is not), so it never decides on a row that is merely not yet visible.
+ *
+ * `inserted`: this call stored the event. `refusedRun`: a run of its workflow ID was refused as not
+ * admitted (recorded under the same lock, so read after it this cannot change until the commit).
  */
 export async function insertAdmittedEvent(
   tx: Queryable,
   event: Omit<StoredEvent, 'receivedAt'>,
-): Promise<boolean> {
+): Promise<{ inserted: boolean; refusedRun: boolean }> {
   await lockEventId(tx, event.eventId);
-  return insertEvent(tx, event);
+  // A statement of its own after the lock: its snapshot sees what committed while this one waited.
+  const { rows } = await tx.query<{ refused_run: boolean }>(
+    `INSERT INTO events (event_id, type, payload, payload_sha256, workflow_id, source)
+     VALUES ($1::text, $2::text, $3::jsonb, $4::text, $5::text, $6::text)
+     ON CONFLICT (event_id) DO NOTHING
+     RETURNING EXISTS (SELECT 1 FROM unadmitted_runs WHERE workflow_id = $5::text) AS refused_run`,
+    [
+      event.eventId,
+      event.type,
+      JSON.stringify(event.payload),
+      event.payloadSha256,
+      event.workflowId,
+      event.source,
+    ],
+  );
+  return { inserted: rows.length === 1, refusedRun: rows[0]?.refused_run ?? false };
 }
 
 export type UnadmittedReason = 'not_stored' | 'payload_differs';
@@ -92,12 +100,4 @@ export async function recordUnadmittedRun(db: Queryable, run: UnadmittedRun): Pr
     [run.workflowId, run.runId, run.eventId, run.payloadSha256, run.shipmentId, run.eventType, run.reason],
   );
   return rows[0]?.inserted ?? false;
-}
-
-/** Whether the reconcile refused a run of this workflow ID as not admitted. */
-export async function hasUnadmittedRun(db: Queryable, workflowId: string): Promise<boolean> {
-  const { rows } = await db.query(`SELECT 1 FROM unadmitted_runs WHERE workflow_id = $1::text LIMIT 1`, [
-    workflowId,
-  ]);
-  return rows.length > 0;
 }
