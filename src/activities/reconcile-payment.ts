@@ -148,19 +148,17 @@ async function claimAndApply(tx: pg.PoolClient, event: PaymentEvent, sha: string
   annotateSpan({ shipmentId });
   await lockEventId(tx, event.id);
   const { claim, storedPayloadSha256: storedSha } = await findClaimAndStoredSha(tx, event.id);
-  if (claim?.payloadSha256 !== sha) {
-    if (storedSha !== sha) {
-      const run: UnadmittedRun = {
-        ...currentRun(event.id),
-        eventId: event.id,
-        payloadSha256: sha,
-        shipmentId,
-        eventType: event.type,
-        reason: storedSha === undefined ? 'not_stored' : 'payload_differs',
-      };
-      const firstRecord = await recordUnadmittedRun(tx, run);
-      return { kind: 'refused', run, firstRecord, claimed: claim !== undefined };
-    }
+  if (claim?.payloadSha256 !== sha && storedSha !== sha) {
+    const run: UnadmittedRun = {
+      ...currentRun(event.id),
+      eventId: event.id,
+      payloadSha256: sha,
+      shipmentId,
+      eventType: event.type,
+      reason: storedSha === undefined ? 'not_stored' : 'payload_differs',
+    };
+    const firstRecord = await recordUnadmittedRun(tx, run);
+    return { kind: 'refused', run, firstRecord, claimed: claim !== undefined };
   }
   if (claim && claim.payloadSha256 !== sha) {
     // Stored with this payload, yet claimed with another: a claim older than the admission check.
