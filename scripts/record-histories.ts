@@ -31,11 +31,13 @@ import { parsePayloadKeys, type PayloadKey } from '../src/config/payload-keys';
 import { startPaymentWorkflow } from '../src/temporal/client';
 import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
+import { insertEvent } from '../src/db/events';
 import { addShipments } from '../src/db/shipments';
-import { reminderWorkflowId } from '../src/domain/ids';
+import { paymentWorkflowId, reminderWorkflowId } from '../src/domain/ids';
 import type { PaymentEvent } from '../src/domain/payment-event';
 import { buildGateway } from '../src/gateway/server';
 import { freePort } from '../src/lib/free-port';
+import { payloadSha256 } from '../src/lib/hash';
 import { logger } from '../src/lib/logger';
 import { startEmbeddedPostgres } from '../src/stack/embedded-postgres';
 import { findTemporalCli } from '../src/stack/temporal-binaries';
@@ -180,7 +182,19 @@ async function main() {
       ['lost-ack-retried', event('pay_rec_lost_ack', 'payment.captured', 'SHP-REC-2', 'pi_rec_2')],
       ['saga-compensated', event('pay_rec_saga', 'payment.settled', 'SHP-REC-3', 'pi_rec_saga')],
       ['delivery-retried', event('pay_rec_retry', 'payment.settled', 'SHP-REC-4', 'pi_rec_retry')],
+      // Started around settle: its event was never stored, so the reconcile refuses it.
+      ['unadmitted', event('pay_rec_unadmitted', 'payment.settled', 'SHP-REC-2', 'pi_rec_unadmitted')],
     ];
+    /** Stores the event as settle's door does before it starts the run (the reconcile checks it). */
+    const admit = (payment: PaymentEvent) =>
+      insertEvent(pool, {
+        eventId: payment.id,
+        type: payment.type,
+        payload: payment,
+        payloadSha256: payloadSha256(payment),
+        workflowId: paymentWorkflowId(payment.id),
+        source: 'webhook',
+      });
     const reminders: [string, { body: Record<string, unknown>; cancel?: boolean }][] = [
       ['delivered', { body: { webhook_url: `${customer.url}/hooks/renewal`, payload: { ok: true } } }],
       ['gone', { body: { webhook_url: `${customer.url}/hooks/gone`, payload: { gone: true } } }],
@@ -219,6 +233,7 @@ async function main() {
         if (wanted('payment-encrypted-applied-delivered')) {
           const marked = event('pay_rec_encrypted', 'payment.settled', 'SHP-REC-5', 'pi_rec_5');
           const withExtra = { ...marked, data: { ...marked.data, customer_email: 'jane.doe@example.com' } };
+          await admit(withExtra);
           const started = await startPaymentWorkflow(encryptedClient, `${taskQueue}-encrypted`, withExtra);
           if (!started.started) throw new Error('payment encrypted-applied-delivered: not started');
           await save(
@@ -229,6 +244,7 @@ async function main() {
       });
       for (const [name, payment, reusePolicy] of payments) {
         if (!wanted(`payment-${name}`)) continue;
+        if (name !== 'unadmitted') await admit(payment);
         // As the gateway and replay start them: search attributes and summary included.
         const started = await startPaymentWorkflow(client, taskQueue, payment, { reusePolicy });
         if (!started.started) throw new Error(`payment ${name}: not started`);

@@ -6,7 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { insertEvent } from '../src/db/events';
 import { addShipments } from '../src/db/shipments';
+import { paymentWorkflowId } from '../src/domain/ids';
+import { payloadSha256 } from '../src/lib/hash';
 import { clientOnWorkerConnection, startPaymentWorkflow } from '../src/temporal/client';
 import { createWorker } from '../src/worker/run';
 import type { PaymentWorkflowResult } from '../src/workflows/payment';
@@ -32,6 +35,15 @@ async function startAndFinish(client: typeof stack.client) {
   const shipmentId = uniqueId('SHP');
   await addShipments(stack.pool, [shipmentId]);
   const event = paymentEvent({ shipmentId, type: 'payment.authorized' });
+  // Stored as settle's door stores it (the reconcile applies only what it admitted).
+  await insertEvent(stack.pool, {
+    eventId: event.id,
+    type: event.type,
+    payload: event,
+    payloadSha256: payloadSha256(event),
+    workflowId: paymentWorkflowId(event.id),
+    source: 'webhook',
+  });
   const start = await startPaymentWorkflow(client, stack.taskQueue, event);
   assert.equal(start.started, true);
   const result = (await client.workflow.getHandle(start.workflowId).result()) as PaymentWorkflowResult;

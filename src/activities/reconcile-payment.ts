@@ -1,11 +1,13 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
-import { findClaim, insertClaim, lockEventId, updateClaimOutcome } from '../db/claims';
+import { findClaimAndStoredSha, insertClaim, lockEventId, updateClaimOutcome } from '../db/claims';
+import { recordUnadmittedRun, type UnadmittedRun } from '../db/events';
 import { appendLedgerEntry } from '../db/ledger';
 import { insertOutboxRowsAndList, type NewOutboxRow, type OutboxEntryRow } from '../db/outbox';
 import { recordRepeatClaim } from '../db/repeats';
 import { findShipment, lockShipment, setPaymentStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
+import { paymentWorkflowId } from '../domain/ids';
 import { downstreamIdempotencyKey } from '../domain/outbox';
 import { paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
 import { capturesMoney, decideTransition } from '../domain/payment-rules';
@@ -18,6 +20,7 @@ import {
   eventToCommitSeconds,
   reconcileOutcomesTotal,
   transactionFailuresTotal,
+  unadmittedRunsTotal,
 } from '../metrics/settle-metrics';
 import { annotateSpan } from '../lib/tracing';
 
@@ -38,8 +41,11 @@ export function outboxEntry(row: OutboxEntryRow): OutboxEntry {
  * One transaction: claim the event ID and apply its business effect together. A repeat returns the
  * stored outcome and changes nothing but the claim's repeat count; a repeat with another payload is a
  * non-retryable `idempotency_key_reused`. An `unmatched` claim is retried against the shipment, so a
- * replay applies it once the shipment exists. Connection and serialization failures are thrown as-is
- * and retried. Each attempt counts itself in the reconcile metrics and logs what it decided.
+ * replay applies it once the shipment exists. A run whose event settle's door never stored with this
+ * payload (started around settle, on Temporal's frontend) changes nothing: it is recorded as an
+ * `unadmitted_run` exception, counted, and refused non-retryably. Connection and serialization
+ * failures are thrown as-is and retried. Each attempt counts itself in the reconcile metrics and logs
+ * what it decided.
  */
 export async function reconcilePayment(pool: pg.Pool, rawEvent: PaymentEvent): Promise<ReconcileResult> {
   try {
@@ -52,9 +58,9 @@ export async function reconcilePayment(pool: pg.Pool, rawEvent: PaymentEvent): P
     }
     const event = parsed.data;
     const sha = payloadSha256(rawEvent);
-    const { result, secondsSinceReceipt } = await withTransaction(pool, (tx) =>
-      claimAndApply(tx, event, sha),
-    );
+    const decision = await withTransaction(pool, (tx) => claimAndApply(tx, event, sha));
+    if (decision.kind === 'refused') throw refusal(decision);
+    const { result, secondsSinceReceipt } = decision;
     reconcileOutcomesTotal.inc({ outcome: result.outcome });
     if (result.claimExisted) duplicateClaimsTotal.inc();
     if (secondsSinceReceipt !== undefined) eventToCommitSeconds.observe(secondsSinceReceipt);
@@ -75,22 +81,87 @@ export async function reconcilePayment(pool: pg.Pool, rawEvent: PaymentEvent): P
   }
 }
 
+type Decision =
+  | { kind: 'reconciled'; result: ReconcileResult; secondsSinceReceipt?: number }
+  /** Committed: the run's record. `claimed`: the event ID has a claim (of another payload). */
+  | { kind: 'refused'; run: UnadmittedRun; firstRecord: boolean; claimed: boolean };
+
 /**
- * The claim check and, for a new (or parked) event, the business effect, inside one transaction; then
- * what the workflow needs, read on the same connection before COMMIT (the same answer as after it):
- * one pool connection per reconcile, with up to 100 activities on a pool of 20. A claim found already
- * there is counted on the claim (the duplicate-claim rate); a new one reports its event-to-commit time.
+ * The failure of a refused run, after its record committed: counted once per run, logged by short
+ * hashes, non-retryable (a retry meets the same stored state). A run under a claimed ID keeps the
+ * claim's code, `idempotency_key_reused`, as before; any other is `unadmitted_run`.
  */
-async function claimAndApply(
-  tx: pg.PoolClient,
-  event: PaymentEvent,
-  sha: string,
-): Promise<{ result: ReconcileResult; secondsSinceReceipt?: number }> {
+function refusal(decision: Extract<Decision, { kind: 'refused' }>): ApplicationFailure {
+  const { run } = decision;
+  if (decision.firstRecord) unadmittedRunsTotal.inc({ reason: run.reason });
+  logger.warn(
+    {
+      component: 'activity',
+      activity: 'reconcilePayment',
+      event: shortHash(run.eventId),
+      payload: run.payloadSha256.slice(0, 12),
+      reason: run.reason,
+      workflowId: shortHash(run.workflowId),
+      runId: run.runId,
+    },
+    'payment run refused: settle never admitted this event with this payload',
+  );
+  const stored =
+    run.reason === 'not_stored'
+      ? 'settle never stored this event'
+      : 'settle stored this event with another payload';
+  return ApplicationFailure.create({
+    message: decision.claimed
+      ? `this event ID was already claimed with a different payload; the original effect stands (${stored})`
+      : `this run was not started by settle: ${stored}; nothing was applied (settle exceptions: unadmitted_run)`,
+    type: decision.claimed ? ErrorCode.IdempotencyKeyReused : ErrorCode.UnadmittedRun,
+    nonRetryable: true,
+    details: [{ reason: run.reason, payloadSha256: run.payloadSha256 }],
+  });
+}
+
+/** The run this reconcile is an activity of (local or durable). */
+function currentRun(eventId: string): { workflowId: string; runId: string } {
+  let execution: { workflowId: string; runId: string } | undefined;
+  try {
+    execution = Context.current().info.workflowExecution;
+  } catch {
+    // Called outside an activity (a script, a test): no run to name.
+  }
+  return execution ?? { workflowId: paymentWorkflowId(eventId), runId: '(none)' };
+}
+
+/**
+ * The admission check, the claim check and, for a new (or parked) event, the business effect, inside
+ * one transaction; then what the workflow needs, read on the same connection before COMMIT (the same
+ * answer as after it): one pool connection per reconcile, with up to 100 activities on a pool of 20.
+ *
+ * A claim of this very payload decides alone (the stored outcome, or an unmatched event's retry), so
+ * an event whose `events` row was purged after its claim still answers. Otherwise the event must be
+ * stored with this payload hash, as every door stores it (after the event ID's lock, which admission
+ * holds until the row commits or rolls back): else the run is refused and only its record is written.
+ * A claim found already there is counted on the claim (the duplicate-claim rate); a new one reports
+ * its event-to-commit time.
+ */
+async function claimAndApply(tx: pg.PoolClient, event: PaymentEvent, sha: string): Promise<Decision> {
   const shipmentId = event.data.shipment_id;
   annotateSpan({ shipmentId });
   await lockEventId(tx, event.id);
-  const claim = await findClaim(tx, event.id);
+  const { claim, storedPayloadSha256: storedSha } = await findClaimAndStoredSha(tx, event.id);
+  if (claim?.payloadSha256 !== sha && storedSha !== sha) {
+    const run: UnadmittedRun = {
+      ...currentRun(event.id),
+      eventId: event.id,
+      payloadSha256: sha,
+      shipmentId,
+      eventType: event.type,
+      reason: storedSha === undefined ? 'not_stored' : 'payload_differs',
+    };
+    const firstRecord = await recordUnadmittedRun(tx, run);
+    return { kind: 'refused', run, firstRecord, claimed: claim !== undefined };
+  }
   if (claim && claim.payloadSha256 !== sha) {
+    // Stored with this payload, yet claimed with another: a claim older than the admission check.
     throw ApplicationFailure.nonRetryable(
       'this event ID was already claimed with a different payload; the original effect stands',
       ErrorCode.IdempotencyKeyReused,
@@ -106,13 +177,13 @@ async function claimAndApply(
       paymentStatus: shipment?.paymentStatus ?? null,
       outbox: (await insertOutboxRowsAndList(tx, { eventId: event.id, shipmentId }, [])).map(outboxEntry),
     };
-    return { result };
+    return { kind: 'reconciled', result };
   }
   const applied = await applyPaymentTransition(tx, event);
   const result: ReconcileResult = { ...applied, claimExisted: claim !== undefined, shipmentId };
   if (claim) {
     if (applied.outcome !== 'unmatched') await updateClaimOutcome(tx, event.id, applied.outcome);
-    return { result };
+    return { kind: 'reconciled', result };
   }
   const secondsSinceReceipt = await insertClaim(tx, {
     eventId: event.id,
@@ -120,7 +191,7 @@ async function claimAndApply(
     outcome: applied.outcome,
     shipmentId,
   });
-  return { result, secondsSinceReceipt };
+  return { kind: 'reconciled', result, secondsSinceReceipt };
 }
 
 /**

@@ -17,7 +17,8 @@ export type Admission<Known, Started> =
  * transaction, insert the row, then start its workflow, then commit. The row commits only once
  * Temporal durably accepted the start; if the start fails, nothing is written and the caller answers
  * 503, so nothing acknowledged is lost. A concurrent admission of the same ID waits on the row's
- * unique key; `insert` then answers false and `whenKnown` reads the row that won.
+ * unique key (a payment event's on its advisory lock first, see db/events.ts insertAdmittedEvent);
+ * `insert` then answers false and `whenKnown` reads the row that won.
  */
 export async function admitThenStart<Known, Started>(
   pool: pg.Pool,

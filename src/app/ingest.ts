@@ -1,5 +1,5 @@
 import { startPaymentWorkflow } from '../temporal/client';
-import { findEvent, insertEvent, type EventSource } from '../db/events';
+import { findEvent, insertAdmittedEvent, type EventSource } from '../db/events';
 import { recordConflict, recordRedelivery } from '../db/repeats';
 import { recordStartOutcomeUnknown } from '../db/start-outcomes';
 import { paymentWorkflowId } from '../domain/ids';
@@ -82,22 +82,29 @@ async function admitUnlessKnown(
   if (stored) return known(stored);
   if (!isHandledPaymentType(event.type)) return { status: 'ignored', eventId: event.id };
 
+  // A closed run of this ID that the reconcile refused as not admitted (started around settle, or
+  // by this door before a commit that was lost) applied nothing: this admission starts a new run.
+  let refusedRun = false;
   const admission = await admitThenStart(deps.pool, {
-    insert: (tx) =>
-      insertEvent(tx, {
+    insert: async (tx) => {
+      const stored = await insertAdmittedEvent(tx, {
         eventId: event.id,
         type: event.type,
         payload: event,
         payloadSha256: sha,
         workflowId,
         source,
-      }),
+      });
+      refusedRun = stored.refusedRun;
+      return stored.inserted;
+    },
     whenKnown: (tx) => findEvent(tx, event.id),
     // A handled type passed the full schema in readPaymentEvent.
     // An imported report is bulk work: its runs wait behind live webhooks on the same task queue.
     start: () =>
       startPaymentWorkflow(deps.client, deps.taskQueue, event as PaymentEvent, {
         priority: source === 'import' ? 'bulk' : 'live',
+        ...(refusedRun ? { reusePolicy: 'ALLOW_DUPLICATE' as const } : {}),
       }),
   });
   switch (admission.kind) {

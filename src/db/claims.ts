@@ -35,9 +35,34 @@ export async function findClaim(db: Queryable, eventId: string): Promise<Claim |
 }
 
 /**
+ * The claim of the event ID, if any, and the payload hash its `events` row was stored with, if it was:
+ * what the reconcile decides on, in one round trip.
+ */
+export async function findClaimAndStoredSha(
+  db: Queryable,
+  eventId: string,
+): Promise<{ claim: Claim | undefined; storedPayloadSha256: string | undefined }> {
+  const { rows } = await db.query<Partial<Claim> & { storedPayloadSha256: string | null }>({
+    name: 'claims.find_with_stored_sha',
+    text: `SELECT c.event_id AS "eventId", c.payload_sha256 AS "payloadSha256", c.outcome,
+                  c.shipment_id AS "shipmentId", c.claimed_at AS "claimedAt",
+                  e.payload_sha256 AS "storedPayloadSha256"
+             FROM (VALUES ($1::text)) AS k (event_id)
+             LEFT JOIN claims c ON c.event_id = k.event_id
+             LEFT JOIN events e ON e.event_id = k.event_id`,
+    values: [eventId],
+  });
+  const { storedPayloadSha256, ...claim } = rows[0]!;
+  return {
+    claim: claim.eventId === null || claim.eventId === undefined ? undefined : (claim as Claim),
+    storedPayloadSha256: storedPayloadSha256 ?? undefined,
+  };
+}
+
+/**
  * Inserts the claim. Returns the seconds from the event's receipt (its `events` row) to this claim, the
  * event-to-commit latency (the claim commits with the transaction that writes it), or undefined for an
- * event that has no `events` row (a workflow started without the gateway).
+ * event that has no `events` row (only a claim written before the reconcile checked admission).
  */
 export async function insertClaim(
   db: Queryable,

@@ -1,3 +1,4 @@
+import { lockEventId } from './claims';
 import type { Queryable } from './pool';
 
 export type EventSource = 'webhook' | 'import' | 'replay';
@@ -38,4 +39,65 @@ export async function insertEvent(db: Queryable, event: Omit<StoredEvent, 'recei
     ],
   );
   return rowCount === 1;
+}
+
+/**
+ * How admission stores an event: under the event ID's advisory lock, the one the reconcile takes
+ * first (claims.lockEventId), held until the admission's transaction ends. The row commits only after
+ * the workflow start is durable, and a worker may run the reconcile before that (eager start, the
+ * local first attempt); the lock makes that reconcile wait for the commit (the row is then there) or
+ * the rollback (it is not), so it never decides on a row that is merely not yet visible.
+ *
+ * `inserted`: this call stored the event. `refusedRun`: a run of its workflow ID was refused as not
+ * admitted (recorded under the same lock, so read after it this cannot change until the commit).
+ */
+export async function insertAdmittedEvent(
+  tx: Queryable,
+  event: Omit<StoredEvent, 'receivedAt'>,
+): Promise<{ inserted: boolean; refusedRun: boolean }> {
+  await lockEventId(tx, event.eventId);
+  // A statement of its own after the lock: its snapshot sees what committed while this one waited.
+  const { rows } = await tx.query<{ refused_run: boolean }>(
+    `INSERT INTO events (event_id, type, payload, payload_sha256, workflow_id, source)
+     VALUES ($1::text, $2::text, $3::jsonb, $4::text, $5::text, $6::text)
+     ON CONFLICT (event_id) DO NOTHING
+     RETURNING EXISTS (SELECT 1 FROM unadmitted_runs WHERE workflow_id = $5::text) AS refused_run`,
+    [
+      event.eventId,
+      event.type,
+      JSON.stringify(event.payload),
+      event.payloadSha256,
+      event.workflowId,
+      event.source,
+    ],
+  );
+  return { inserted: rows.length === 1, refusedRun: rows[0]?.refused_run ?? false };
+}
+
+export type UnadmittedReason = 'not_stored' | 'payload_differs';
+
+export type UnadmittedRun = {
+  workflowId: string;
+  runId: string;
+  eventId: string;
+  payloadSha256: string;
+  shipmentId: string | null;
+  eventType: string;
+  reason: UnadmittedReason;
+};
+
+/**
+ * Records a run the reconcile refused (migration 011); a later attempt of the same run counts on its
+ * row. True when this call recorded the run for the first time, so each run is counted once.
+ */
+export async function recordUnadmittedRun(db: Queryable, run: UnadmittedRun): Promise<boolean> {
+  const { rows } = await db.query<{ inserted: boolean }>(
+    `INSERT INTO unadmitted_runs (workflow_id, run_id, event_id, payload_sha256, shipment_id, event_type, reason)
+     VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text)
+     ON CONFLICT (workflow_id, run_id)
+     DO UPDATE SET attempts = unadmitted_runs.attempts + 1, last_at = now(), reason = EXCLUDED.reason
+     RETURNING (xmax = 0) AS inserted`,
+    [run.workflowId, run.runId, run.eventId, run.payloadSha256, run.shipmentId, run.eventType, run.reason],
+  );
+  return rows[0]?.inserted ?? false;
 }

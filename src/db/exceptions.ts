@@ -13,6 +13,7 @@ export const EXCEPTION_KINDS = [
   'delivery_stuck',
   'not_configured',
   'delivery_abandoned',
+  'unadmitted_run',
 ] as const;
 export type ExceptionKind = (typeof EXCEPTION_KINDS)[number];
 
@@ -57,7 +58,9 @@ export type ExceptionFilter = {
  * another payload (409); failed (a delivery failed permanently, or no claim long after receipt: the
  * workflow failed or no worker ran it); marked needs_review by a compensation; a delivery retrying for
  * longer than the stuck threshold; a delivery that found no target URL; a delivery left pending by a
- * run that ended (cancelled, terminated). An exception closed by a later resolution of its event and
+ * run that ended (cancelled, terminated); a payment run started around settle, refused without effect
+ * (unadmitted_run: one row per run, unless an admitted run of the same payload applied the event since,
+ * as when settle's own start outlived a lost commit). An exception closed by a later resolution of its event and
  * kind is left out unless `includeResolved`. `settle exceptions`, `settle stats` and the
  * settle_open_exceptions gauge all count this one list.
  */
@@ -127,6 +130,18 @@ export async function listExceptions(db: Queryable, filter: ExceptionFilter): Pr
                                  WHERE t.name = outbox.target) || ')',
               target, attempts, last_error
          FROM outbox WHERE status = 'not_configured'
+       UNION ALL
+       SELECT 'unadmitted_run', u.event_id, u.shipment_id, u.first_at,
+              'run ' || u.workflow_id || ' (run ID ' || u.run_id || ', ' || u.event_type || ') was refused: '
+                || CASE u.reason WHEN 'not_stored' THEN 'settle never stored this event'
+                                 ELSE 'its payload (sha256 ' || left(u.payload_sha256, 12)
+                                        || '…) is not the one settle stored' END
+                || '; nothing was applied',
+              NULL, NULL, NULL
+         FROM unadmitted_runs u
+        WHERE NOT EXISTS (SELECT 1 FROM events e JOIN claims c USING (event_id)
+                           WHERE e.event_id = u.event_id AND e.payload_sha256 = u.payload_sha256
+                             AND c.payload_sha256 = u.payload_sha256)
      )
      SELECT x.*, r.resolved_by, r.resolved_at, r.note
        FROM exceptions x

@@ -15,6 +15,11 @@ export const ErrorCode = {
   DatabaseUnavailable: 'database_unavailable',
   /** A transaction lost a serialization or deadlock race: safe to retry. */
   TransactionConflict: 'transaction_conflict',
+  /**
+   * A payment run whose event settle's door (gateway, import, replay, recovery) never stored with this
+   * payload: started around settle. Refused without effect, non-retryable (the failure says so itself).
+   */
+  UnadmittedRun: 'unadmitted_run',
   /** The event failed validation inside the worker: retrying cannot help. */
   InvalidWorkflowInput: 'invalid_workflow_input',
   /** A reminder request failed validation (the body names the field paths). */

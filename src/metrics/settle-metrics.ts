@@ -64,6 +64,16 @@ export const transactionFailuresTotal = new Counter({
   registers: [registry],
 });
 
+export const unadmittedRunsTotal = new Counter({
+  name: 'settle_unadmitted_runs_total',
+  help:
+    'Payment runs the reconcile refused, without effect, because settle never stored their event with ' +
+    'that payload (reason: not_stored, payload_differs): started around settle. Each is an `unadmitted_run` ' +
+    'exception; counted once per run.',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
 export const activityOutcomesTotal = new Counter({
   name: 'settle_activity_outcomes_total',
   help: 'Activity attempts by activity type and outcome (completed, failed).',
