@@ -40,6 +40,13 @@ export const COMPOSE_VERSION = '2.32.4';
 
 export type Ran = { code: number | null; stdout: string; stderr: string };
 
+/**
+ * The bound on one build or install step (an apt-get, a Go build, an image build): a bound on a
+ * hang, not on the machine's speed. A cold Compose build took 25 minutes beside the other Go builds
+ * on 2 loaded cores; CI's own limit is 90 minutes.
+ */
+const BUILD_BOUND_MS = 3_600_000;
+
 export function log(message: string): void {
   process.stderr.write(`compose-check: ${message}\n`);
 }
@@ -115,10 +122,10 @@ export async function ensureEngine(): Promise<string> {
     throw new Error('no Docker engine answers `docker info`, and only root can install and start one here');
   if ((await run('sh', ['-c', 'command -v dockerd'])).code !== 0) {
     log('no Docker engine: installing docker.io (apt-get)');
-    await must('apt-get', ['update'], { timeoutMs: 600_000 });
+    await must('apt-get', ['update'], { timeoutMs: BUILD_BOUND_MS });
     await must('apt-get', ['install', '-y', '--no-install-recommends', 'docker.io'], {
       env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-      timeoutMs: 900_000,
+      timeoutMs: BUILD_BOUND_MS,
     });
   }
   const logFile = join(tmpdir(), 'settle-dockerd.log');
@@ -163,7 +170,7 @@ export async function ensureCompose(): Promise<string> {
         {
           cwd,
           env: { ...process.env, GOBIN: join(work, 'bin'), CGO_ENABLED: '0', GOFLAGS: '-mod=mod' },
-          timeoutMs: 1_800_000,
+          timeoutMs: BUILD_BOUND_MS,
         },
       );
     } finally {
@@ -195,7 +202,7 @@ export async function imagePresent(image: string): Promise<boolean> {
 export async function ensureBaseImages(): Promise<string> {
   const script = join(PROJECT_ROOT, 'docker', 'base', 'build.sh');
   if (existsSync(script)) {
-    const ran = await must('bash', [script], { timeoutMs: 900_000 });
+    const ran = await must('bash', [script], { timeoutMs: BUILD_BOUND_MS });
     return ran.stdout
       .trim()
       .split('\n')
@@ -218,8 +225,8 @@ export async function ensureBaseImages(): Promise<string> {
 export async function buildSettleImage(tag = 'settle:latest'): Promise<void> {
   const script = join(PROJECT_ROOT, 'docker', 'build-image.sh');
   if (existsSync(script))
-    await must('bash', [script], { env: { ...process.env, SETTLE_IMAGE: tag }, timeoutMs: 1_800_000 });
-  else await must('docker', ['build', '--network', 'host', '-t', tag, '.'], { timeoutMs: 1_800_000 });
+    await must('bash', [script], { env: { ...process.env, SETTLE_IMAGE: tag }, timeoutMs: BUILD_BOUND_MS });
+  else await must('docker', ['build', '--network', 'host', '-t', tag, '.'], { timeoutMs: BUILD_BOUND_MS });
 }
 
 type ComposeFile = { services?: Record<string, { image?: string; build?: unknown }> };
@@ -385,7 +392,7 @@ export async function ensureThirdPartyImage(image: string): Promise<ImageOutcome
     await must(
       'docker',
       ['build', '--network', 'host', '--label', `${EQUIVALENT_LABEL}=${digest}`, '-t', image, context],
-      { timeoutMs: 1_200_000 },
+      { timeoutMs: BUILD_BOUND_MS },
     );
   } finally {
     rmSync(context, { recursive: true, force: true });
