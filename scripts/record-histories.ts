@@ -116,7 +116,7 @@ async function main() {
         taskQueue,
         carrierUrl: carrier.url,
         erpUrl: erp.url,
-        outboundSecret: `whsec_${randomBytes(24).toString('base64')}`,
+        outboundSecret: [`whsec_${randomBytes(24).toString('base64')}`],
         allowPrivateTargets: true,
         // Registers the purge activity (the purge-completed scenario).
         claimRetentionMs: 90 * 24 * 3_600_000,

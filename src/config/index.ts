@@ -3,6 +3,7 @@
  * (load.ts); the `Config` type is inferred from that schema. Workflow code never imports this module.
  */
 export { ConfigError } from './error';
+export { EXAMPLE_SECRETS, isExampleSecret } from './example-secrets';
 export {
   CONFIG_DEFAULTS,
   DEFAULT_DELIVERY_STUCK_AFTER_MS,
@@ -10,6 +11,7 @@ export {
   loadConfig,
   loadConfigPart,
   loadSettings,
+  secretFileVariable,
 } from './load';
 export {
   configVariables,
