@@ -142,6 +142,7 @@ async function main() {
         taskQueue: `${taskQueue}-encrypted`,
         carrierUrl: carrier.url,
         erpUrl: erp.url,
+        outboundSecret: [`whsec_${randomBytes(24).toString('base64')}`],
         allowPrivateTargets: true,
         payloadKeys,
       },

@@ -104,6 +104,13 @@ export const TARGET_SECRET_KEYS: TargetSecretKey[] = OUTBOX_TARGETS.map(targetSe
 /** The secrets that sign settle's outbound calls: SETTLE_OUTBOUND_SECRET and each target's own. */
 export type SigningSecrets = Partial<Record<TargetSecretKey | 'outboundSecret', string[]>>;
 
+/** Only the signing secrets of a configuration (what the delivery activities are given). */
+export function signingSecrets(config: SigningSecrets): SigningSecrets {
+  return Object.fromEntries(
+    (['outboundSecret', ...TARGET_SECRET_KEYS] as const).map((key) => [key, config[key] ?? []]),
+  );
+}
+
 /** The global signing secrets' variable, used when a target has none of its own. */
 export const OUTBOUND_SECRET_VARIABLE = 'SETTLE_OUTBOUND_SECRET';
 
