@@ -45,8 +45,8 @@ function variable<S extends z.ZodType>(
 
 /** Standard Webhooks secrets: whsec_ and the base64 of at least this many random bytes (the spec's floor). */
 export const STANDARD_WEBHOOKS_MIN_BYTES = 24;
-/** Stripe endpoint secrets: whsec_ and at least this many letters and digits (Stripe issues 32 or more). */
-export const STRIPE_SECRET_MIN_CHARACTERS = 32;
+/** Stripe endpoint secrets: whsec_ and at least this many letters and digits (Stripe issues longer ones). */
+export const STRIPE_SECRET_MIN_CHARACTERS = 24;
 /** Adyen HMAC keys: exactly this many hex digits (the 32-byte key the Customer Area generates). */
 export const ADYEN_HMAC_KEY_HEX_DIGITS = 64;
 /** Bearer tokens (SETTLE_API_TOKEN, SETTLE_CODEC_TOKEN): at least this long. */

@@ -167,7 +167,7 @@ export async function runDevStack(): Promise<void> {
         `  migrations   ${migrations.applied.length ? `applied ${migrations.applied.join(', ')}` : 'up to date'}`,
         `  downstream   ${describeDownstream(config, downstream)}`,
         `  codec        ${codec.url}   payloads encrypted (key ${config.payloadKeys![0]!.id}); the UI decodes through it`,
-        `  secrets      development webhook secret, API token, payload key and codec token in ${displayPath(join(dir, 'dev-secrets.json'))}`,
+        `  secrets      development webhook secret, outbound signing secret, API token, payload key and codec token in ${displayPath(join(dir, 'dev-secrets.json'))}`,
         '',
         'Send a signed example event (in another terminal, in this folder):',
         '  npx settle example',

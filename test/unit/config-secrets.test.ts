@@ -189,8 +189,8 @@ describe('a minimum strength for every secret', () => {
     ),
     {
       name: 'SETTLE_STRIPE_WEBHOOK_SECRETS',
-      weak: [`whsec_${token(31)}`, `sk_live_${token(40)}`],
-      strong: [`whsec_${token(32)}`, `whsec_${token(64)}`],
+      weak: [`whsec_${token(23)}`, `sk_live_${token(40)}`],
+      strong: [`whsec_${token(24)}`, `whsec_${token(64)}`],
     },
     {
       name: 'SETTLE_ADYEN_HMAC_KEYS',
