@@ -73,8 +73,8 @@ export function targetUrls(
 }
 
 /**
- * The variables a configuration leaves unset for delivery, in table order: each target's URL, then
- * SETTLE_OUTBOUND_SECRET when a target has no signing secret of its own to fall back from.
+ * The variables a configuration leaves unset for delivery: each target's URL, in table order; once
+ * every URL is set, SETTLE_OUTBOUND_SECRET when a target has no secret of its own to sign with.
  */
 export function unsetTargetVariables(
   config: Partial<Record<TargetConfigKey, string>> & SigningSecrets,
@@ -82,8 +82,9 @@ export function unsetTargetVariables(
   const urls = OUTBOX_TARGETS.filter((target) => !targetUrl(config, target)).map(
     (target) => DELIVERY_TARGETS[target].variable,
   );
+  if (urls.length > 0) return urls;
   const unsigned = OUTBOX_TARGETS.some((target) => targetSigningSecrets(config, target).secrets.length === 0);
-  return unsigned ? [...urls, OUTBOUND_SECRET_VARIABLE] : urls;
+  return unsigned ? [OUTBOUND_SECRET_VARIABLE] : [];
 }
 
 /** The config key of a target's own signing secrets (`carrierSecret`). */
