@@ -16,6 +16,7 @@ import {
   loadConfig,
   secretFileVariable,
 } from '../../src/config';
+import { OUTBOX_TARGETS, targetSecretKey, targetSecretVariable } from '../../src/domain/outbox';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 
 const REQUIRED = {
@@ -97,6 +98,14 @@ describe('<NAME>_FILE, for every secret variable', () => {
         section.slice(0, section.indexOf('\n## ')).includes(`\`${name}\``),
         `README, "Secrets": ${name}`,
       );
+    }
+  });
+
+  test("each delivery target's signing secret variable comes from the target table", () => {
+    for (const target of OUTBOX_TARGETS) {
+      const v = configVariables[targetSecretKey(target)];
+      assert.equal(v.name, targetSecretVariable(target));
+      assert.equal(v.secret, true, `${v.name} is a secret`);
     }
   });
 
