@@ -40,8 +40,9 @@ const CARRIER = DELIVERY_TARGETS.carrier;
 
 /**
  * Undoes a carrier release: asks the carrier to hold the shipment again, under its own idempotency key
- * (`<event id>:carrier:rehold`, signed as every carrier call is), and marks the release row `compensated` and the shipment `held`.
- * Idempotent: a row already compensated sends nothing; a repeat of the call carries the same key.
+ * (`<event id>:carrier:rehold`, signed as every carrier call is), and marks the release row
+ * `compensated` and the shipment `held`. Idempotent: a row already compensated sends nothing; a
+ * repeat of the call carries the same key.
  * Registered before the release runs, so it also covers a release whose outcome was ambiguous: any
  * release that was attempted at all is re-held; one never sent is left alone. A refusal (4xx) is noted
  * on the row and does not stop the rest of the compensation; 5xx and timeouts are retried.

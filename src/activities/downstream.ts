@@ -98,8 +98,9 @@ export function signedCallHeaders(
 }
 
 /**
- * Makes one call, signed (signedCallHeaders), and classifies the answer. Never throws: the caller records the outcome on its
- * delivery record first, then throws `failureFor(outcome)` so Temporal retries (or not).
+ * Makes one call, signed (signedCallHeaders), and classifies the answer. Never throws: the caller
+ * records the outcome on its delivery record first, then throws `failureFor(outcome)` so Temporal
+ * retries (or not).
  */
 export async function callDownstream(
   http: HttpClient,

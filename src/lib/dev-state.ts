@@ -116,9 +116,10 @@ export function resolveStackEnvironment(
 
 /**
  * `env` with the development secrets `npm start` generated (`.settle/dev-secrets.json`) in place of
- * unset SETTLE_WEBHOOK_SECRETS, SETTLE_API_TOKEN and SETTLE_OUTBOUND_SECRET (nor their _FILE forms). Only for the commands
- * that talk to the local stack as its provider would (`settle example`, `settle simulate`); `settle
- * start` generates them itself. A production role never reads them.
+ * unset SETTLE_WEBHOOK_SECRETS, SETTLE_API_TOKEN and SETTLE_OUTBOUND_SECRET (unset: neither the
+ * variable nor its _FILE form). Only for the commands that talk to the local stack as its provider
+ * would (`settle example`, `settle simulate`); `settle start` generates them itself. A production
+ * role never reads them.
  */
 export function withDevSecrets(env: NodeJS.ProcessEnv, cwd?: string): NodeJS.ProcessEnv {
   const secrets = readDevSecrets(cwd);

@@ -7,9 +7,9 @@ import { createSignatureVerifier } from '../../src/domain/webhook-signature';
  * The downstream API of every test, bench and chaos run (the carrier, the ERP, a reminder's webhook):
  * a real HTTP server on 127.0.0.1 that records every request and misbehaves as told. Like a well-kept
  * downstream it applies each Idempotency-Key's effect at most once, and it checks each request's
- * Standard Webhooks signature against `secrets` (recorded as `verified`, never refused: tests assert it). (`npm start`'s stand-in,
- * src/stack/dev-downstream.ts, is product code and stays apart: it validates and logs, and records
- * and misbehaves in no way.)
+ * Standard Webhooks signature against `secrets` (recorded as `verified`, never refused: tests assert
+ * it). (`npm start`'s stand-in, src/stack/dev-downstream.ts, is product code and stays apart: it
+ * validates, refuses a bad signature and logs, and records and misbehaves in no way.)
  */
 
 export type ReceivedRequest = {
