@@ -17,6 +17,12 @@ import { sleep, spawnTs, type Child } from './processes';
 import { RecordingReceiver } from '../test/support/receiver';
 
 /**
+ * SETTLE_OUTBOUND_SECRET of every settle process this process starts: the workers sign each carrier
+ * and ERP call with it, and the recording receivers verify with it.
+ */
+export const PROOF_OUTBOUND_SECRET = `whsec_${randomBytes(32).toString('base64')}`;
+
+/**
  * What every settle process of a proof run (bench, chaos, topology) reads besides Temporal's address:
  * its PostgreSQL and task queue, the secrets, and the recording receiver as carrier and ERP.
  */
@@ -37,6 +43,7 @@ export function settleProcessEnv(run: {
     SETTLE_TASK_QUEUE: run.taskQueue,
     SETTLE_WEBHOOK_SECRETS: run.secret,
     SETTLE_API_TOKEN: run.apiToken,
+    SETTLE_OUTBOUND_SECRET: PROOF_OUTBOUND_SECRET,
     SETTLE_CARRIER_URL: `${run.receiverUrl}/carrier`,
     SETTLE_ERP_URL: `${run.receiverUrl}/erp`,
     SETTLE_ALLOW_PRIVATE_TARGETS: 'true',
@@ -59,7 +66,7 @@ export class ProofStack {
   readonly taskQueue = 'settle';
   /** One key of the run's own (SETTLE_PAYLOAD_KEYS); a row turns encryption off with an empty value. */
   readonly payloadKeys = `proof-${randomBytes(3).toString('hex')}:${randomBytes(32).toString('base64')}`;
-  readonly receiver = new RecordingReceiver();
+  readonly receiver = new RecordingReceiver(undefined, [PROOF_OUTBOUND_SECRET]);
   postgres!: EmbeddedDatabase;
   temporal!: DevServer;
   pool!: pg.Pool;

@@ -118,7 +118,7 @@ async function main() {
         taskQueue,
         carrierUrl: carrier.url,
         erpUrl: erp.url,
-        outboundSecret: `whsec_${randomBytes(24).toString('base64')}`,
+        outboundSecret: [`whsec_${randomBytes(24).toString('base64')}`],
         allowPrivateTargets: true,
         // Registers the purge activity (the purge-completed scenario).
         claimRetentionMs: 90 * 24 * 3_600_000,
@@ -144,6 +144,7 @@ async function main() {
         taskQueue: `${taskQueue}-encrypted`,
         carrierUrl: carrier.url,
         erpUrl: erp.url,
+        outboundSecret: [`whsec_${randomBytes(24).toString('base64')}`],
         allowPrivateTargets: true,
         payloadKeys,
       },

@@ -3,19 +3,21 @@ import { test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config';
 import { startGateway } from '../src/gateway/run';
 import { runSettle } from './support/settle-cli';
+import { newAdyenKey, newStripeSecret } from './support/providers';
 
 const base = { DATABASE_URL: 'postgres://localhost/settle', TEMPORAL_ADDRESS: '127.0.0.1:7233' };
 
 test('provider settings: lists are split on commas, and a bad value stops the process naming the variable', () => {
+  const [newer, older] = [newStripeSecret(), newStripeSecret()];
   const config = loadConfig({
     ...base,
-    SETTLE_STRIPE_WEBHOOK_SECRETS: 'whsec_newSecret0123456789, whsec_oldSecret0123456789',
-    SETTLE_ADYEN_HMAC_KEYS: '44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056',
-    SETTLE_ADYEN_BASIC_AUTH: 'adyen:secret password',
+    SETTLE_STRIPE_WEBHOOK_SECRETS: `${newer}, ${older}`,
+    SETTLE_ADYEN_HMAC_KEYS: newAdyenKey(),
+    SETTLE_ADYEN_BASIC_AUTH: 'adyen:correct horse battery staple',
   });
-  assert.deepEqual(config.stripeWebhookSecrets, ['whsec_newSecret0123456789', 'whsec_oldSecret0123456789']);
+  assert.deepEqual(config.stripeWebhookSecrets, [newer, older]);
   assert.equal(config.adyenHmacKeys?.length, 1);
-  assert.equal(config.adyenBasicAuth, 'adyen:secret password');
+  assert.equal(config.adyenBasicAuth, 'adyen:correct horse battery staple');
 
   const unset = loadConfig(base);
   assert.deepEqual(unset.stripeWebhookSecrets, []);

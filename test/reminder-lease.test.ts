@@ -29,7 +29,7 @@ test('a reminder whose worker vanished while processing is delivered by another 
   closers.push(() => receiver.close());
   const stack: TestStack = await startTestStack({
     worker: false,
-    config: { outboundSecret },
+    config: { outboundSecret: [outboundSecret] },
     tuning: { reminderLeaseMs: LEASE_MS, requestTimeoutMs: 5_000 },
   });
   closers.push(() => stack.close());

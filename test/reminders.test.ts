@@ -45,7 +45,7 @@ before(async () => {
       temporalAddress: env.address,
       temporalNamespace: 'default',
       taskQueue,
-      outboundSecret,
+      outboundSecret: [outboundSecret],
       allowPrivateTargets: true,
     },
     pool: database.pool,

@@ -197,7 +197,7 @@ async function sendEvent(traceparent: string) {
   const secrets = [
     stack.secret,
     stack.apiToken,
-    stack.config.outboundSecret ?? '',
+    ...stack.config.outboundSecret,
     payloadKeys[0]!.key.toString('base64'),
   ];
   return { event, shipmentId, carrier, erp, secrets: secrets.filter(Boolean) };

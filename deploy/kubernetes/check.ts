@@ -30,7 +30,7 @@ import {
 import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import { configVariables, settingsVariables, TEMPORAL_VARIABLES } from '../../src/config';
+import { configVariables, secretFileVariable, settingsVariables, TEMPORAL_VARIABLES } from '../../src/config';
 import { TRACING_VARIABLES } from '../../src/lib/tracing';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { SHUTDOWN_DEADLINE_MS } from '../../src/lib/shutdown';
@@ -47,20 +47,21 @@ const VALIDATOR_SOURCE = join(HERE, 'validate');
 export const TARGETS = ['base', 'overlays/self-hosted-mtls', 'overlays/temporal-cloud'];
 /** The CPU utilisation the capacity model sizes for (bench/capacity.ts, --utilisation 0.6). */
 const TARGET_CPU_UTILISATION = 60;
-/** Variables that hold secrets: only ever from a Secret, never a ConfigMap or a literal value. */
-const SECRET_VARIABLES = new Set([
-  'DATABASE_URL',
-  'SETTLE_WEBHOOK_SECRETS',
-  'SETTLE_STRIPE_WEBHOOK_SECRETS',
-  'SETTLE_ADYEN_HMAC_KEYS',
-  'SETTLE_ADYEN_BASIC_AUTH',
-  'SETTLE_API_TOKEN',
-  'SETTLE_OUTBOUND_SECRET',
-  'SETTLE_PAYLOAD_KEYS',
-  'SETTLE_CODEC_TOKEN',
-  'TEMPORAL_API_KEY',
-  'TEMPORAL_TLS_CLIENT_KEY_DATA',
-]);
+/**
+ * settle's secret variables (`secret: true` in src/config/schema.ts): only ever as a file of a Secret
+ * volume, through <NAME>_FILE, never an environment value (which `kubectl describe`, crash reports and
+ * child processes see).
+ */
+const FILE_SECRETS = new Set(
+  Object.values(configVariables)
+    .filter((v) => v.secret)
+    .map((v) => v.name),
+);
+/** Temporal's own secrets, which have no file form: from a Secret (secretKeyRef) at least. */
+const TEMPORAL_SECRETS = new Set(['TEMPORAL_API_KEY', 'TEMPORAL_TLS_CLIENT_KEY_DATA']);
+const SECRET_VARIABLES = new Set([...FILE_SECRETS, ...TEMPORAL_SECRETS]);
+/** <NAME>_FILE of each secret variable: a path, so a plain value; it must point into a Secret volume. */
+const SECRET_FILE_VARIABLES = new Map([...FILE_SECRETS].map((name) => [secretFileVariable(name), name]));
 
 const log = (line: string) => process.stderr.write(`manifests: ${line}\n`);
 
@@ -234,7 +235,11 @@ type Container = {
 type PodSpec = {
   containers: Container[];
   initContainers?: Container[];
-  volumes?: { name: string; emptyDir?: { sizeLimit?: string }; secret?: { secretName: string } }[];
+  volumes?: {
+    name: string;
+    emptyDir?: { sizeLimit?: string };
+    secret?: { secretName: string; items?: { key: string; path: string }[] };
+  }[];
   terminationGracePeriodSeconds?: number;
   automountServiceAccountToken?: boolean;
   enableServiceLinks?: boolean;
@@ -271,6 +276,8 @@ const KNOWN_VARIABLES = new Set<string>([
   ...Object.values(configVariables).map((v) => v.name),
   ...Object.values(settingsVariables).map((v) => v.name),
   ...TEMPORAL_VARIABLES.filter((name) => !name.includes('<')),
+  // Each secret's file form (load.ts).
+  ...SECRET_FILE_VARIABLES.keys(),
   // OpenTelemetry's standard variables (tracing, docs/operations.md).
   ...TRACING_VARIABLES,
   // Node's own, for a deployment that tunes the heap (docs/performance.md).
@@ -384,30 +391,38 @@ export function settingsProblems(manifests: Manifest[], version: string): string
       for (const env of container.env ?? []) {
         expect(isKnownVariable(env.name), `${where}: env ${env.name} is no variable settle reads`);
         expect(
-          !SECRET_VARIABLES.has(env.name) || env.valueFrom?.secretKeyRef !== undefined,
+          !FILE_SECRETS.has(env.name),
+          `${where}: ${env.name} must be a mounted file (${secretFileVariable(env.name)}), not an environment value`,
+        );
+        expect(
+          !TEMPORAL_SECRETS.has(env.name) || env.valueFrom?.secretKeyRef !== undefined,
           `${where}: ${env.name} must come from a Secret (secretKeyRef)`,
         );
       }
+      // mTLS's TEMPORAL_TLS_*_PATH and every secret's <NAME>_FILE: a key of a read-only Secret volume.
+      for (const [name, path] of Object.entries(containerEnv(container, config))) {
+        if (!(/^TEMPORAL_TLS_.*_PATH$/.test(name) || SECRET_FILE_VARIABLES.has(name)) || !path) continue;
+        const mount = (container.volumeMounts ?? []).find((m) => path.startsWith(`${m.mountPath}/`));
+        const volume = mount && volumes.get(mount.name)?.secret;
+        const secret = manifests.find((m) => m.kind === 'Secret' && m.metadata.name === volume?.secretName);
+        const file = mount ? path.slice(mount.mountPath.length + 1) : '';
+        const key = volume?.items ? volume.items.find((item) => item.path === file)?.key : file;
+        expect(
+          mount?.readOnly === true && key !== undefined && secret?.data?.[key] !== undefined,
+          `${where}: ${name}=${path} is no key of a Secret volume mounted read-only in the container`,
+        );
+      }
     }
-    // mTLS: each TEMPORAL_TLS_*_PATH lies in a read-only Secret volume mounted in the container.
     const envOf = containerEnv(main, config);
-    for (const [name, path] of Object.entries(envOf)) {
-      if (!/^TEMPORAL_TLS_.*_PATH$/.test(name) || !path) continue;
-      const mount = (main.volumeMounts ?? []).find((m) => path.startsWith(`${m.mountPath}/`));
-      const secretName = mount && volumes.get(mount.name)?.secret?.secretName;
-      const secret = manifests.find((m) => m.kind === 'Secret' && m.metadata.name === secretName);
-      expect(
-        mount?.readOnly === true && secret?.data?.[path.slice(mount.mountPath.length + 1)] !== undefined,
-        `${label}: ${name}=${path} is no key of a Secret volume mounted read-only in the container`,
-      );
-    }
+    /** The secret is given, as its file. */
+    const has = (name: string) => secretFileVariable(name) in envOf;
     if (label === 'codec server') {
       // It reads no database and no Temporal: the keys and its token, from the Secret.
       for (const name of ['SETTLE_PAYLOAD_KEYS', 'SETTLE_CODEC_TOKEN'])
-        expect(name in envOf, `${label}: ${name} is not set`);
+        expect(has(name), `${label}: ${secretFileVariable(name)} is not set`);
       continue;
     }
-    expect('DATABASE_URL' in envOf, `${label}: DATABASE_URL is not set`);
+    expect(has('DATABASE_URL'), `${label}: DATABASE_URL_FILE is not set`);
     expect(
       Boolean(envOf.TEMPORAL_ADDRESS) || label === 'migration Job',
       `${label}: TEMPORAL_ADDRESS is not set`,
@@ -419,8 +434,8 @@ export function settingsProblems(manifests: Manifest[], version: string): string
         init !== undefined &&
           JSON.stringify(init.args) === '["migrate"]' &&
           !init.envFrom?.length &&
-          JSON.stringify((init.env ?? []).map((e) => e.name)) === '["DATABASE_URL"]',
-        `${label}: needs an init container "migrate" running \`settle migrate\` with DATABASE_URL alone`,
+          JSON.stringify((init.env ?? []).map((e) => e.name)) === '["DATABASE_URL_FILE"]',
+        `${label}: needs an init container "migrate" running \`settle migrate\` with DATABASE_URL_FILE alone`,
       );
     }
   }
@@ -587,14 +602,13 @@ const VALIDATOR_FAULTS: { name: string; expect: RegExp; edit: (m: Manifest[]) =>
     edit: (m) => edit(m, 'ScaledObject', (s) => (s.spec.triggers[1]!.metadata.targetQueueSize = 'lots')),
   },
   {
-    name: 'a secretKeyRef to a key the Secret does not have',
+    name: 'a Secret volume item with a key the Secret does not have',
     expect: /Secret "settle-secrets-[a-z0-9]+" has no key "SETTLE_OUTBOUND_SECRETS"/,
     edit: (m) =>
       withWorker(m, (w) => {
-        const env = w.spec.template.spec.containers[0]!.env!.find(
-          (e) => e.name === 'SETTLE_OUTBOUND_SECRET',
-        )!;
-        env.valueFrom!.secretKeyRef!.key = 'SETTLE_OUTBOUND_SECRETS';
+        const volume = w.spec.template.spec.volumes!.find((v) => v.name === 'secrets')!;
+        volume.secret!.items!.find((item) => item.key === 'SETTLE_OUTBOUND_SECRET')!.key =
+          'SETTLE_OUTBOUND_SECRETS';
       }),
   },
   {
@@ -638,6 +652,33 @@ const SETTINGS_FAULTS: { name: string; expect: RegExp; edit: (m: Manifest[]) => 
         m,
         'Deployment',
         (d) => (d.spec.template.spec.containers[0]!.readinessProbe!.httpGet!.path = '/healthz'),
+        'settle-gateway',
+      ),
+  },
+  {
+    name: 'a secret as an environment value, not a mounted file',
+    expect:
+      /worker container settle: SETTLE_OUTBOUND_SECRET must be a mounted file \(SETTLE_OUTBOUND_SECRET_FILE\)/,
+    edit: (m) =>
+      withWorker(m, (w) => {
+        const env = w.spec.template.spec.containers[0]!.env!;
+        const at = env.findIndex((e) => e.name === 'SETTLE_OUTBOUND_SECRET_FILE');
+        env[at] = {
+          name: 'SETTLE_OUTBOUND_SECRET',
+          valueFrom: { secretKeyRef: { name: 'settle-secrets', key: 'SETTLE_OUTBOUND_SECRET' } },
+        };
+      }),
+  },
+  {
+    name: 'a secret file outside any Secret volume',
+    expect: /gateway container settle: SETTLE_API_TOKEN_FILE=\/tmp\/token is no key of a Secret volume/,
+    edit: (m) =>
+      edit(
+        m,
+        'Deployment',
+        (d) =>
+          (d.spec.template.spec.containers[0]!.env!.find((e) => e.name === 'SETTLE_API_TOKEN_FILE')!.value =
+            '/tmp/token'),
         'settle-gateway',
       ),
   },

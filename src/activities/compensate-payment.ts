@@ -11,7 +11,12 @@ import {
 } from '../db/outbox';
 import { setHoldStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
-import { DELIVERY_TARGETS, downstreamIdempotencyKey, targetUrl } from '../domain/outbox';
+import {
+  DELIVERY_TARGETS,
+  downstreamIdempotencyKey,
+  targetSigningSecrets,
+  targetUrl,
+} from '../domain/outbox';
 import { ErrorCode } from '../domain/errors';
 import type {
   CompensationInput,
@@ -19,7 +24,6 @@ import type {
   PaymentCompensationResult,
   ReholdResult,
 } from '../workflows/contracts';
-import { jsonHeaders } from './deliver-outbox';
 import { outboxEntry } from './reconcile-payment';
 import {
   callDownstream,
@@ -36,8 +40,9 @@ const CARRIER = DELIVERY_TARGETS.carrier;
 
 /**
  * Undoes a carrier release: asks the carrier to hold the shipment again, under its own idempotency key
- * (`<event id>:carrier:rehold`), and marks the release row `compensated` and the shipment `held`.
- * Idempotent: a row already compensated sends nothing; a repeat of the call carries the same key.
+ * (`<event id>:carrier:rehold`, signed as every carrier call is), and marks the release row
+ * `compensated` and the shipment `held`. Idempotent: a row already compensated sends nothing; a
+ * repeat of the call carries the same key.
  * Registered before the release runs, so it also covers a release whose outcome was ambiguous: any
  * release that was attempted at all is re-held; one never sent is left alone. A refusal (4xx) is noted
  * on the row and does not stop the rest of the compensation; 5xx and timeouts are retried.
@@ -51,8 +56,10 @@ export async function reholdShipment(deps: DeliveryDependencies, input: OutboxIn
   if (row.status === 'compensated') return { status: 'already_compensated' };
   if (row.attempts === 0) return { status: 'never_sent' };
   const url = targetUrl(deps.config, 'carrier');
-  if (!url) {
-    await noteOutbox(deps.pool, row.outboxId, `re-hold not sent: ${CARRIER.variable} is not configured`);
+  const signing = targetSigningSecrets(deps.config, 'carrier');
+  if (!url || signing.secrets.length === 0) {
+    const variable = url ? signing.variable : CARRIER.variable;
+    await noteOutbox(deps.pool, row.outboxId, `re-hold not sent: ${variable} is not configured`);
     countDelivery('carrier', CARRIER.compensation.action, 'not_configured');
     return { status: 'not_configured' };
   }
@@ -61,7 +68,8 @@ export async function reholdShipment(deps: DeliveryDependencies, input: OutboxIn
     deps.http,
     {
       url,
-      headers: jsonHeaders(downstreamIdempotencyKey(row.eventId, 'carrier', CARRIER.compensation.keyAction)),
+      idempotencyKey: downstreamIdempotencyKey(row.eventId, 'carrier', CARRIER.compensation.keyAction),
+      signingSecret: signing.secrets[0]!,
       body: JSON.stringify({
         action: CARRIER.compensation.action,
         shipment_id: row.shipmentId,

@@ -14,8 +14,10 @@ import {
   DELIVERY_TARGETS,
   isDeliverable,
   OUTBOX_TARGETS,
+  targetSigningSecrets,
   targetUrl,
   type OutboxStatus,
+  type OutboxTarget,
 } from '../domain/outbox';
 import type { OutboxDeliveryResult, OutboxInput } from '../workflows/contracts';
 import {
@@ -31,19 +33,20 @@ export type { OutboxDeliveryResult } from '../workflows/contracts';
 
 /**
  * Delivers one outbox row: one call per attempt, with the row's `Idempotency-Key`, identical on every
- * retry, so the receiver can refuse a repeat of an ambiguous call. Every attempt is counted on the row
- * before it is made and its failure recorded after. A 2xx marks it `delivered` (a carrier release also
- * marks the shipment `released`); a 4xx marks it `failed` and throws non-retryable
- * `downstream_rejected`; 5xx, timeouts and 429/503 (with their Retry-After) throw retryable failures.
- * A target with no URL on this worker parks the row as `not_configured` (an exception, logged at warn):
- * a replay delivers it once the target is configured.
+ * retry, so the receiver can refuse a repeat of an ambiguous call, and signed (Standard Webhooks, the
+ * `webhook-id` being that key) with the first of the target's secrets, else SETTLE_OUTBOUND_SECRET's.
+ * Every attempt is counted on the row before it is made and its failure recorded after. A 2xx marks
+ * it `delivered` (a carrier release also marks the shipment `released`); a 4xx marks it `failed` and
+ * throws non-retryable `downstream_rejected`; 5xx, timeouts and 429/503 (with their Retry-After)
+ * throw retryable failures. A target with no URL or no signing secret on this worker parks the row as
+ * `not_configured` (an exception, logged at warn): a replay delivers it once the target is configured.
  */
 export async function deliverOutboxRow(
   deps: DeliveryDependencies,
   input: OutboxInput,
 ): Promise<OutboxDeliveryResult> {
   // The common path is one statement: the attempt is counted and the row read together.
-  const configured = OUTBOX_TARGETS.filter((target) => targetUrl(deps.config, target));
+  const configured = OUTBOX_TARGETS.filter((target) => isConfigured(deps, target));
   const row = await startOutboxAttempt(deps.pool, input.outboxId, configured);
   if (!row) return notAttempted(deps, input.outboxId);
   const url = targetUrl(deps.config, row.target)!;
@@ -53,7 +56,8 @@ export async function deliverOutboxRow(
     deps.http,
     {
       url,
-      headers: jsonHeaders(row.idempotencyKey),
+      idempotencyKey: row.idempotencyKey,
+      signingSecret: targetSigningSecrets(deps.config, row.target).secrets[0]!,
       body: JSON.stringify({ action: row.action, ...row.body }),
       timeoutMs: deps.tuning.requestTimeoutMs,
       // Carrier and ERP are the operator's own APIs, often on a private network.
@@ -81,24 +85,23 @@ async function notAttempted(deps: DeliveryDependencies, outboxId: number): Promi
   const row = await findOutboxRow(deps.pool, outboxId);
   if (!row) throw ApplicationFailure.nonRetryable('no such outbox row', ErrorCode.InvalidWorkflowInput);
   if (!isDeliverable(row.status)) return resultFor(row, row.status);
-  // Its target has a URL: the row left `pending` between the two statements and is back (a race).
-  if (targetUrl(deps.config, row.target)) return resultFor(row, row.status);
-  const variable = DELIVERY_TARGETS[row.target].variable;
+  // Its target is configured: the row left `pending` between the two statements and is back (a race).
+  if (isConfigured(deps, row.target)) return resultFor(row, row.status);
+  const variable = targetUrl(deps.config, row.target)
+    ? targetSigningSecrets(deps.config, row.target).variable
+    : DELIVERY_TARGETS[row.target].variable;
   await markOutboxNotConfigured(deps.pool, row.outboxId, `not sent: ${variable} is not configured`);
   countDelivery(row.target, row.action, 'not_configured');
   logger.warn(
     { event: shortHash(row.eventId), target: row.target, action: row.action, variable },
-    'delivery not sent: its target has no URL on this worker; parked as not_configured',
+    'delivery not sent: its target has no URL or no signing secret on this worker; parked as not_configured',
   );
   return resultFor(row, 'not_configured');
 }
 
-export function jsonHeaders(idempotencyKey: string): Record<string, string> {
-  return {
-    'content-type': 'application/json',
-    'idempotency-key': idempotencyKey,
-    'user-agent': 'settle',
-  };
+/** A target this worker can call: it has a URL and a secret to sign with (no call goes unsigned). */
+function isConfigured(deps: DeliveryDependencies, target: OutboxTarget): boolean {
+  return !!targetUrl(deps.config, target) && targetSigningSecrets(deps.config, target).secrets.length > 0;
 }
 
 function resultFor(row: OutboxRow, status: OutboxStatus): OutboxDeliveryResult {

@@ -16,7 +16,6 @@ import type {
   ReminderDeliveryResult,
 } from '../workflows/contracts';
 import { ErrorCode } from '../domain/errors';
-import { signWebhook } from '../domain/webhook-signature';
 import {
   callDownstream,
   countDelivery,
@@ -41,7 +40,8 @@ type Lease =
  * a `processing` one whose lease has not expired belongs to another attempt (its worker may only have
  * vanished), so this attempt throws retryable `lease_held` with the lease's remainder as the retry
  * delay. Otherwise it takes the lease and POSTs with `webhook-id` and `Idempotency-Key` equal to the
- * delivery ID on every attempt and a Standard Webhooks signature made fresh for each. 2xx: `succeeded`.
+ * delivery ID on every attempt and a Standard Webhooks signature made fresh for each (the first of
+ * SETTLE_OUTBOUND_SECRET's secrets signs, as for every downstream call: downstream.ts). 2xx: `succeeded`.
  * 410 Gone or a refused (private) target: `failed`, no retry. Anything else: recorded, lease released,
  * retried with backoff (429/503 after their Retry-After).
  */
@@ -72,7 +72,7 @@ export async function deliverReminder(
   }
 
   const { reminder, attempt } = lease;
-  const secret = deps.config.outboundSecret;
+  const secret = deps.config.outboundSecret?.[0];
   if (!secret) {
     const error = 'not sent: SETTLE_OUTBOUND_SECRET is not configured';
     countDelivery('customer', 'renewal_reminder', 'not_configured');
@@ -95,12 +95,8 @@ export async function deliverReminder(
     deps.http,
     {
       url: reminder.webhookUrl,
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': 'settle',
-        'idempotency-key': reminder.deliveryId,
-        ...signWebhook(secret, reminder.deliveryId, body),
-      },
+      idempotencyKey: reminder.deliveryId,
+      signingSecret: secret,
       body,
       timeoutMs: deps.tuning.requestTimeoutMs,
       allowPrivateTargets: deps.config.allowPrivateTargets ?? false,

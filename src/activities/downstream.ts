@@ -2,15 +2,15 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import type { Config } from '../config';
 import { ErrorCode } from '../domain/errors';
-import type { TargetConfigKey } from '../domain/outbox';
+import type { SigningSecrets, TargetConfigKey } from '../domain/outbox';
+import { signWebhook } from '../domain/webhook-signature';
 import { HttpRequestError, type HttpClient, type HttpFailureKind, type HttpResponse } from '../lib/http';
 import { retryAfterMs } from '../lib/retry-after';
 import { deliveriesTotal } from '../metrics/settle-metrics';
 
 /** What the delivery activities need from the configuration; unset targets are reported, not fatal. */
-export type DownstreamConfig = Partial<
-  Pick<Config, TargetConfigKey | 'outboundSecret' | 'allowPrivateTargets'>
->;
+export type DownstreamConfig = Partial<Pick<Config, TargetConfigKey | 'allowPrivateTargets'>> &
+  SigningSecrets;
 
 export type DeliveryTuning = {
   /** One call, connect to last byte. Must stay well inside the reminder lease. */
@@ -66,7 +66,11 @@ export const CUSTOMER_ENDPOINT_POLICY: ResponsePolicy = { isPermanent: (statusCo
 
 export type DownstreamRequest = {
   url: string;
-  headers: Record<string, string>;
+  /** Sent as `Idempotency-Key` and as the signature's `webhook-id`: the same on every retry. */
+  idempotencyKey: string;
+  /** Signs the call (the first of a variable's secrets: see targetSigningSecrets). */
+  signingSecret: string;
+  /** JSON text, sent as is and signed. */
   body: string;
   timeoutMs: number;
   allowPrivateTargets: boolean;
@@ -76,8 +80,27 @@ export type DownstreamRequest = {
 const HEARTBEAT_EVERY_MS = 1_000;
 
 /**
- * Makes one call and classifies the answer. Never throws: the caller records the outcome on its
- * delivery record first, then throws `failureFor(outcome)` so Temporal retries (or not).
+ * The headers of every call settle makes downstream (carrier, ERP, a customer's reminder endpoint):
+ * JSON, the `Idempotency-Key`, and a Standard Webhooks signature (`webhook-id` = the idempotency key,
+ * `webhook-timestamp` = now, `webhook-signature` = `v1,<base64 HMAC-SHA256 of id.timestamp.body>`),
+ * made fresh for each attempt so a retry is never refused as stale.
+ */
+export function signedCallHeaders(
+  request: Pick<DownstreamRequest, 'idempotencyKey' | 'signingSecret' | 'body'>,
+  at: Date = new Date(),
+): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'user-agent': 'settle',
+    'idempotency-key': request.idempotencyKey,
+    ...signWebhook(request.signingSecret, request.idempotencyKey, request.body, at),
+  };
+}
+
+/**
+ * Makes one call, signed (signedCallHeaders), and classifies the answer. Never throws: the caller
+ * records the outcome on its delivery record first, then throws `failureFor(outcome)` so Temporal
+ * retries (or not).
  */
 export async function callDownstream(
   http: HttpClient,
@@ -92,7 +115,7 @@ export async function callDownstream(
   let response: HttpResponse;
   try {
     response = await http.post(request.url, {
-      headers: request.headers,
+      headers: signedCallHeaders(request),
       body: request.body,
       timeoutMs: request.timeoutMs,
       allowPrivateTargets: request.allowPrivateTargets,

@@ -3,6 +3,7 @@
  * (load.ts); the `Config` type is inferred from that schema. Workflow code never imports this module.
  */
 export { ConfigError } from './error';
+export { EXAMPLE_SECRETS, isExampleSecret } from './example-secrets';
 export {
   combinationIssues,
   CONFIG_DEFAULTS,
@@ -11,6 +12,7 @@ export {
   loadConfig,
   loadConfigPart,
   loadSettings,
+  secretFileVariable,
 } from './load';
 export {
   configVariables,

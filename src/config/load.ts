@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { z } from 'zod';
 import { ConfigError } from './error';
+import { isExampleSecret } from './example-secrets';
 import {
   configVariables,
   objectSchema,
@@ -19,55 +20,108 @@ function setOnly(env: NodeJS.ProcessEnv): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => !!entry[1]));
 }
 
-/**
- * SETTLE_PAYLOAD_KEYS_FILE's content in place of SETTLE_PAYLOAD_KEYS, so that the file's keys are
- * parsed, and a bad one named, as the variable's would be. Both set, or a file that cannot be read,
- * is a ConfigError naming the file variable.
- */
-function withPayloadKeysFile(set: Record<string, string>): {
+/** The variable naming a file that holds a secret variable's value: `<NAME>_FILE`. */
+export function secretFileVariable(name: string): string {
+  return `${name}_FILE`;
+}
+
+type Sources = {
+  /** The variables' values, each secret read from its file where <NAME>_FILE is set. */
   set: Record<string, string>;
+  /** How a message names a variable: `NAME_FILE (path)` for one read from a file. */
   describe: (name: string) => string;
-} {
-  const file = set.SETTLE_PAYLOAD_KEYS_FILE;
-  if (!file) return { set, describe: (name) => name };
-  const problem = (message: string) => new ConfigError([{ variable: 'SETTLE_PAYLOAD_KEYS_FILE', message }]);
-  if (set.SETTLE_PAYLOAD_KEYS) throw problem('is set together with SETTLE_PAYLOAD_KEYS: set one of them');
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    throw problem(`cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)} (${file})`);
+  /** The variables whose file was empty (so unset): a required one is named as such. */
+  emptyFiles: Set<string>;
+  /** The variables whose <NAME>_FILE could not be used, with the issue naming it. */
+  fileProblems: Map<string, { variable: string; message: string }>;
+};
+
+const noFiles = (set: Record<string, string>): Sources => ({
+  set,
+  describe: (name) => name,
+  emptyFiles: new Set(),
+  fileProblems: new Map(),
+});
+
+/**
+ * Every secret variable of `variables` given as <NAME>_FILE: the file's content (trimmed) in place of
+ * the variable's, so it is parsed, and a bad one named, as the variable's would be. An empty file is
+ * an unset variable, as an empty variable is (a mounted Secret may hold an empty key). Both set, or a
+ * file that cannot be read, is an issue naming <NAME>_FILE (parseVariables reports it in place of the
+ * variable's own); no message prints the content.
+ */
+function withSecretFiles(variables: Variables, set: Record<string, string>): Sources {
+  const resolved = { ...set };
+  const files = new Map<string, string>();
+  const emptyFiles = new Set<string>();
+  const fileProblems: Sources['fileProblems'] = new Map();
+  for (const v of Object.values(variables).filter((v) => v.secret)) {
+    const fileVariable = secretFileVariable(v.name);
+    const file = set[fileVariable];
+    if (!file) continue;
+    if (set[v.name]) {
+      const message = `is set together with ${v.name}: set one of them`;
+      fileProblems.set(v.name, { variable: fileVariable, message });
+      continue;
+    }
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
+      fileProblems.set(v.name, { variable: fileVariable, message: `cannot be read: ${code} (${file})` });
+      delete resolved[v.name];
+      continue;
+    }
+    files.set(v.name, file);
+    if (text.trim()) resolved[v.name] = text.trim();
+    else emptyFiles.add(v.name);
   }
   return {
-    set: { ...set, SETTLE_PAYLOAD_KEYS: text.trim() || ' ' },
-    describe: (name) => (name === 'SETTLE_PAYLOAD_KEYS' ? `SETTLE_PAYLOAD_KEYS_FILE (${file})` : name),
+    set: resolved,
+    emptyFiles,
+    fileProblems,
+    describe: (name) => (files.has(name) ? `${secretFileVariable(name)} (${files.get(name)})` : name),
   };
 }
 
-/** Parses `variables` from `set` (defaults applied); throws ConfigError naming every bad variable. */
+const EXAMPLE_MESSAGE =
+  'is an example value published with settle (.env.example, README or docs), known to anyone: generate a secret of your own';
+
+/**
+ * Parses `variables` from `set` (defaults applied); throws ConfigError naming every bad variable: a
+ * <NAME>_FILE that could not be used, else a published example, else the first rule it breaks.
+ */
 function parseVariables<V extends Variables>(
   variables: V,
   set: Record<string, string>,
-  describe: (name: string) => string = (name) => name,
+  sources: Pick<Sources, 'describe' | 'emptyFiles' | 'fileProblems'> = noFiles(set),
 ): Parsed<V> {
   const raw = Object.fromEntries(
     Object.entries(variables).map(([key, v]) => [key, set[v.name] ?? v.default]),
   );
+  const name = (key: string) => variables[key]?.name ?? 'environment';
+  // One issue per variable.
+  const issues = new Map<string, { variable: string; message: string }>();
+  for (const [key, v] of Object.entries(variables)) {
+    const fileProblem = sources.fileProblems.get(v.name);
+    if (fileProblem) issues.set(key, fileProblem);
+    else if (v.secret && raw[key] !== undefined && isExampleSecret(raw[key])) {
+      issues.set(key, { variable: sources.describe(v.name), message: EXAMPLE_MESSAGE });
+    }
+  }
   const parsed = objectSchema(variables).safeParse(raw);
-  if (parsed.success) return parsed.data as Parsed<V>;
-  // One message per variable: the first rule it breaks.
-  const issues = new Map<string, string>();
-  for (const issue of parsed.error.issues) {
+  if (parsed.success && issues.size === 0) return parsed.data as Parsed<V>;
+  for (const issue of parsed.error?.issues ?? []) {
     const key = String(issue.path[0]);
     if (issues.has(key)) continue;
-    issues.set(key, raw[key] === undefined ? 'is not set' : issue.message);
+    const unset = sources.emptyFiles.has(name(key)) ? 'is an empty file' : 'is not set';
+    issues.set(key, {
+      variable: sources.describe(name(key)),
+      message: raw[key] === undefined ? unset : issue.message,
+    });
   }
-  throw new ConfigError(
-    [...issues].map(([key, message]) => ({
-      variable: describe(variables[key]?.name ?? 'environment'),
-      message,
-    })),
-  );
+  throw new ConfigError([...issues.values()]);
 }
 
 /**
@@ -103,7 +157,7 @@ export function loadConfig(
       return undefined;
     }
   };
-  const keys = collect(() => withPayloadKeysFile(set)) ?? { set, describe: (name: string) => name };
+  const keys = withSecretFiles(configVariables, set);
   // Temporal's own configuration decides address and namespace (a variable, or the profile's key).
   const resolved = { ...keys.set };
   for (const [variable, value] of [
@@ -116,11 +170,13 @@ export function loadConfig(
   // The process settings are checked here too, so one message names every bad variable.
   collect(() => parseVariables(settingsVariables, set));
   const config = collect(() =>
-    parseVariables(configVariables, resolved, (name) =>
-      name.startsWith('TEMPORAL_') && !set[name] && temporal.profileSource
-        ? `${name} (or its key in ${temporal.profileSource})`
-        : keys.describe(name),
-    ),
+    parseVariables(configVariables, resolved, {
+      ...keys,
+      describe: (name) =>
+        name.startsWith('TEMPORAL_') && !set[name] && temporal.profileSource
+          ? `${name} (or its key in ${temporal.profileSource})`
+          : keys.describe(name),
+    }),
   );
   if (config) issues.push(...combinationIssues(config));
   if (!config || issues.length > 0) throw new ConfigError(issues);
@@ -165,8 +221,8 @@ export function loadConfigPart<K extends keyof typeof configVariables>(
     typeof configVariables,
     K
   >;
-  const { set, describe } = withPayloadKeysFile(setOnly(env));
-  return parseVariables(variables, set, describe) as Pick<Config, K>;
+  const sources = withSecretFiles(variables, setOnly(env));
+  return parseVariables(variables, sources.set, sources) as Pick<Config, K>;
 }
 
 /** Each variable's default, parsed: for code handed no configuration (tools, tests). */

@@ -1,11 +1,19 @@
 import type { TLSConfig } from '@temporalio/client';
 import { z } from 'zod';
 import { parseDuration } from '../domain/duration';
+import {
+  OUTBOX_TARGETS,
+  targetSecretKey,
+  targetSecretVariable,
+  type TargetSecretKey,
+} from '../domain/outbox';
 import { parsePayloadKeys } from './payload-keys';
 
 // Every environment variable settle reads is declared here, once; the `Config` and `Settings` types
 // are inferred from these declarations. A new variable is one entry below, plus its row in the
 // README's configuration table and its line in .env.example (test/unit/config.test.ts checks both).
+// A variable holding a secret says `secret: true`: it then also reads from <NAME>_FILE, refuses a value
+// published as an example (example-secrets.ts), and its schema sets a minimum strength (below).
 
 /**
  * One environment variable: its name, the zod schema its text is parsed with, and the default
@@ -18,17 +26,51 @@ export type Variable<S extends z.ZodType = z.ZodType> = {
   default?: string;
   /** Set by the operating system, not by an operator: named in the README, not in .env.example. */
   system?: boolean;
+  /**
+   * Holds a secret: <NAME>_FILE may name a file holding it instead (a mounted Secret; load.ts), a
+   * value published as an example is refused (example-secrets.ts), and no message prints it.
+   */
+  secret?: boolean;
 };
 
 function variable<S extends z.ZodType>(
   name: string,
   schema: S,
-  options: { default?: string; system?: boolean } = {},
+  options: { default?: string; system?: boolean; secret?: boolean } = {},
 ): Variable<S> {
   return { name, schema, ...options };
 }
 
-const secretList = (message: string, pattern: RegExp) =>
+// Minimum strengths (README, "Secrets"). Each message says what is expected, never what was given.
+
+/** Standard Webhooks secrets: whsec_ and the base64 of at least this many random bytes (the spec's floor). */
+export const STANDARD_WEBHOOKS_MIN_BYTES = 24;
+/** Stripe endpoint secrets: whsec_ and at least this many letters and digits (Stripe issues longer ones). */
+export const STRIPE_SECRET_MIN_CHARACTERS = 24;
+/** Adyen HMAC keys: exactly this many hex digits (the 32-byte key the Customer Area generates). */
+export const ADYEN_HMAC_KEY_HEX_DIGITS = 64;
+/** Bearer tokens (SETTLE_API_TOKEN, SETTLE_CODEC_TOKEN): at least this long. */
+export const TOKEN_MIN_CHARACTERS = 32;
+/**
+ * Every secret's random part has at least this many different characters: a repeated or counted
+ * pattern (`aaaa…`, `0123…0123`) has the length of a secret and none of its entropy.
+ */
+export const SECRET_MIN_DISTINCT = 8;
+
+const varied = (text: string) => new Set(text).size >= SECRET_MIN_DISTINCT;
+/** Adyen's basic-auth password: at least this long. */
+export const BASIC_AUTH_PASSWORD_MIN_CHARACTERS = 16;
+
+const GENERATE_WHSEC = `node -e "console.log('whsec_' + require('crypto').randomBytes(32).toString('base64'))"`;
+
+function isStandardWebhooksSecret(item: string): boolean {
+  const match = /^whsec_((?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)$/.exec(item);
+  return (
+    !!match && Buffer.from(match[1]!, 'base64').length >= STANDARD_WEBHOOKS_MIN_BYTES && varied(match[1]!)
+  );
+}
+
+const secretList = (message: string, valid: (item: string) => boolean) =>
   z
     .string()
     .optional()
@@ -38,9 +80,20 @@ const secretList = (message: string, pattern: RegExp) =>
         .map((item) => item.trim())
         .filter(Boolean),
     )
-    .refine((items) => items.every((item) => pattern.test(item)), { message });
+    .refine((items) => items.every(valid), { message });
 
-const WHSEC = /^whsec_[A-Za-z0-9+/=]{8,}$/;
+/** Standard Webhooks secrets, comma-separated (the first signs where settle signs). */
+const standardWebhooksSecrets = secretList(
+  `each secret must be whsec_ and the base64 of at least ${STANDARD_WEBHOOKS_MIN_BYTES} random bytes (${GENERATE_WHSEC})`,
+  isStandardWebhooksSecret,
+);
+
+const token = z
+  .string()
+  .refine(
+    (value) => value.length >= TOKEN_MIN_CHARACTERS && !/\s/.test(value) && varied(value),
+    `must be at least ${TOKEN_MIN_CHARACTERS} random characters, no spaces (openssl rand -hex 24)`,
+  );
 
 const booleanFlag = z
   .enum(['true', 'false', '1', '0'], { message: 'must be true or false' })
@@ -78,6 +131,16 @@ const payloadKeys = z.string().transform((value, ctx) => {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const TEMPORAL_LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
+
+/** SETTLE_<TARGET>_SECRET for each delivery target of src/domain/outbox.ts, as `<target>Secret`. */
+function targetSecretVariables() {
+  return Object.fromEntries(
+    OUTBOX_TARGETS.map((target) => [
+      targetSecretKey(target),
+      variable(targetSecretVariable(target), standardWebhooksSecrets, { secret: true }),
+    ]),
+  ) as Record<TargetSecretKey, Variable<typeof standardWebhooksSecrets>>;
+}
 
 /**
  * What every settle process reads before anything else (the logger, the `.settle/` folder, the
@@ -130,8 +193,8 @@ export const settingsVariables = {
  * value stops the process at start with a message naming the variable.
  */
 export const configVariables = {
-  /** PostgreSQL connection string. */
-  databaseUrl: variable('DATABASE_URL', z.string()),
+  /** PostgreSQL connection string (a secret: it holds the password). */
+  databaseUrl: variable('DATABASE_URL', z.string(), { secret: true }),
   /**
    * Temporal frontend, host:port: TEMPORAL_ADDRESS, or `address` of the TOML profile (see
    * TEMPORAL_VARIABLES for the rest of Temporal's own configuration).
@@ -152,22 +215,27 @@ export const configVariables = {
   /** Gateway listen port. */
   port: variable('PORT', port(0), { default: '8080' }),
   /** Standard Webhooks secrets (whsec_<base64>), comma-separated; more than one while rotating. */
-  webhookSecrets: variable(
-    'SETTLE_WEBHOOK_SECRETS',
-    secretList('each secret must look like whsec_<base64>', WHSEC),
-  ),
+  webhookSecrets: variable('SETTLE_WEBHOOK_SECRETS', standardWebhooksSecrets, { secret: true }),
   /** Stripe webhook endpoint signing secrets (whsec_…), comma-separated; more than one while rolling. */
   stripeWebhookSecrets: variable(
     'SETTLE_STRIPE_WEBHOOK_SECRETS',
-    secretList('each secret must look like whsec_… (the endpoint secret from the Stripe dashboard)', WHSEC),
+    secretList(
+      `each secret must be whsec_ and at least ${STRIPE_SECRET_MIN_CHARACTERS} letters and digits (the endpoint secret from the Stripe dashboard)`,
+      (item) =>
+        new RegExp(`^whsec_[A-Za-z0-9]{${STRIPE_SECRET_MIN_CHARACTERS},}$`).test(item) &&
+        varied(item.slice(6)),
+    ),
+    { secret: true },
   ),
   /** Adyen HMAC keys (hex), comma-separated; more than one while rotating. */
   adyenHmacKeys: variable(
     'SETTLE_ADYEN_HMAC_KEYS',
     secretList(
-      'each key must be the hexadecimal HMAC key from the Adyen Customer Area',
-      /^(?:[0-9A-Fa-f]{2}){16,}$/,
+      `each key must be the ${ADYEN_HMAC_KEY_HEX_DIGITS} hex digits of an HMAC key from the Adyen Customer Area`,
+      (item) =>
+        new RegExp(`^[0-9A-Fa-f]{${ADYEN_HMAC_KEY_HEX_DIGITS}}$`).test(item) && varied(item.toUpperCase()),
     ),
+    { secret: true },
   ),
   /**
    * Basic auth Adyen must present on /webhooks/adyen, as user:password. Required with
@@ -177,8 +245,14 @@ export const configVariables = {
     'SETTLE_ADYEN_BASIC_AUTH',
     z
       .string()
-      .regex(/^[^:]+:.+$/, 'must be user:password')
+      .refine(
+        (value) =>
+          new RegExp(`^[^:]+:.{${BASIC_AUTH_PASSWORD_MIN_CHARACTERS},}$`).test(value) &&
+          varied(value.slice(value.indexOf(':') + 1)),
+        `must be user:password, the password at least ${BASIC_AUTH_PASSWORD_MIN_CHARACTERS} random characters`,
+      )
       .optional(),
+    { secret: true },
   ),
   /** true: take Adyen notifications on their HMAC alone, with no basic auth (an operator's choice). */
   adyenAllowNoBasicAuth: variable('SETTLE_ADYEN_ALLOW_NO_BASIC_AUTH', booleanFlag, { default: 'false' }),
@@ -190,13 +264,15 @@ export const configVariables = {
     'SETTLE_PROVIDER_MODE',
     z.enum(['live', 'test'], { message: 'must be live or test' }).optional(),
   ),
-  /** Secret that signs outbound reminder deliveries (whsec_<base64>). */
-  outboundSecret: variable(
-    'SETTLE_OUTBOUND_SECRET',
-    z.string().regex(WHSEC, 'must look like whsec_<base64>').optional(),
-  ),
+  /**
+   * Standard Webhooks secrets that sign every downstream call (carrier, ERP, reminders), comma-separated:
+   * the first signs, the others are listed for the receiver, which verifies with each while rotating.
+   */
+  outboundSecret: variable('SETTLE_OUTBOUND_SECRET', standardWebhooksSecrets, { secret: true }),
+  /** Each delivery target's own signing secrets, SETTLE_<TARGET>_SECRET: in place of SETTLE_OUTBOUND_SECRET. */
+  ...targetSecretVariables(),
   /** Bearer token for /reminders and /events. */
-  apiToken: variable('SETTLE_API_TOKEN', z.string().min(16, 'must be at least 16 characters').optional()),
+  apiToken: variable('SETTLE_API_TOKEN', token.optional(), { secret: true }),
   /** Carrier API that releases and re-holds shipments. */
   carrierUrl: variable('SETTLE_CARRIER_URL', httpUrl.optional()),
   /** ERP API that receives ledger entries. */
@@ -242,11 +318,14 @@ export const configVariables = {
    * writes to Temporal is encrypted under the first, and read with whichever its key ID names (a key
    * rotates by going first, the old one kept after it). Unset: payloads are written in plain JSON.
    */
-  payloadKeys: variable('SETTLE_PAYLOAD_KEYS', payloadKeys.optional()),
-  /** A file holding the keys instead (one a line, or comma-separated), for a mounted secret. */
+  payloadKeys: variable('SETTLE_PAYLOAD_KEYS', payloadKeys.optional(), { secret: true }),
+  /**
+   * SETTLE_PAYLOAD_KEYS' file form (one key a line, or comma-separated), read as every secret's
+   * <NAME>_FILE is (load.ts); also a key of its own, named in the codec server's settings.
+   */
   payloadKeysFile: variable('SETTLE_PAYLOAD_KEYS_FILE', z.string().optional()),
   /** Bearer token `settle codec-server` requires on /encode and /decode. */
-  codecToken: variable('SETTLE_CODEC_TOKEN', z.string().min(16, 'must be at least 16 characters').optional()),
+  codecToken: variable('SETTLE_CODEC_TOKEN', token.optional(), { secret: true }),
   /** Port of `settle codec-server`. */
   codecPort: variable('SETTLE_CODEC_PORT', port(0), { default: '8235' }),
   /** The one browser origin (the Temporal UI's) `settle codec-server` answers cross-origin requests from. */

@@ -2,8 +2,8 @@
  * The outbox lifecycle in one place: what a row's status means, which rows a delivery may still
  * send, and the delivery targets. Plain code, safe in the workflow bundle. The worker, the exceptions
  * view, `npm start`'s stand-in and docs/delivery.md read this; adding a target is an entry in
- * DELIVERY_TARGETS, its config variable in src/config/schema.ts, a migration if the database
- * constrains targets, and its tests.
+ * DELIVERY_TARGETS, its URL variable in src/config/schema.ts (its signing secret variable is derived
+ * from the table), a migration if the database constrains targets, and its tests.
  *
  *   pending ──2xx──▶ delivered ──a later step refused──▶ compensated
  *      │  ▲
@@ -72,11 +72,61 @@ export function targetUrls(
   );
 }
 
-/** The URL variables a configuration leaves unset, in table order. */
-export function unsetTargetVariables(config: Partial<Record<TargetConfigKey, string>>): string[] {
-  return OUTBOX_TARGETS.filter((target) => !targetUrl(config, target)).map(
+/**
+ * The variables a configuration leaves unset for delivery: each target's URL, in table order; once
+ * every URL is set, SETTLE_OUTBOUND_SECRET when a target has no secret of its own to sign with.
+ */
+export function unsetTargetVariables(
+  config: Partial<Record<TargetConfigKey, string>> & SigningSecrets,
+): string[] {
+  const urls = OUTBOX_TARGETS.filter((target) => !targetUrl(config, target)).map(
     (target) => DELIVERY_TARGETS[target].variable,
   );
+  if (urls.length > 0) return urls;
+  const unsigned = OUTBOX_TARGETS.some((target) => targetSigningSecrets(config, target).secrets.length === 0);
+  return unsigned ? [OUTBOUND_SECRET_VARIABLE] : [];
+}
+
+/** The config key of a target's own signing secrets (`carrierSecret`). */
+export type TargetSecretKey = `${OutboxTarget}Secret`;
+
+/** The variable of a target's own signing secrets: SETTLE_<TARGET>_SECRET (SETTLE_CARRIER_SECRET). */
+export function targetSecretVariable(target: OutboxTarget): string {
+  return `SETTLE_${target.toUpperCase()}_SECRET`;
+}
+
+export function targetSecretKey(target: OutboxTarget): TargetSecretKey {
+  return `${target}Secret`;
+}
+
+/** Every target's secret key, in table order. */
+export const TARGET_SECRET_KEYS: TargetSecretKey[] = OUTBOX_TARGETS.map(targetSecretKey);
+
+/** The secrets that sign settle's outbound calls: SETTLE_OUTBOUND_SECRET and each target's own. */
+export type SigningSecrets = Partial<Record<TargetSecretKey | 'outboundSecret', string[]>>;
+
+/** Only the signing secrets of a configuration (what the delivery activities are given). */
+export function signingSecrets(config: SigningSecrets): SigningSecrets {
+  return Object.fromEntries(
+    (['outboundSecret', ...TARGET_SECRET_KEYS] as const).map((key) => [key, config[key] ?? []]),
+  );
+}
+
+/** The global signing secrets' variable, used when a target has none of its own. */
+export const OUTBOUND_SECRET_VARIABLE = 'SETTLE_OUTBOUND_SECRET';
+
+/**
+ * The secrets a call to `target` is signed with: the target's own (SETTLE_<TARGET>_SECRET) when set,
+ * else SETTLE_OUTBOUND_SECRET's; the first signs, the others are there for the receiver's rotation.
+ * `variable` names where they came from; `secrets` is empty when neither is set.
+ */
+export function targetSigningSecrets(
+  config: SigningSecrets,
+  target: OutboxTarget,
+): { variable: string; secrets: string[] } {
+  const own = config[targetSecretKey(target)] ?? [];
+  if (own.length > 0) return { variable: targetSecretVariable(target), secrets: own };
+  return { variable: OUTBOUND_SECRET_VARIABLE, secrets: config.outboundSecret ?? [] };
 }
 
 /**

@@ -116,18 +116,21 @@ export function resolveStackEnvironment(
 
 /**
  * `env` with the development secrets `npm start` generated (`.settle/dev-secrets.json`) in place of
- * unset SETTLE_WEBHOOK_SECRETS, SETTLE_API_TOKEN and SETTLE_OUTBOUND_SECRET. Only for the commands
- * that talk to the local stack as its provider would (`settle example`, `settle simulate`); `settle
- * start` generates them itself. A production role never reads them.
+ * unset SETTLE_WEBHOOK_SECRETS, SETTLE_API_TOKEN and SETTLE_OUTBOUND_SECRET (unset: neither the
+ * variable nor its _FILE form). Only for the commands that talk to the local stack as its provider
+ * would (`settle example`, `settle simulate`); `settle start` generates them itself. A production
+ * role never reads them.
  */
 export function withDevSecrets(env: NodeJS.ProcessEnv, cwd?: string): NodeJS.ProcessEnv {
   const secrets = readDevSecrets(cwd);
   if (!secrets) return env;
+  // Unset means neither the variable nor its <NAME>_FILE form is set.
+  const unset = (name: string) => !env[name] && !env[`${name}_FILE`];
   return {
     ...env,
-    SETTLE_WEBHOOK_SECRETS: env.SETTLE_WEBHOOK_SECRETS || secrets.webhookSecret,
-    SETTLE_API_TOKEN: env.SETTLE_API_TOKEN || secrets.apiToken,
-    SETTLE_OUTBOUND_SECRET: env.SETTLE_OUTBOUND_SECRET || secrets.outboundSecret,
+    ...(unset('SETTLE_WEBHOOK_SECRETS') ? { SETTLE_WEBHOOK_SECRETS: secrets.webhookSecret } : {}),
+    ...(unset('SETTLE_API_TOKEN') ? { SETTLE_API_TOKEN: secrets.apiToken } : {}),
+    ...(unset('SETTLE_OUTBOUND_SECRET') ? { SETTLE_OUTBOUND_SECRET: secrets.outboundSecret } : {}),
   };
 }
 

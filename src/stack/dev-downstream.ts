@@ -1,6 +1,12 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { OUTBOX_TARGETS } from '../domain/outbox';
+import {
+  OUTBOX_TARGETS,
+  targetSigningSecrets,
+  type OutboxTarget,
+  type SigningSecrets,
+} from '../domain/outbox';
+import { createSignatureVerifier } from '../domain/webhook-signature';
 import { shortHash } from '../lib/hash';
 import { logger } from '../lib/logger';
 
@@ -12,18 +18,28 @@ export type DevDownstream = {
 
 /**
  * `npm start`'s stand-in for the delivery targets (carrier, ERP) whose URL is not configured, so an example
- * event goes all the way to `delivered`. It behaves as a well-kept downstream does: a 2xx for each
- * call, the effect applied once per `Idempotency-Key` (a repeat answers `duplicate`), and a log line
- * per call that names the key by its short hash only (keys carry event IDs). Kept in memory.
+ * event goes all the way to `delivered`. It behaves as a well-kept downstream does: it verifies each
+ * call's Standard Webhooks signature with the target's secrets (SETTLE_<TARGET>_SECRET, else
+ * SETTLE_OUTBOUND_SECRET: all of them, as a receiver does while a secret rotates) and answers `401`
+ * to one that does not verify; a 2xx for each other call, the effect applied once per
+ * `Idempotency-Key` (a repeat answers `duplicate`), and a log line per call that names the key by its
+ * short hash only (keys carry event IDs) and says whether its signature verified. Kept in memory.
  */
 const PATHS = OUTBOX_TARGETS.map((target) => `/${target}`).join(' or ');
 
-export async function startDevDownstream(port: number): Promise<DevDownstream> {
+export async function startDevDownstream(port: number, secrets: SigningSecrets): Promise<DevDownstream> {
   const applied = new Set<string>();
+  const verifiers = new Map(
+    OUTBOX_TARGETS.map((target) => [
+      target,
+      createSignatureVerifier(targetSigningSecrets(secrets, target).secrets),
+    ]),
+  );
   const server = createServer((request, response) => {
-    let size = 0;
-    request.on('data', (chunk: Buffer) => (size += chunk.length));
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
       const key = request.headers['idempotency-key'];
       const target = request.url?.split('?')[0]?.replace(/^\//, '') ?? '';
       if (
@@ -35,10 +51,33 @@ export async function startDevDownstream(port: number): Promise<DevDownstream> {
         response.end(JSON.stringify({ error: `expected POST ${PATHS} with an Idempotency-Key` }));
         return;
       }
+      const verified = verifiers.get(target as OutboxTarget)!(body, request.headers);
+      if (!verified.ok) {
+        logger.warn(
+          {
+            component: 'dev-downstream',
+            target,
+            key: shortHash(key),
+            signature: 'refused',
+            reason: verified.reason,
+          },
+          'refused: the signature did not verify',
+        );
+        response.writeHead(401, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ error: 'signature_invalid' }));
+        return;
+      }
       const status = applied.has(key) ? 'duplicate' : 'applied';
       applied.add(key);
       logger.info(
-        { component: 'dev-downstream', target, key: shortHash(key), status, bytes: size },
+        {
+          component: 'dev-downstream',
+          target,
+          key: shortHash(key),
+          status,
+          signature: 'verified',
+          bytes: body.length,
+        },
         'received',
       );
       response.writeHead(200, { 'content-type': 'application/json' });

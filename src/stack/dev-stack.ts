@@ -2,10 +2,16 @@ import { mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { loadCodecConfig, startCodec } from '../roles/codec';
 import { startServe } from '../roles/serve';
-import { loadConfig, loadSettings } from '../config';
+import { loadConfig, loadConfigPart, loadSettings } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
-import { DELIVERY_TARGETS, OUTBOX_TARGETS, targetUrl, type TargetConfigKey } from '../domain/outbox';
+import {
+  DELIVERY_TARGETS,
+  OUTBOX_TARGETS,
+  TARGET_SECRET_KEYS,
+  targetUrl,
+  type TargetConfigKey,
+} from '../domain/outbox';
 import { logger } from '../lib/logger';
 import { onShutdown, SHUTDOWN_DEADLINE_MS } from '../lib/shutdown';
 import { startDevDownstream, type DevDownstream } from './dev-downstream';
@@ -43,13 +49,17 @@ export async function runDevStack(): Promise<void> {
   mkdirSync(dir, { recursive: true });
   const env = { ...process.env };
   const secrets = loadOrCreateDevSecrets();
-  env.SETTLE_WEBHOOK_SECRETS ||= secrets.webhookSecret;
-  env.SETTLE_API_TOKEN ||= secrets.apiToken;
-  env.SETTLE_OUTBOUND_SECRET ||= secrets.outboundSecret;
+  // Each in place of an unset secret (neither the variable nor its <NAME>_FILE form set).
+  const fill = (name: string, value: string) => {
+    if (!env[name] && !env[`${name}_FILE`]) env[name] = value;
+  };
+  fill('SETTLE_WEBHOOK_SECRETS', secrets.webhookSecret);
+  fill('SETTLE_API_TOKEN', secrets.apiToken);
+  fill('SETTLE_OUTBOUND_SECRET', secrets.outboundSecret);
   // Payloads encrypted as in production, with a development key; the UI reads them via the codec server.
   const devPayloadKey = !env.SETTLE_PAYLOAD_KEYS && !env.SETTLE_PAYLOAD_KEYS_FILE;
   if (devPayloadKey) env.SETTLE_PAYLOAD_KEYS = secrets.payloadKey;
-  env.SETTLE_CODEC_TOKEN ||= secrets.codecToken;
+  fill('SETTLE_CODEC_TOKEN', secrets.codecToken);
 
   // settle's own parts (gateway, worker, pool), stopped in reverse order of start; then the servers
   // they use (stand-in downstream, Temporal, PostgreSQL), together.
@@ -116,10 +126,12 @@ export async function runDevStack(): Promise<void> {
     // The stand-ins take the place of whichever target is unset: the worker needs every one.
     let downstream: DevDownstream | undefined;
     if (OUTBOX_TARGETS.some((target) => !env[DELIVERY_TARGETS[target].variable])) {
+      // It verifies with the secrets the worker signs with, read as the worker reads them.
+      const signing = loadConfigPart(['outboundSecret', ...TARGET_SECRET_KEYS], env);
       downstream = await listeningOn(
         'SETTLE_DEV_DOWNSTREAM_PORT',
         settings.devDownstreamPort,
-        startDevDownstream(settings.devDownstreamPort),
+        startDevDownstream(settings.devDownstreamPort, signing),
       );
       serverStops.push(() => downstream!.close());
       for (const target of OUTBOX_TARGETS)
@@ -160,7 +172,7 @@ export async function runDevStack(): Promise<void> {
         `  migrations   ${migrations.applied.length ? `applied ${migrations.applied.join(', ')}` : 'up to date'}`,
         `  downstream   ${describeDownstream(config, downstream)}`,
         `  codec        ${codec.url}   payloads encrypted (key ${config.payloadKeys![0]!.id}); the UI decodes through it`,
-        `  secrets      development webhook secret, API token, payload key and codec token in ${displayPath(join(dir, 'dev-secrets.json'))}`,
+        `  secrets      development webhook secret, outbound signing secret, API token, payload key and codec token in ${displayPath(join(dir, 'dev-secrets.json'))}`,
         '',
         'Send a signed example event (in another terminal, in this folder):',
         '  npx settle example',

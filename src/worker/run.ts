@@ -9,7 +9,7 @@ import {
 import type pg from 'pg';
 import { createActivities, type ActivityDependencies } from '../activities';
 import { activityOutcomeInterceptor } from './outcome-interceptor';
-import { targetUrls, type TargetConfigKey } from '../domain/outbox';
+import { signingSecrets, targetUrls, type TargetConfigKey, type TargetSecretKey } from '../domain/outbox';
 import { createPurgeActivities } from '../activities/purge-claims';
 import { CONFIG_DEFAULTS, loadSettings, type Config } from '../config';
 import { logger, redactIds, redactMeta } from '../lib/logger';
@@ -74,6 +74,7 @@ export type WorkerOptions = {
       Pick<
         Config,
         | TargetConfigKey
+        | TargetSecretKey
         | 'outboundSecret'
         | 'allowPrivateTargets'
         | 'maxCachedWorkflows'
@@ -201,7 +202,7 @@ export async function createWorker({ config, pool, interceptors = [], tuning, sd
       tuning,
       config: {
         ...targetUrls(config),
-        outboundSecret: config.outboundSecret,
+        ...signingSecrets(config),
         allowPrivateTargets: config.allowPrivateTargets,
       },
     }),

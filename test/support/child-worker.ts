@@ -20,6 +20,8 @@ export async function startChildWorker(
         DATABASE_URL: stack.databaseUrl,
         TEMPORAL_ADDRESS: stack.config.temporalAddress,
         SETTLE_TASK_QUEUE: stack.taskQueue,
+        // Signs the carrier and ERP calls as the stack's own worker does.
+        SETTLE_OUTBOUND_SECRET: stack.config.outboundSecret.join(','),
         SETTLE_TEST_TUNING: JSON.stringify(tuning),
         ...env,
       },

@@ -96,6 +96,8 @@ export async function startTestStack(
     port: 0,
     webhookSecrets: [secret, ...(options.otherSecrets ?? [])],
     apiToken,
+    // Every downstream call is signed: a receiver verifies with stack.config.outboundSecret.
+    outboundSecret: [newSecret()],
     allowPrivateTargets: true,
     ...options.config,
   };

@@ -1,13 +1,15 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { createSignatureVerifier } from '../../src/domain/webhook-signature';
 
 /**
  * The downstream API of every test, bench and chaos run (the carrier, the ERP, a reminder's webhook):
  * a real HTTP server on 127.0.0.1 that records every request and misbehaves as told. Like a well-kept
- * downstream it applies each Idempotency-Key's effect at most once. (`npm start`'s stand-in,
- * src/stack/dev-downstream.ts, is product code and stays apart: it validates and logs, and records
- * and misbehaves in no way.)
+ * downstream it applies each Idempotency-Key's effect at most once, and it checks each request's
+ * Standard Webhooks signature against `secrets` (recorded as `verified`, never refused: tests assert
+ * it). (`npm start`'s stand-in, src/stack/dev-downstream.ts, is product code and stays apart: it
+ * validates, refuses a bad signature and logs, and records and misbehaves in no way.)
  */
 
 export type ReceivedRequest = {
@@ -26,6 +28,10 @@ export type ReceivedRequest = {
   connection: number;
   /** Requests on that connection so far, this one included, from 1: 2 and up is a kept connection. */
   onConnection: number;
+  /** The signature verified with one of the receiver's `secrets` (false with none, or unsigned). */
+  verified: boolean;
+  /** Why it did not verify, when it did not. */
+  signatureProblem?: string;
 };
 
 /**
@@ -76,8 +82,14 @@ export class RecordingReceiver {
   private connectionCount = 0;
   private server: Server | undefined;
 
-  /** The behaviour may be replaced while the receiver runs (chaos switches it per scenario). */
-  constructor(public behaviour: Behaviour = () => ({ status: 200 })) {}
+  /**
+   * The behaviour may be replaced while the receiver runs (chaos switches it per scenario); so may the
+   * secrets it verifies signatures with (the target's, as its operator would configure them).
+   */
+  constructor(
+    public behaviour: Behaviour = () => ({ status: 200 }),
+    public secrets: string[] = [],
+  ) {}
 
   /**
    * Listens on 127.0.0.1 at a free port unless told otherwise (the compose check's receiver
@@ -102,6 +114,7 @@ export class RecordingReceiver {
         record.bodies.add(createHash('sha256').update(body).digest('hex'));
         const connection = this.connections.get(request.socket)!;
         connection.requests += 1;
+        const signature = createSignatureVerifier(this.secrets)(body, request.headers);
         const received: ReceivedRequest = {
           at,
           path,
@@ -114,6 +127,8 @@ export class RecordingReceiver {
           attempt: record.requests,
           connection: connection.id,
           onConnection: connection.requests,
+          verified: signature.ok,
+          ...(signature.ok ? {} : { signatureProblem: signature.reason }),
         };
         const index = this.requests.push(received) - 1;
         const answer = this.behaviour(received, index);
@@ -169,9 +184,9 @@ export class RecordingReceiver {
   }
 }
 
-/** A receiver, started. */
-export async function startReceiver(behaviour?: Behaviour): Promise<RecordingReceiver> {
-  const receiver = new RecordingReceiver(behaviour);
+/** A receiver, started; `secrets` verify signatures (settable later: `receiver.secrets = …`). */
+export async function startReceiver(behaviour?: Behaviour, secrets?: string[]): Promise<RecordingReceiver> {
+  const receiver = new RecordingReceiver(behaviour, secrets);
   await receiver.start();
   return receiver;
 }

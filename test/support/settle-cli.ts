@@ -18,7 +18,8 @@ export function stackEnv(stack: TestStack, extra: NodeJS.ProcessEnv = {}): NodeJ
     SETTLE_TASK_QUEUE: stack.taskQueue,
     SETTLE_WEBHOOK_SECRETS: stack.secret,
     SETTLE_API_TOKEN: stack.apiToken,
-    // `settle worker` refuses to start without its downstream targets.
+    // `settle worker` refuses to start without its downstream targets and a secret to sign calls with.
+    SETTLE_OUTBOUND_SECRET: stack.config.outboundSecret.join(','),
     ...(stack.config.carrierUrl ? { SETTLE_CARRIER_URL: stack.config.carrierUrl } : {}),
     ...(stack.config.erpUrl ? { SETTLE_ERP_URL: stack.config.erpUrl } : {}),
     SETTLE_HOME: mkdtempSync(join(tmpdir(), 'settle-home-')),

@@ -185,7 +185,7 @@ describe('payload key variables', () => {
 
   test('the codec server variables: token length, port default, an origin only', () => {
     assert.equal(load({}).codecPort, 8235);
-    assert.match(refusal({ SETTLE_CODEC_TOKEN: 'short' }), /SETTLE_CODEC_TOKEN: must be at least 16/);
+    assert.match(refusal({ SETTLE_CODEC_TOKEN: 'short' }), /SETTLE_CODEC_TOKEN: must be at least 32/);
     assert.match(
       refusal({ SETTLE_CODEC_CORS_ORIGIN: 'http://127.0.0.1:8233/ui' }),
       /SETTLE_CODEC_CORS_ORIGIN: must be an origin/,

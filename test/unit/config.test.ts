@@ -3,6 +3,7 @@
  * and .env.example in step with the schema, and development secrets only where they belong.
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +29,7 @@ const REQUIRED = {
   DATABASE_URL: 'postgres://settle@127.0.0.1:5432/settle',
   TEMPORAL_ADDRESS: '127.0.0.1:7233',
 };
+const whsec = () => `whsec_${randomBytes(24).toString('base64')}`;
 const load = (env: NodeJS.ProcessEnv) => loadConfig({ ...REQUIRED, ...env }, { temporal: 'dev-stack' });
 
 /** The variables named by a ConfigError, or a failure when none was thrown. */
@@ -54,7 +56,9 @@ describe('config schema', () => {
     assert.deepEqual(config.stripeWebhookSecrets, []);
     assert.deepEqual(config.adyenHmacKeys, []);
     assert.equal(config.adyenBasicAuth, undefined);
-    assert.equal(config.outboundSecret, undefined);
+    assert.deepEqual(config.outboundSecret, []);
+    assert.deepEqual(config.carrierSecret, []);
+    assert.deepEqual(config.erpSecret, []);
     assert.equal(config.apiToken, undefined);
     assert.equal(config.carrierUrl, undefined);
     assert.equal(config.erpUrl, undefined);
@@ -77,11 +81,11 @@ describe('config schema', () => {
   });
 
   test('values are parsed; an empty variable is an unset one', () => {
+    const [first, second] = [whsec(), whsec()];
     const config = load({
       SETTLE_TASK_QUEUE: 'payments',
       PORT: '9090',
-      SETTLE_WEBHOOK_SECRETS:
-        ' whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw , whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD',
+      SETTLE_WEBHOOK_SECRETS: ` ${first} , ${second}`,
       SETTLE_CLAIM_RETENTION: '36h',
       SETTLE_ALLOW_PRIVATE_TARGETS: '1',
       SETTLE_MAX_CACHED_WORKFLOWS: '40',
@@ -90,10 +94,7 @@ describe('config schema', () => {
     });
     assert.equal(config.taskQueue, 'payments');
     assert.equal(config.port, 9090);
-    assert.deepEqual(config.webhookSecrets, [
-      'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-      'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD',
-    ]);
+    assert.deepEqual(config.webhookSecrets, [first, second]);
     assert.equal(config.claimRetentionMs, 36 * 3_600_000);
     assert.equal(config.allowPrivateTargets, true);
     assert.equal(config.maxCachedWorkflows, 40);
@@ -235,9 +236,9 @@ describe('config documentation', () => {
 
 describe('development secrets', () => {
   const secrets = {
-    webhookSecret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-    apiToken: 'dev-token-0123456789abcdef',
-    outboundSecret: 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD',
+    webhookSecret: whsec(),
+    apiToken: randomBytes(24).toString('hex'),
+    outboundSecret: whsec(),
   };
   const folder = () => {
     const cwd = mkdtempSync(join(tmpdir(), 'settle-config-'));
@@ -254,7 +255,7 @@ describe('development secrets', () => {
       const config = roleConfig(REQUIRED);
       assert.deepEqual(config.webhookSecrets, []);
       assert.equal(config.apiToken, undefined);
-      assert.equal(config.outboundSecret, undefined);
+      assert.deepEqual(config.outboundSecret, []);
     } finally {
       process.chdir(previous);
     }
@@ -265,14 +266,14 @@ describe('development secrets', () => {
     const plain = commandConfig({ env: REQUIRED, cwd }).config;
     assert.deepEqual(plain.webhookSecrets, []);
     assert.equal(plain.apiToken, undefined);
-    assert.equal(plain.outboundSecret, undefined);
+    assert.deepEqual(plain.outboundSecret, []);
 
     const dev = commandConfig({ env: REQUIRED, cwd, devSecrets: true }).config;
     assert.deepEqual(dev.webhookSecrets, [secrets.webhookSecret]);
     assert.equal(dev.apiToken, secrets.apiToken);
-    assert.equal(dev.outboundSecret, secrets.outboundSecret);
+    assert.deepEqual(dev.outboundSecret, [secrets.outboundSecret]);
 
-    const own = 'whsec_b3duLXNlY3JldC1vZi10aGUtb3BlcmF0b3I=';
+    const own = whsec();
     const set = commandConfig({ env: { ...REQUIRED, SETTLE_WEBHOOK_SECRETS: own }, cwd, devSecrets: true });
     assert.deepEqual(set.config.webhookSecrets, [own]);
   });

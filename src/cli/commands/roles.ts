@@ -22,7 +22,9 @@ export function registerRoles(program: Command) {
         'namespace is missing, the credentials are refused or TLS fails. ' +
         'Serves /metrics on HOST:SETTLE_METRICS_PORT and ensures the daily claim purge Schedule. ' +
         'Runs the workflow bundle built once into .settle/cache; SETTLE_MAX_CACHED_WORKFLOWS bounds ' +
-        'the runs it keeps in memory. Refuses to start without SETTLE_CARRIER_URL and SETTLE_ERP_URL. ' +
+        'the runs it keeps in memory. Refuses to start without SETTLE_CARRIER_URL and SETTLE_ERP_URL, ' +
+        'or without SETTLE_OUTBOUND_SECRET (it signs every downstream call; a target may have its own, ' +
+        'SETTLE_CARRIER_SECRET, SETTLE_ERP_SECRET). ' +
         'Configured by its environment alone (never a running stack or the development secrets of .settle/).',
     )
     .action(async () => (await import('../actions/worker.js')).worker());

@@ -1,0 +1,163 @@
+/**
+ * Every downstream call is signed the Standard Webhooks way (docs/delivery.md, "Signed calls"): the
+ * carrier and the ERP can tell settle's calls from anyone else's, with the target's own secret when it
+ * has one, and the `webhook-id` is the Idempotency-Key, the same on every retry.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, test } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { addShipments } from '../src/db/shipments';
+import { paymentWorkflowId } from '../src/domain/ids';
+import type { PaymentWorkflowResult } from '../src/workflows';
+import { startDevDownstream } from '../src/stack/dev-downstream';
+import { signWebhook } from '../src/domain/webhook-signature';
+import type { Config } from '../src/config';
+import {
+  newSecret,
+  paymentEvent,
+  postWebhook,
+  startTestStack,
+  uniqueId,
+  type TestStack,
+} from './support/harness';
+import { startReceiver, type Behaviour, type ReceivedRequest, type Receiver } from './support/receiver';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+type Setup = { stack: TestStack; carrier: Receiver; erp: Receiver; shipmentId: string };
+
+async function setUp(
+  signing: Pick<Config, 'outboundSecret'> & Partial<Pick<Config, 'carrierSecret' | 'erpSecret'>>,
+  behaviours: { carrier?: Behaviour; erp?: Behaviour } = {},
+): Promise<Setup> {
+  const carrier = await startReceiver(behaviours.carrier);
+  cleanups.push(() => carrier.close());
+  const erp = await startReceiver(behaviours.erp);
+  cleanups.push(() => erp.close());
+  const stack = await startTestStack({ config: { carrierUrl: carrier.url, erpUrl: erp.url, ...signing } });
+  cleanups.push(() => stack.close());
+  const shipmentId = uniqueId('SHP');
+  await addShipments(stack.pool, [shipmentId]);
+  return { stack, carrier, erp, shipmentId };
+}
+
+async function settle(setup: Setup): Promise<{ eventId: string; result: PaymentWorkflowResult }> {
+  const event = paymentEvent({ shipmentId: setup.shipmentId, type: 'payment.settled' });
+  assert.equal((await postWebhook(setup.stack, event)).status, 202);
+  const result: PaymentWorkflowResult = await setup.stack.client.workflow
+    .getHandle(paymentWorkflowId(event.id))
+    .result();
+  return { eventId: event.id, result };
+}
+
+/** Whether `secret` verifies the request, checked with the standardwebhooks package as a receiver would. */
+function verifiesWith(request: ReceivedRequest, secret: string): boolean {
+  try {
+    new Webhook(secret).verify(request.body, request.headers as Record<string, string>);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('signed carrier and ERP calls', () => {
+  test('signed with the first of SETTLE_OUTBOUND_SECRET; webhook-id is the Idempotency-Key, the same on a retry', async () => {
+    const [first, second] = [newSecret(), newSecret()];
+    const setup = await setUp(
+      { outboundSecret: [first, second] },
+      // The carrier's first answer is a 503: the retry must carry the same webhook-id.
+      { carrier: (_request, index) => ({ status: index === 0 ? 503 : 200 }) },
+    );
+    setup.carrier.secrets = [first];
+    setup.erp.secrets = [first];
+    const { eventId, result } = await settle(setup);
+    assert.equal(result.outcome, 'applied', 'a legitimate event is still delivered');
+
+    const release = `${eventId}:carrier:release_hold`;
+    const ledger = `${eventId}:erp:post_ledger_entry`;
+    assert.deepEqual(
+      setup.carrier.requests.map((r) => [r.headers['webhook-id'], r.headers['idempotency-key'], r.verified]),
+      [
+        [release, release, true],
+        [release, release, true],
+      ],
+    );
+    assert.deepEqual(
+      setup.erp.requests.map((r) => [r.headers['webhook-id'], r.headers['idempotency-key'], r.verified]),
+      [[ledger, ledger, true]],
+    );
+    for (const request of [...setup.carrier.requests, ...setup.erp.requests]) {
+      assert.ok(verifiesWith(request, first), 'the first secret verifies');
+      assert.ok(!verifiesWith(request, second), 'only the first secret signs');
+      assert.match(String(request.headers['webhook-signature']), /^v1,[A-Za-z0-9+/]+=*$/);
+      assert.ok(Math.abs(Number(request.headers['webhook-timestamp']) - Date.now() / 1000) < 60);
+    }
+    assert.deepEqual(setup.carrier.effects, [release]);
+  });
+
+  test("a target's own secret signs its calls in place of SETTLE_OUTBOUND_SECRET; the other target keeps the global one", async () => {
+    const [global, carrierOwn, carrierOld] = [newSecret(), newSecret(), newSecret()];
+    const setup = await setUp({ outboundSecret: [global], carrierSecret: [carrierOwn, carrierOld] });
+    setup.carrier.secrets = [carrierOwn];
+    setup.erp.secrets = [global];
+    const { result } = await settle(setup);
+    assert.equal(result.outcome, 'applied');
+
+    const [release] = setup.carrier.requests;
+    assert.ok(release?.verified, 'the carrier verifies with its own secret');
+    assert.ok(!verifiesWith(release, global), 'the carrier call is not signed with the global secret');
+    assert.ok(!verifiesWith(release, carrierOld), 'nor with the second of its own');
+    const [entry] = setup.erp.requests;
+    assert.ok(entry?.verified, 'the ERP verifies with SETTLE_OUTBOUND_SECRET');
+    assert.ok(!verifiesWith(entry, carrierOwn));
+  });
+
+  test("the carrier's re-hold (a compensation) is signed as well, under its own key", async () => {
+    const carrierSecret = newSecret();
+    const setup = await setUp(
+      { outboundSecret: [newSecret()], carrierSecret: [carrierSecret] },
+      { erp: () => ({ status: 400 }) },
+    );
+    setup.carrier.secrets = [carrierSecret];
+    const { eventId, result } = await settle(setup);
+    assert.equal(result.compensated, true);
+    assert.deepEqual(
+      setup.carrier.requests.map((r) => [r.json.action, r.headers['webhook-id'], r.verified]),
+      [
+        ['release_hold', `${eventId}:carrier:release_hold`, true],
+        ['hold', `${eventId}:carrier:rehold`, true],
+      ],
+    );
+  });
+});
+
+describe("npm start's stand-in downstream", () => {
+  test('applies a call signed with the target secret, refuses an unsigned or wrongly signed one with 401', async () => {
+    const [global, erpOwn] = [newSecret(), newSecret()];
+    const standIn = await startDevDownstream(0, { outboundSecret: [global], erpSecret: [erpOwn] });
+    cleanups.push(() => standIn.close());
+    const call = async (target: string, secret: string | undefined) => {
+      const key = `evt_${randomBytes(6).toString('hex')}:${target}:x`;
+      const body = JSON.stringify({ action: 'x' });
+      const response = await fetch(`${standIn.url}/${target}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'idempotency-key': key,
+          ...(secret ? signWebhook(secret, key, body) : {}),
+        },
+        body,
+      });
+      return response.status;
+    };
+    assert.equal(await call('carrier', global), 200);
+    assert.equal(await call('erp', erpOwn), 200);
+    assert.equal(await call('erp', global), 401, "the ERP's own secret replaces the global one");
+    assert.equal(await call('carrier', undefined), 401);
+    assert.equal(await call('carrier', newSecret()), 401);
+  });
+});
