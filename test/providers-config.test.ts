@@ -38,7 +38,7 @@ test('provider settings: lists are split on commas, and a bad value stops the pr
   }
 });
 
-const ADYEN_KEY = '44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056';
+const ADYEN_KEY = newAdyenKey();
 
 /** The ConfigError loadConfig throws for `env`, or a failure when it accepts it. */
 function refusal(env: NodeJS.ProcessEnv): ConfigError {
@@ -70,8 +70,11 @@ test('Adyen HMAC keys without basic auth are refused at start, naming the variab
   assert.equal(optedOut.adyenAllowNoBasicAuth, true);
   assert.equal(optedOut.adyenBasicAuth, undefined);
   assert.equal(
-    loadConfig({ ...base, SETTLE_ADYEN_HMAC_KEYS: ADYEN_KEY, SETTLE_ADYEN_BASIC_AUTH: 'a:b' }).adyenHmacKeys
-      .length,
+    loadConfig({
+      ...base,
+      SETTLE_ADYEN_HMAC_KEYS: ADYEN_KEY,
+      SETTLE_ADYEN_BASIC_AUTH: `adyen:${newStripeSecret()}`,
+    }).adyenHmacKeys.length,
     1,
   );
   // No Adyen at all needs neither.

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,8 +21,12 @@ for (const block of walkthrough.matchAll(/```(\S+)(?: (\S+))?\n([\s\S]*?)```/g))
   if (lang === 'jsonl') files.set(name!, body!);
   if (lang !== 'sh') continue;
   for (const line of body!.split('\n').filter(Boolean)) {
-    const exported = /^export (\w+)=(\S+)$/.exec(line);
-    if (exported) steps.push({ kind: 'export', name: exported[1]!, value: exported[2]! });
+    const exported = /^export (\w+)=(.+)$/.exec(line);
+    // The page generates its secrets (no example value works as one): `$(openssl rand -hex N)`.
+    const value = exported?.[2]!.replace(/\$\(openssl rand -hex (\d+)\)/g, (_, bytes: string) =>
+      randomBytes(Number(bytes)).toString('hex'),
+    );
+    if (exported) steps.push({ kind: 'export', name: exported[1]!, value: value! });
     else if (line.startsWith('settle ')) steps.push({ kind: 'run', args: line.split(' ').slice(1) });
     else throw new Error(`docs/providers.md: a sh line the walkthrough cannot run: ${line}`);
   }
