@@ -19,3 +19,4 @@ export {
   type Config,
   type Variable,
 } from './schema';
+export { stripeApiKeyOf } from './stripe-api-key';

@@ -161,6 +161,34 @@ export const configVariables = {
     'SETTLE_STRIPE_WEBHOOK_SECRETS',
     secretList('each secret must look like whsec_… (the endpoint secret from the Stripe dashboard)', WHSEC),
   ),
+  /**
+   * Stripe API key the recovery sweep lists events with (a restricted key with read access to Events
+   * is enough). Unset (and no SETTLE_STRIPE_API_KEY_FILE): no sweep, no recovery Schedule.
+   */
+  stripeApiKey: variable(
+    'SETTLE_STRIPE_API_KEY',
+    z
+      .string()
+      .regex(/^(sk|rk)_[A-Za-z0-9_]{8,}$/, 'must be a Stripe secret or restricted key (sk_… or rk_…)')
+      .optional(),
+  ),
+  /** A file holding the Stripe API key instead, for a mounted secret. */
+  stripeApiKeyFile: variable('SETTLE_STRIPE_API_KEY_FILE', z.string().optional()),
+  /** Stripe's API, scheme://host[:port] (no path): a test server or an egress proxy in its place. */
+  stripeApiBase: variable(
+    'SETTLE_STRIPE_API_BASE',
+    httpUrl.refine((value) => {
+      const url = new URL(value);
+      return url.pathname === '/' && !url.search && !url.hash && value.replace(/\/$/, '') === url.origin;
+    }, 'must be scheme://host[:port], with no path'),
+    { default: 'https://api.stripe.com' },
+  ),
+  /** How often the recovery Schedule sweeps Stripe's events for what was never delivered (ms). */
+  stripeSweepEveryMs: variable(
+    'SETTLE_STRIPE_SWEEP_EVERY',
+    duration.pipe(z.number().min(60_000, 'must be at least 1m')),
+    { default: '15m' },
+  ),
   /** Adyen HMAC keys (hex), comma-separated; more than one while rotating. */
   adyenHmacKeys: variable(
     'SETTLE_ADYEN_HMAC_KEYS',

@@ -1,6 +1,6 @@
 import type { Queryable } from './pool';
 
-export type EventSource = 'webhook' | 'import' | 'replay';
+export type EventSource = 'webhook' | 'import' | 'replay' | 'recovery';
 
 export type StoredEvent = {
   eventId: string;
