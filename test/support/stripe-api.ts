@@ -1,6 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type pg from 'pg';
+import { paymentWorkflowId } from '../../src/domain/ids';
+import { payloadSha256 } from '../../src/lib/hash';
+import { adaptStripeEvent } from '../../src/providers/stripe';
 
 /** What the next request gets instead of its page. */
 export type StripeFault =
@@ -186,3 +190,29 @@ export function typesAsked(q: URLSearchParams): string[] {
 }
 
 export type StripeApi = Awaited<ReturnType<typeof startStripeApi>>;
+
+/**
+ * Stores Stripe events in `events` as their webhook's admission would have (the adapted canonical
+ * event, its payload hash and workflow ID), without running them: "already applied" for a sweep,
+ * in bulk. Only the events table is read by the door's duplicate check.
+ */
+export async function storeAsAdmitted(pool: pg.Pool, stripeEvents: Record<string, unknown>[]): Promise<void> {
+  const rows = stripeEvents.map((item) => {
+    const adapted = adaptStripeEvent(item);
+    if (adapted.kind !== 'payment') throw new Error(`not a payment event: ${adapted.kind}`);
+    return adapted.event;
+  });
+  for (let i = 0; i < rows.length; i += 1_000) {
+    const batch = rows.slice(i, i + 1_000);
+    await pool.query(
+      `INSERT INTO events (event_id, type, payload, payload_sha256, workflow_id, source)
+       SELECT e->>'id', e->>'type', e, s, w, 'webhook'
+         FROM unnest($1::jsonb[], $2::text[], $3::text[]) AS t(e, s, w)`,
+      [
+        batch.map((event) => JSON.stringify(event)),
+        batch.map((event) => payloadSha256(event)),
+        batch.map((event) => paymentWorkflowId(event.id)),
+      ],
+    );
+  }
+}
