@@ -236,6 +236,7 @@ test('the recovery Schedule exists only while a Stripe API key is set', async ()
       described.action.type === 'startWorkflow' && described.action.workflowType,
       'recoverySweepWorkflow',
     );
+    assert.equal((await ensureRecoverySchedule(stack.client, config)).state, 'unchanged');
     // A changed SETTLE_STRIPE_SWEEP_EVERY is taken up by the next start.
     const updated = await ensureRecoverySchedule(stack.client, {
       ...config,

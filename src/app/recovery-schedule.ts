@@ -24,7 +24,7 @@ export type RecoveryScheduleConfig = Pick<
 export async function ensureRecoverySchedule(
   client: Client,
   config: RecoveryScheduleConfig,
-): Promise<{ scheduleId: string; state: 'created' | 'updated' | 'off' }> {
+): Promise<{ scheduleId: string; state: 'created' | 'updated' | 'unchanged' | 'off' }> {
   const scheduleId = recoveryScheduleId('stripe', config.taskQueue);
   const handle = client.schedule.getHandle(scheduleId);
   if (!config.stripeApiKey && !config.stripeApiKeyFile) {
@@ -51,6 +51,9 @@ export async function ensureRecoverySchedule(
   } catch (error) {
     if (!(error instanceof ScheduleAlreadyRunning)) throw error;
   }
+  // Every worker start comes here: only a changed interval is written.
+  const current = (await handle.describe()).spec.intervals?.[0]?.every;
+  if (current === config.stripeSweepEveryMs) return { scheduleId, state: 'unchanged' };
   await handle.update((previous) => ({ ...previous, spec }));
   return { scheduleId, state: 'updated' };
 }
