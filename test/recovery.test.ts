@@ -8,7 +8,7 @@ import {
   type Client,
 } from '@temporalio/client';
 import { openExceptions } from '../src/app/exceptions';
-import { recoverMissedEvents, summaryOfFault } from '../src/app/recover';
+import { DEFAULT_RECOVERY_LOOKBACK_MS, recoverMissedEvents, summaryOfFault } from '../src/app/recover';
 import { ensureRecoverySchedule, recoveryScheduleId } from '../src/app/recovery-schedule';
 import { advanceRecoveryCursor } from '../src/db/recovery-cursor';
 import { addShipments } from '../src/db/shipments';
@@ -52,6 +52,9 @@ async function capture(): Promise<{ event: Record<string, unknown>; id: string; 
   const event = stripeEvent('payment_intent.succeeded', paymentIntent(shipmentId), { created: clock });
   return { event, id: event.id as string, shipmentId };
 }
+
+/** A window reaching past the first sweep's lookback: with no cursor yet, such a run moves it. */
+const beyondLookback = () => new Date(Date.now() - DEFAULT_RECOVERY_LOOKBACK_MS - 3_600_000);
 
 async function count(sql: string, params: unknown[] = []): Promise<number> {
   const { rows } = await stack.pool.query<{ n: number }>(sql, params);
@@ -283,7 +286,7 @@ describe('a sweep against a misbehaving API', () => {
   for (const fault of [{ status: 500 as const }, { hang: true as const }]) {
     test(`${'hang' in fault ? 'a hung request' : 'a 500'} mid-listing stops the sweep at the last admitted event; the next run admits the rest, none twice`, async () => {
       const [base] = await listed(1);
-      await recoverMissedEvents(deps(), source(), { since: new Date((clock - 60) * 1000) });
+      await recoverMissedEvents(deps(), source(), { since: beyondLookback() });
       assert.equal(await cursorEventId(), base);
       const ids = await listed(5);
       // From the cursor, two events a page: the first page is served, the second request fails.
@@ -324,7 +327,7 @@ describe('a sweep against a misbehaving API', () => {
     );
     local.add(bad);
     const [lastId] = await listed(1);
-    const summary = await recoverMissedEvents(deps(), source(), { since: new Date((clock - 60) * 1000) });
+    const summary = await recoverMissedEvents(deps(), source(), { since: beyondLookback() });
     assert.equal(summary.admitted, 2);
     assert.equal(summary.refused, 1);
     assert.equal(summary.refusals[0]!.event_id, bad.id);
@@ -345,7 +348,7 @@ describe('a sweep against a misbehaving API', () => {
   test('Temporal unreachable: the cursor stays before the event it could not admit', async () => {
     const ids = await listed(3);
     // The first is already admitted (delivered by its webhook); the second needs a start.
-    await recoverMissedEvents(deps(), source(), { since: new Date((clock - 60) * 1000) });
+    await recoverMissedEvents(deps(), source(), { since: beyondLookback() });
     await stack.pool.query(`DELETE FROM recovery_cursors WHERE provider = 'stripe'`);
     const more = await listed(2);
     const deadClient = await connectClient({
@@ -354,7 +357,7 @@ describe('a sweep against a misbehaving API', () => {
     });
     try {
       const error = await recoverMissedEvents({ ...deps(), client: deadClient }, source(), {
-        since: new Date((clock - 60) * 1000),
+        since: beyondLookback(),
       }).then(
         () => undefined,
         (e: unknown) => e,
@@ -379,7 +382,7 @@ describe('a sweep against a misbehaving API', () => {
     const snapshot = async () => Promise.all(tables.map((t) => count(`SELECT count(*)::int AS n FROM ${t}`)));
     const before = await snapshot();
     const summary = await recoverMissedEvents(deps(), source(), {
-      since: new Date((clock - 60) * 1000),
+      since: beyondLookback(),
       dryRun: true,
     });
     assert.equal(summary.dry_run, true);
@@ -389,9 +392,25 @@ describe('a sweep against a misbehaving API', () => {
     assert.deepEqual(await snapshot(), before);
   });
 
+  test('a --since window that begins after the cursor admits what it lists but leaves the cursor', async () => {
+    const [first] = await listed(1);
+    await recoverMissedEvents(deps(), source(), { since: beyondLookback() });
+    assert.equal(await cursorEventId(), first);
+    clock += 120;
+    const later = await listed(2);
+    const summary = await recoverMissedEvents(deps(), source(), { since: new Date((clock - 30) * 1000) });
+    assert.equal(summary.admitted, later.length);
+    assert.equal(summary.cursor_moved, false);
+    // The Schedule's next sweep still lists everything after the old cursor: the window's events are duplicates.
+    assert.equal(await cursorEventId(), first);
+    const next = await recoverMissedEvents(deps(), source());
+    assert.deepEqual([next.listed, next.already_had, next.admitted], [later.length, later.length, 0]);
+    assert.equal(await cursorEventId(), later.at(-1));
+  });
+
   test('a cursor Stripe no longer lists restarts the listing at its time', async () => {
     const ids = await listed(3);
-    await recoverMissedEvents(deps(), source(), { since: new Date((clock - 60) * 1000) });
+    await recoverMissedEvents(deps(), source(), { since: beyondLookback() });
     const more = await listed(2);
     local.remove(ids.at(-1)!);
     const summary = await recoverMissedEvents(deps(), source());

@@ -51,6 +51,10 @@ export function createRecoveryActivities(
             context.heartbeat(progress);
           },
         });
+        if (summary.interrupted) {
+          // Cancelled, timed out or the worker stopping: what was admitted stays, the retry resumes.
+          throw new Error('the sweep was interrupted; the next attempt resumes from the cursor');
+        }
         logger.info(
           {
             component: 'recovery',

@@ -55,7 +55,10 @@ export type RecoverySummary = {
 };
 
 export type RecoverOptions = {
-  /** List from this time instead of from the cursor; the cursor moves only if this is not after it. */
+  /**
+   * List from this time instead of from the cursor; the cursor moves only if this is not after it
+   * (with no cursor yet: not after DEFAULT_RECOVERY_LOOKBACK_MS ago).
+   */
   since?: Date;
   /** Decide nothing, write nothing: say what a run would do. */
   dryRun?: boolean;
@@ -91,8 +94,10 @@ export async function recoverMissedEvents(
   let mayMoveCursor = !dryRun;
   if (options.since) {
     start = { since: options.since };
-    // A window that begins after the cursor would leave a gap behind it unlisted.
-    if (stored && options.since > stored.createdAt) mayMoveCursor = false;
+    // A window that begins after the cursor (or, before any, after the first sweep's lookback) would
+    // leave a gap behind it that the Schedule's sweeps never list.
+    const reach = stored?.createdAt ?? new Date(now().getTime() - DEFAULT_RECOVERY_LOOKBACK_MS);
+    if (options.since > reach) mayMoveCursor = false;
   } else if (stored) {
     start = { after: stored };
   } else {
