@@ -1,7 +1,8 @@
 /**
- * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,L,PE,R,BY,RT,I,LI,PC,TR] [-- --server=dev|cluster|both]`:
+ * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,L,PE,R,BY,RT,RS,I,LI,PC,TR] [-- --server=dev|cluster|both]`:
  * PE is P through `settle serve` (eager start; LE@50% its load row), LI live webhooks during an import,
- * BY the bytes one event keeps in settle's tables, RT the purge of past-retention claims under load. Every Temporal row counts its billable actions.
+ * BY the bytes one event keeps in settle's tables, RT the purge of past-retention claims under load,
+ * RS a recovery sweep over listed events nearly all applied already (its Temporal starts counted). Every Temporal row counts its billable actions.
  * PC (only when named) P@50 through `settle serve` with payload encryption off, on, on, off (the codec's CPU cost).
  * TR (only when named) P@50 through `settle serve` with tracing off, on, on, off, exporting to a local OTLP endpoint (tracing's CPU cost).
  * settle's benchmarks against baselines measured in the same run, on this machine, on loopback. Each
@@ -24,6 +25,7 @@ import type { TemporalCluster } from '../topology/cluster';
 import { benchTemporalFloor, floorPrefix, floorWorkflowIds, NOOP_TASK_QUEUE } from './temporal-floor';
 import { actionsPerEvent } from './actions';
 import { benchBytesPerEvent, prepareBytes } from './bytes';
+import { benchRecovery, prepareRecovery } from './recovery';
 import { benchRetention } from './retention';
 import { startOtlpSink } from './support/otlp-sink';
 import { paymentWorkflowId } from '../src/domain/ids';
@@ -60,6 +62,7 @@ const SIZE = short
       importEvents: 1_000,
       bytesEvents: 300,
       retentionClaims: 200_000,
+      recoveryListed: 1_000,
     }
   : {
       bytesEvents: 1_000,
@@ -70,7 +73,11 @@ const SIZE = short
       pathEvents: 600,
       loadSeconds: 20,
       importEvents: 10_000,
+      recoveryListed: 10_000,
     };
+
+/** Of the recovery sweep's listed events, those never delivered (the rest are applied already). */
+const RECOVERY_MISSED = 10;
 
 /** A path row's runs: one payment workflow per event. */
 const runsOf = (events: PaymentEvent[]) => ({ ids: events.map((event) => paymentWorkflowId(event.id)) });
@@ -448,6 +455,20 @@ async function benchOn(): Promise<Goal[]> {
       });
     }
 
+    if (wanted('RS')) {
+      // Once: the Schedule's sweep after a short outage, from the cursor, through the webhook's door.
+      await measure(
+        'RS',
+        `recovery sweep: ${SIZE.recoveryListed} listed, ${SIZE.recoveryListed - RECOVERY_MISSED} already applied`,
+        {
+          prepare: () => prepareRecovery(stack, SIZE.recoveryListed, RECOVERY_MISSED),
+          run: (prepared) => benchRecovery(stack, prepared),
+          events: SIZE.recoveryListed,
+          reps: 1,
+        },
+      );
+    }
+
     if (wanted('I')) {
       // Once: 10,000 events take minutes to drain on 2 cores.
       await measure('I', `settle import of a ${SIZE.importEvents}-event report`, {
@@ -734,6 +755,15 @@ function evaluateGoals(): Goal[] {
     fig('RT', 'claimStoreMbAfterFirstCycle'),
     1.2,
   );
+  const recoveryStarts = fig('RS', 'starts');
+  goals.push({
+    goal: `a recovery sweep over ${SIZE.recoveryListed} listed, ${RECOVERY_MISSED} missed, costs ≤ ${RECOVERY_MISSED} starts (RS)`,
+    measured:
+      recoveryStarts === undefined
+        ? 'not measured'
+        : `${recoveryStarts} starts, ${fig('RS', 'eventsPerSecond')} listed events/s`,
+    met: recoveryStarts === undefined ? null : recoveryStarts <= RECOVERY_MISSED,
+  });
   const workerRss = Math.max(...results.map((r) => r.resources.worker?.peakRssMb ?? 0));
   goals.push({ goal: 'worker RSS < 300 MB', measured: `${workerRss} MB`, met: workerRss < 300 });
   goals.push({

@@ -45,6 +45,7 @@ import { startTemporalDevServer } from '../src/stack/temporal-dev-server';
 import { settleDataConverter } from '../src/temporal/data-converter';
 import { createWorker } from '../src/worker/run';
 import { afterReconcileCommit } from '../test/support/after-commit';
+import { startStripeApi } from '../test/support/stripe-api';
 
 const run = promisify(execFile);
 /** SETTLE_HISTORIES_DIR records elsewhere, e.g. a subfolder for a patched path beside the current one. */
@@ -107,6 +108,27 @@ async function main() {
   // The ERP refuses one payment for good, which drives the saga's compensation.
   const erp = await receiver((body) => (body.includes('pi_rec_saga') ? 422 : 200));
   const customer = await receiver((body) => (body.includes('gone') ? 410 : 200));
+  // Stripe's events API, for the recovery sweep: one capture its webhook never delivered.
+  const stripeApi = await startStripeApi();
+  stripeApi.add({
+    id: 'evt_rec_recovered',
+    object: 'event',
+    api_version: '2024-06-20',
+    created: Math.floor(Date.now() / 1000) - 60,
+    type: 'payment_intent.succeeded',
+    livemode: false,
+    pending_webhooks: 1,
+    data: {
+      object: {
+        id: 'pi_rec_recovered',
+        object: 'payment_intent',
+        amount: 12500,
+        amount_received: 12500,
+        currency: 'eur',
+        metadata: { shipment_id: 'SHP-REC-RECOVERED' },
+      },
+    },
+  });
   let failedOnce = false;
   try {
     await migrate(pool);
@@ -122,6 +144,9 @@ async function main() {
         allowPrivateTargets: true,
         // Registers the purge activity (the purge-completed scenario).
         claimRetentionMs: 90 * 24 * 3_600_000,
+        // The recovery sweep's source (the recovery-sweep-completed scenario).
+        stripeApiKey: stripeApi.apiKey,
+        stripeApiBase: stripeApi.url,
       },
       pool,
       interceptors: [
@@ -259,6 +284,15 @@ async function main() {
         });
         await save('purge-completed', handle);
       }
+      if (wanted('recovery-sweep-completed')) {
+        // The Stripe recovery sweep as its Schedule starts it (here directly): one event recovered.
+        const handle = await client.workflow.start('recoverySweepWorkflow', {
+          taskQueue,
+          workflowId: `settle-recovery-sweep:stripe:${taskQueue}`,
+          args: [{ provider: 'stripe' }],
+        });
+        await save('recovery-sweep-completed', handle);
+      }
       for (const [name, { body, cancel }] of reminders) {
         if (!wanted(`reminder-${name}`)) continue;
         const deliveryId = `renewal-rec-${name}`;
@@ -288,6 +322,7 @@ async function main() {
     );
   } finally {
     for (const { server } of [carrier, erp, customer]) server.close();
+    await stripeApi.close();
     await pool.end();
     await temporal.stop();
     await database.stop();

@@ -40,6 +40,7 @@ test('recorded histories are committed for every workflow and scenario', () => {
     'reminder-cancelled',
     'payment-encrypted-applied-delivered',
     'purge-completed',
+    'recovery-sweep-completed',
   ]) {
     assert.ok(names.includes(expected), `test/histories has no ${expected}.json`);
   }

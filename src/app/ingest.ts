@@ -42,7 +42,8 @@ export async function admitPaymentEvent(
   const sha = payloadSha256(event);
   const outcome = await admitUnlessKnown(deps, event, sha, source);
   try {
-    if (outcome.status === 'duplicate') await recordRedelivery(deps.pool, event.id);
+    // A recovery sweep reading an event settle has is not the provider delivering it again.
+    if (outcome.status === 'duplicate' && source !== 'recovery') await recordRedelivery(deps.pool, event.id);
     if (outcome.status === 'conflict') {
       await recordConflict(deps.pool, {
         eventId: event.id,

@@ -3,6 +3,7 @@ import type { Config } from '../config';
 import { formatDuration } from '../domain/duration';
 import type { Logger } from '../lib/logger';
 import type { purgeClaimsWorkflow } from '../workflows';
+import { prepareRecovery, type RecoveryScheduleConfig } from './recovery-schedule';
 
 /** One Schedule per deployment (task queue); every worker and `settle start` ensures the same one. */
 export function purgeScheduleId(taskQueue: string): string {
@@ -63,12 +64,16 @@ export async function checkRetention(
   };
 }
 
-/** At start: ensure the Schedule and warn about a claim retention that is too short. Never fatal. */
+/**
+ * At start: ensure the Schedules (the purge, and the recovery sweep's when a provider API key is
+ * set) and warn about a claim retention that is too short. Never fatal.
+ */
 export async function prepareRetention(
   client: Client,
-  config: Pick<Config, 'temporalNamespace' | 'claimRetentionMs' | 'taskQueue'>,
+  config: Pick<Config, 'temporalNamespace' | 'claimRetentionMs' | 'taskQueue'> & RecoveryScheduleConfig,
   logger: Logger,
 ): Promise<void> {
+  await prepareRecovery(client, config, logger);
   try {
     const schedule = await ensurePurgeSchedule(client, config.taskQueue);
     logger.info({ component: 'retention', ...schedule }, 'claim purge schedule ready');

@@ -1,4 +1,5 @@
 import type { ExceptionKind } from '../db/exceptions';
+import { listRecoveryStatus } from '../db/recovery-cursor';
 import { computeSloFigures, outboxBacklog, reminderBacklog, type SloFigures } from '../db/slo';
 import { histogramQuantile, parsePrometheusText, sumOf } from '../metrics/prometheus-text';
 import { renderMetrics, type DatabaseFigures } from '../metrics/settle-metrics';
@@ -20,15 +21,36 @@ async function countOpenExceptions(
   return { byKind: countByKind(open.exceptions), total: open.exceptions.length };
 }
 
+/** The recovery sweep per provider: its cursor and its last run (null until a first run). */
+export type RecoveryFigures = {
+  provider: string;
+  cursor_at: string | null;
+  last_sweep_at: string | null;
+  last_sweep_error: string | null;
+  last_listed: number;
+  last_recovered: number;
+  recovered_total: number;
+};
+
 export type StatsFigures = SloFigures & {
   open_exceptions: Record<ExceptionKind, number> & { total: number };
+  recovery: RecoveryFigures[];
 };
 
 /** `settle stats`' figures from PostgreSQL (and Temporal, for abandoned deliveries) over the window. */
 export async function statsFigures(deps: StatsDeps, windowMs: number): Promise<StatsFigures> {
   const slo = await computeSloFigures(deps.pool, { windowMs });
   const open = await countOpenExceptions(deps);
-  return { ...slo, open_exceptions: { ...open.byKind, total: open.total } };
+  const recovery = (await listRecoveryStatus(deps.pool)).map((row) => ({
+    provider: row.provider,
+    cursor_at: row.cursor?.createdAt.toISOString() ?? null,
+    last_sweep_at: row.lastSweepAt?.toISOString() ?? null,
+    last_sweep_error: row.lastSweepError,
+    last_listed: row.lastListed,
+    last_recovered: row.lastRecovered,
+    recovered_total: row.recoveredTotal,
+  }));
+  return { ...slo, open_exceptions: { ...open.byKind, total: open.total }, recovery };
 }
 
 /**

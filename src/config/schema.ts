@@ -227,6 +227,36 @@ export const configVariables = {
     ),
     { secret: true },
   ),
+  /**
+   * Stripe API key the recovery sweep lists events with (a restricted key with read access to Events
+   * is enough). Unset: no sweep, no recovery Schedule.
+   */
+  stripeApiKey: variable(
+    'SETTLE_STRIPE_API_KEY',
+    z
+      .string()
+      .refine(
+        (value) => /^(sk|rk)_(live|test)_[A-Za-z0-9]{24,}$/.test(value) && varied(value.slice(8)),
+        'must be a Stripe secret or restricted key (sk_live_…, rk_live_…, or their _test_ forms)',
+      )
+      .optional(),
+    { secret: true },
+  ),
+  /** Stripe's API, scheme://host[:port] (no path): a test server or an egress proxy in its place. */
+  stripeApiBase: variable(
+    'SETTLE_STRIPE_API_BASE',
+    httpUrl.refine((value) => {
+      const url = new URL(value);
+      return url.pathname === '/' && !url.search && !url.hash && value.replace(/\/$/, '') === url.origin;
+    }, 'must be scheme://host[:port], with no path'),
+    { default: 'https://api.stripe.com' },
+  ),
+  /** How often the recovery Schedule sweeps Stripe's events for what was never delivered (ms). */
+  stripeSweepEveryMs: variable(
+    'SETTLE_STRIPE_SWEEP_EVERY',
+    duration.pipe(z.number().min(60_000, 'must be at least 1m')),
+    { default: '15m' },
+  ),
   /** Adyen HMAC keys (hex), comma-separated; more than one while rotating. */
   adyenHmacKeys: variable(
     'SETTLE_ADYEN_HMAC_KEYS',

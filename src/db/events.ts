@@ -1,7 +1,7 @@
 import { lockEventId } from './claims';
 import type { Queryable } from './pool';
 
-export type EventSource = 'webhook' | 'import' | 'replay';
+export type EventSource = 'webhook' | 'import' | 'replay' | 'recovery';
 
 export type StoredEvent = {
   eventId: string;

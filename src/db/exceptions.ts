@@ -82,8 +82,9 @@ export async function listExceptions(db: Queryable, filter: ExceptionFilter): Pr
          FROM claims WHERE outcome IN ('unmatched', 'needs_review')
        UNION ALL
        SELECT 'unmatched', event_id, NULL, first_seen_at,
-              reason || ' (a ' || provider || ' event settle cannot apply or replay: name the shipment at '
-                || 'the provider for later events, and record this payment by hand)',
+              reason || coalesce(' (' || next_step || ')',
+                ' (a ' || provider || ' event settle cannot apply or replay: name the shipment at '
+                || 'the provider for later events, and record this payment by hand)'),
               NULL, NULL, NULL
          FROM provider_exceptions
        UNION ALL

@@ -97,6 +97,20 @@ export const purgedClaimsTotal = new Counter({
   registers: [registry],
 });
 
+export const recoveredEventsTotal = new Counter({
+  name: 'settle_recovered_events_total',
+  help: 'Events a provider listed but never delivered, admitted by the recovery sweep or settle recover.',
+  labelNames: ['provider'] as const,
+  registers: [registry],
+});
+
+export const recoverySweepFailuresTotal = new Counter({
+  name: 'settle_recovery_sweep_failures_total',
+  help: "Recovery sweep attempts that ended on a fault, by reason (unauthorized: the provider refused settle's API key).",
+  labelNames: ['provider', 'reason'] as const,
+  registers: [registry],
+});
+
 // The gauges below are read from PostgreSQL at scrape time, so every process would export the same
 // figures: only the gateway exports them (see docs/operations.md), so that a sum does not double-count.
 // They live in a registry of their own, rendered only when the caller hands over the database.

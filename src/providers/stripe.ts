@@ -24,6 +24,9 @@ const STRIPE_EVENT_TYPES: Record<string, PaymentEventType> = {
   'payment_intent.payment_failed': 'payment.failed',
 };
 
+/** The types the recovery sweep lists (src/providers/stripe-recovery.ts): the ones settle acts on. */
+export const STRIPE_ACTED_ON_TYPES: readonly string[] = Object.keys(STRIPE_EVENT_TYPES);
+
 // Webhook verification and test signing need no API key and make no network call.
 const stripe = new Stripe('sk_settle_webhook_verification_only');
 

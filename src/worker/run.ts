@@ -11,7 +11,10 @@ import { createActivities, type ActivityDependencies } from '../activities';
 import { activityOutcomeInterceptor } from './outcome-interceptor';
 import { signingSecrets, targetUrls, type TargetConfigKey, type TargetSecretKey } from '../domain/outbox';
 import { createPurgeActivities } from '../activities/purge-claims';
+import { createRecoveryActivities } from '../activities/sweep-provider-events';
 import { CONFIG_DEFAULTS, loadSettings, type Config } from '../config';
+import { createStripeRecoverySource } from '../providers/stripe-recovery';
+import { clientOnWorkerConnection } from '../temporal/client';
 import { logger, redactIds, redactMeta } from '../lib/logger';
 import { onShutdown } from '../lib/shutdown';
 import { activeTracing } from '../lib/tracing';
@@ -80,6 +83,8 @@ export type WorkerOptions = {
         | 'maxCachedWorkflows'
         | 'bulkConcurrency'
         | 'payloadKeys'
+        | 'stripeApiKey'
+        | 'stripeApiBase'
       >
     >;
   pool: pg.Pool;
@@ -183,6 +188,14 @@ export class SettleWorker {
   }
 }
 
+/** The providers this worker can sweep: those with an API key (src/app/recovery-schedule.ts). */
+function recoverySources(config: WorkerOptions['config']) {
+  const apiKey = config.stripeApiKey;
+  if (!apiKey) return {};
+  const apiBase = config.stripeApiBase ?? CONFIG_DEFAULTS.stripeApiBase!;
+  return { stripe: createStripeRecoverySource({ apiKey, apiBase }) };
+}
+
 /** The settle worker (live and bulk, polling settle's task queues); the caller runs it and closes the connection. */
 export async function createWorker({ config, pool, interceptors = [], tuning, sdkOptions }: WorkerOptions) {
   installTemporalRuntime();
@@ -209,6 +222,13 @@ export async function createWorker({ config, pool, interceptors = [], tuning, sd
     ...(config.claimRetentionMs === undefined
       ? {}
       : createPurgeActivities({ pool, claimRetentionMs: config.claimRetentionMs })),
+    // Registered without a key too: a sweep that reaches such a worker fails naming the variable.
+    ...createRecoveryActivities({
+      pool,
+      client: clientOnWorkerConnection(connection, config),
+      taskQueue: config.taskQueue,
+      sources: recoverySources(config),
+    }),
   };
   const untraced = {
     connection,

@@ -112,3 +112,30 @@ export type PurgeResult = {
   keptExceptions: number;
   dryRun: boolean;
 };
+
+/** The input of `recoverySweepWorkflow` and `sweepProviderEvents`: the provider whose events are listed. */
+export type RecoverySweepInput = { provider: 'stripe' };
+
+/** `sweepProviderEvents`'s result, and the result of `recoverySweepWorkflow`. */
+export type RecoverySweepResult = {
+  provider: 'stripe';
+  /** Events of the types settle acts on that the provider listed after the cursor. */
+  listed: number;
+  /** Already admitted: duplicates, no Temporal action. */
+  alreadyHad: number;
+  /** Admitted now: the events the provider never delivered. */
+  admitted: number;
+  ignored: number;
+  /** Recorded as exceptions (`settle exceptions`) and passed. */
+  refused: number;
+  /** The cursor's event time after the sweep; null while none was ever listed. */
+  cursorCreatedAt: string | null;
+};
+
+/**
+ * The recovery sweep's activity as its workflow sees it (src/activities/sweep-provider-events.ts
+ * implements it): declared here so that workflow code reaches no use-case module, even as a type.
+ */
+export type RecoveryActivities = {
+  sweepProviderEvents(input: RecoverySweepInput): Promise<RecoverySweepResult>;
+};

@@ -1,5 +1,6 @@
 export { paymentWorkflow, reconciledQuery } from './payment';
 export { purgeClaimsWorkflow } from './purge';
+export { recoverySweepWorkflow } from './recovery-sweep';
 export type { PaymentWorkflowInput, PaymentWorkflowResult } from './payment';
 export { cancelReminderSignal, reminderWorkflow } from './reminder';
 export type { ReminderWorkflowInput, ReminderWorkflowResult } from './reminder';

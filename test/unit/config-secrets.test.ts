@@ -54,6 +54,7 @@ function refusal(env: Record<string, string>): { issues: ConfigError['issues']; 
 /** Strong values of each form settle knows; a secret variable takes (at least) one of them. */
 const strongCandidates = () => [
   `whsec_${randomBytes(32).toString('base64')}`,
+  `rk_test_${randomBytes(24).toString('hex')}`,
   `whsec_${randomBytes(24).toString('hex')}`,
   randomBytes(32).toString('hex').toUpperCase(),
   randomBytes(24).toString('hex'),
@@ -90,6 +91,7 @@ describe('<NAME>_FILE, for every secret variable', () => {
         'SETTLE_ERP_SECRET',
         'SETTLE_OUTBOUND_SECRET',
         'SETTLE_PAYLOAD_KEYS',
+        'SETTLE_STRIPE_API_KEY',
         'SETTLE_STRIPE_WEBHOOK_SECRETS',
         'SETTLE_WEBHOOK_SECRETS',
       ].filter((name) => SECRETS.some((s) => s.name === name)),

@@ -67,6 +67,16 @@ const purgeResult = z.strictObject({
   keptExceptions: z.number(),
   dryRun: z.boolean(),
 });
+const recoverySweepInput = z.strictObject({ provider: z.enum(['stripe']) });
+const recoverySweepResult = z.strictObject({
+  provider: z.enum(['stripe']),
+  listed: z.number(),
+  alreadyHad: z.number(),
+  admitted: z.number(),
+  ignored: z.number(),
+  refused: z.number(),
+  cursorCreatedAt: z.string().nullable(),
+});
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const same = <A, B>(proof: Same<A, B>) => proof;
@@ -86,12 +96,15 @@ same<z.infer<typeof reminderDeliveryResult>, contracts.ReminderDeliveryResult>(t
 same<z.infer<typeof failReminderInput>, contracts.FailReminderInput>(true);
 same<z.infer<typeof failReminderResult>, contracts.FailReminderResult>(true);
 same<z.infer<typeof purgeResult>, contracts.PurgeResult>(true);
+same<z.infer<typeof recoverySweepInput>, contracts.RecoverySweepInput>(true);
+same<z.infer<typeof recoverySweepResult>, contracts.RecoverySweepResult>(true);
 
 /** Per workflow and activity type: the schema of its input (the first argument) and of its result. */
 const HISTORY_SHAPES: Record<string, { input?: z.ZodType; result: z.ZodType }> = {
   paymentWorkflow: { input: paymentWorkflowInput, result: paymentWorkflowResult },
   reminderWorkflow: { input: reminderWorkflowInput, result: reminderDeliveryResult },
   purgeClaimsWorkflow: { result: purgeResult },
+  recoverySweepWorkflow: { input: recoverySweepInput, result: recoverySweepResult },
   reconcilePayment: { input: paymentEventSchema, result: reconcileResult },
   deliverOutboxRow: { input: outboxInput, result: outboxDeliveryResult },
   reholdShipment: { input: outboxInput, result: reholdResult },
@@ -99,6 +112,7 @@ const HISTORY_SHAPES: Record<string, { input?: z.ZodType; result: z.ZodType }> =
   deliverReminder: { input: reminderDeliveryInput, result: reminderDeliveryResult },
   failReminder: { input: failReminderInput, result: failReminderResult },
   purgeClaimsPastRetention: { result: purgeResult },
+  sweepProviderEvents: { input: recoverySweepInput, result: recoverySweepResult },
 };
 
 const SNAPSHOT = join(__dirname, '..', 'fixtures', 'workflow-contracts.json');

@@ -39,6 +39,14 @@ function renderStats(s: StatsFigures & { live: LiveFigures | null }): string {
     `open exceptions        ${total} (${entries(Object.fromEntries(Object.entries(open).filter(([, n]) => n > 0)))})`,
     `outbox                 pending ${s.outbox.pending}, oldest ${seconds(s.outbox.oldest_pending_age_seconds)}, failed ${s.outbox.failed}`,
     `reminders overdue      ${s.reminders.overdue}, oldest ${seconds(s.reminders.oldest_overdue_age_seconds)}`,
+    ...(s.recovery.length
+      ? s.recovery.map(
+          (r) =>
+            `recovered (${r.provider})     ${r.recovered_total} never delivered, in all; last sweep ` +
+            `${r.last_sweep_at ?? '-'} ${r.last_sweep_error ? `FAILED: ${r.last_sweep_error}` : 'ok'}, listed ` +
+            `${r.last_listed}, recovered ${r.last_recovered}; cursor at ${r.cursor_at ?? '-'}`,
+        )
+      : ['recovered              no recovery sweep has run (SETTLE_STRIPE_API_KEY unset?)']),
   ];
   if (s.live) {
     lines.push(
