@@ -103,6 +103,9 @@ export async function purgeExpiredClaims(
   result.conflicts = conflicts.rowCount ?? 0;
   // Kept as long as the claim it explains.
   await db.query(`DELETE FROM start_outcome_unknown WHERE last_at < $1::timestamptz`, [cutoff]);
+  // Runs started around settle's door, refused: kept as long as a claim would be, so a flood of them
+  // does not grow the table without end.
+  await db.query(`DELETE FROM unadmitted_runs WHERE last_at < $1::timestamptz`, [cutoff]);
   if (result.claims > 0 || result.conflicts > 0) {
     const started = Date.now();
     // Marks the dead rows' heap and index pages free for reuse; returns nothing to the OS (no lock
