@@ -38,6 +38,8 @@ export async function startGateway(deps: {
     apiToken: config.apiToken,
     allowPrivateTargets: config.allowPrivateTargets,
     deliveryStuckAfterMs: config.deliveryStuckAfterMs,
+    listenerLimits: config,
+    admissionWaitMs: config.admissionWaitMs,
     logger,
   });
   const host = deps.host ?? config.host;

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type { Health, Readiness } from '../domain/api-contract';
-import { METHODS, STATUS_CODES } from 'node:http';
+import { METHODS } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type pg from 'pg';
@@ -9,6 +9,7 @@ import { classifyDatabaseFailure, ErrorCode } from '../domain/errors';
 import { inspectEvent } from '../app/inspect';
 import { readinessCheck } from '../app/readiness';
 import { shortHash } from '../lib/hash';
+import { createLimitedServer, type ListenerLimits } from '../lib/listener-limits';
 import type { Logger } from '../lib/logger';
 import { activeTracing } from '../lib/tracing';
 import { registerOperatorRoutes } from './operations';
@@ -38,6 +39,10 @@ export type GatewayDependencies = {
   allowPrivateTargets?: boolean;
   /** SETTLE_DELIVERY_STUCK_AFTER, for the settle_open_exceptions gauge (default 5m). */
   deliveryStuckAfterMs?: number;
+  /** SETTLE_REQUEST_TIMEOUT and the other listener limits (default: the configuration's defaults). */
+  listenerLimits?: ListenerLimits;
+  /** SETTLE_ADMISSION_WAIT: how long a request waits for a free PostgreSQL connection (default 2s). */
+  admissionWaitMs?: number;
 } & Pick<ProviderRouteDeps, 'stripeWebhookSecrets' | 'adyenHmacKeys' | 'adyenBasicAuth'>;
 
 export function buildGateway(deps: GatewayDependencies): FastifyInstance {
@@ -47,13 +52,14 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
     bodyLimit: MAX_BODY_BYTES,
     return503OnClosing: true,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
-    http: { maxHeaderSize: MAX_HEADER_BYTES },
+    // Timeouts and the connection cap; what Node's HTTP parser refuses before any route (headers too
+    // large, a request past its timeout, malformed bytes) is answered there (lib/listener-limits.ts).
+    serverFactory: (handler) =>
+      createLimitedServer(handler, deps.listenerLimits, { maxHeaderSize: MAX_HEADER_BYTES }),
     // The router's own refusals (a bad percent-encoding, a parameter past MAX_PARAM_LENGTH).
     frameworkErrors: (error, _request, reply) => {
       void answerRouterError(error, reply, deps.logger);
     },
-    // What Node's HTTP parser refuses before any route: headers too large, malformed requests.
-    clientErrorHandler: (error, socket) => answerClientError(error, socket),
   });
 
   // Every method Node parses can reach a route, so an unexpected one (QUERY, PROPFIND, …) is a 405.
@@ -209,31 +215,4 @@ function drainRefusedBodies(app: FastifyInstance) {
   app.addHook('preClose', async () => {
     for (const socket of draining) socket.destroy();
   });
-}
-
-/**
- * Node's HTTP parser answers these before Fastify sees a request; without this handler its answer
- * has another body. Headers (the URL included) past MAX_HEADER_BYTES are a 431; anything it cannot
- * parse (a NUL or other control character in a header, a broken request line) is a 400.
- */
-function answerClientError(error: Error & { code?: string }, socket: Socket) {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, code, message] =
-    error.code === 'HPE_HEADER_OVERFLOW'
-      ? [
-          431,
-          ErrorCode.HeadersTooLarge,
-          `the request line and headers are larger than ${MAX_HEADER_BYTES / 1024} KiB`,
-        ]
-      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, ErrorCode.BadRequest, 'the request did not arrive in time']
-        : [400, ErrorCode.BadRequest, 'the request could not be parsed as HTTP'];
-  const body = JSON.stringify({ status: 'rejected', error: code, message });
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\n` +
-        `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    );
-  }
-  socket.destroy();
 }

@@ -43,7 +43,7 @@ export async function runWorker(config: Config, options: WorkerRoleOptions = {})
   if (tracing) await startTracing('worker');
   const pool = createPool(config.databaseUrl);
   const metrics = withMetrics
-    ? await startMetricsServer({ port: config.metricsPort, host: config.host })
+    ? await startMetricsServer({ port: config.metricsPort, host: config.host, limits: config })
     : undefined;
   if (metrics) logger.info({ url: `${metrics.url}/metrics` }, 'worker metrics listening');
   try {

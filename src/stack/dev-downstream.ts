@@ -1,7 +1,7 @@
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { OUTBOX_TARGETS } from '../domain/outbox';
 import { shortHash } from '../lib/hash';
+import { createLimitedServer, type ListenerLimits } from '../lib/listener-limits';
 import { logger } from '../lib/logger';
 
 export type DevDownstream = {
@@ -18,9 +18,9 @@ export type DevDownstream = {
  */
 const PATHS = OUTBOX_TARGETS.map((target) => `/${target}`).join(' or ');
 
-export async function startDevDownstream(port: number): Promise<DevDownstream> {
+export async function startDevDownstream(port: number, limits?: ListenerLimits): Promise<DevDownstream> {
   const applied = new Set<string>();
-  const server = createServer((request, response) => {
+  const server = createLimitedServer((request, response) => {
     let size = 0;
     request.on('data', (chunk: Buffer) => (size += chunk.length));
     request.on('end', () => {
@@ -44,7 +44,7 @@ export async function startDevDownstream(port: number): Promise<DevDownstream> {
       response.writeHead(200, { 'content-type': 'application/json' });
       response.end(JSON.stringify({ status }));
     });
-  });
+  }, limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, '127.0.0.1', resolve);

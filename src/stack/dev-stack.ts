@@ -2,10 +2,11 @@ import { mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { loadCodecConfig, startCodec } from '../roles/codec';
 import { startServe } from '../roles/serve';
-import { loadConfig, loadSettings } from '../config';
+import { loadConfig, loadConfigPart, loadSettings } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { DELIVERY_TARGETS, OUTBOX_TARGETS, targetUrl, type TargetConfigKey } from '../domain/outbox';
+import { LISTENER_SETTINGS } from '../lib/listener-limits';
 import { logger } from '../lib/logger';
 import { onShutdown, SHUTDOWN_DEADLINE_MS } from '../lib/shutdown';
 import { startDevDownstream, type DevDownstream } from './dev-downstream';
@@ -115,7 +116,10 @@ export async function runDevStack(): Promise<void> {
     // The stand-ins take the place of whichever target is unset: the worker needs every one.
     let downstream: DevDownstream | undefined;
     if (OUTBOX_TARGETS.some((target) => !env[DELIVERY_TARGETS[target].variable])) {
-      downstream = await startDevDownstream(settings.devDownstreamPort);
+      downstream = await startDevDownstream(
+        settings.devDownstreamPort,
+        loadConfigPart(LISTENER_SETTINGS, env),
+      );
       serverStops.push(() => downstream!.close());
       for (const target of OUTBOX_TARGETS)
         env[DELIVERY_TARGETS[target].variable] ||= `${downstream.url}/${target}`;
