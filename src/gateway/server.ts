@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import type { Health, Readiness } from '../domain/api-contract';
+import type { Health } from '../domain/api-contract';
 import { METHODS } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -7,18 +7,20 @@ import type pg from 'pg';
 import { eventIdSchema } from '../domain/payment-event';
 import { classifyDatabaseFailure, ErrorCode } from '../domain/errors';
 import { inspectEvent } from '../app/inspect';
-import { readinessCheck } from '../app/readiness';
+import { CONFIG_DEFAULTS } from '../config';
+import { withBoundedWait } from '../db/pool';
 import { shortHash } from '../lib/hash';
 import { createLimitedServer, type ListenerLimits } from '../lib/listener-limits';
 import type { Logger } from '../lib/logger';
 import { activeTracing } from '../lib/tracing';
-import { registerOperatorRoutes } from './operations';
+import { poolWaitTimeoutsTotal } from '../metrics/settle-metrics';
+import { operatorViews, registerOperatorRoutes, type OperatorViews } from './operations';
 import { registerPaymentRoutes } from './payments';
 import { registerProviderRoutes, type ProviderRouteDeps } from './providers';
 import { registerReminderRoutes } from './reminders';
 import { MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_PARAM_LENGTH, REFUSED_BODY_DRAIN_MS } from './limits';
-import { checkIdParam, refuseOtherMethods, reject } from './replies';
-import { requireBearerToken } from './auth';
+import { checkIdParam, refuseOtherMethods, refuseUnavailable, reject } from './replies';
+import { presentsToken, requireBearerToken } from './auth';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -43,6 +45,13 @@ export type GatewayDependencies = {
   listenerLimits?: ListenerLimits;
   /** SETTLE_ADMISSION_WAIT: how long a request waits for a free PostgreSQL connection (default 2s). */
   admissionWaitMs?: number;
+  /**
+   * /metrics and /readyz's details (gateway/operations.ts), shared with the operator listener; unset:
+   * made here, on `operatorPool` (default `pool`).
+   */
+  operator?: OperatorViews;
+  /** The pool the operator views and the gateway's own bookkeeping read on (default `pool`). */
+  operatorPool?: pg.Pool;
 } & Pick<ProviderRouteDeps, 'stripeWebhookSecrets' | 'adyenHmacKeys' | 'adyenBasicAuth'>;
 
 export function buildGateway(deps: GatewayDependencies): FastifyInstance {
@@ -112,9 +121,7 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
     // A route's database call failed: a 503 only when PostgreSQL is really unavailable.
     const failure = classifyDatabaseFailure(error);
     if (error.statusCode === undefined && failure === 'unavailable') {
-      return reject(reply, 503, ErrorCode.DatabaseUnavailable, 'PostgreSQL is unreachable; retry later', {
-        retryAfterSeconds: 5,
-      });
+      return refuseUnavailable(reply, 'postgres');
     }
     if (failure === 'invalid_data') {
       return reject(reply, 400, ErrorCode.InvalidData, 'the request holds a value PostgreSQL cannot store');
@@ -124,12 +131,23 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
 
   app.setNotFoundHandler((_request, reply) => reject(reply, 404, ErrorCode.NotFound, 'no such route'));
 
+  // Requests wait a bounded time for a PostgreSQL connection: past it a 503 with Retry-After, never
+  // a queue without bound (the operator routes read on their own, cached: operations.ts).
+  const admissionWaitMs = deps.admissionWaitMs ?? CONFIG_DEFAULTS.admissionWaitMs!;
+  const requestDeps = {
+    ...deps,
+    pool: withBoundedWait(deps.pool, admissionWaitMs, () => poolWaitTimeoutsTotal.inc()),
+  };
+
+  const operatorPool = deps.operatorPool ?? deps.pool;
+  const operator = deps.operator ?? operatorViews({ ...deps, pool: operatorPool });
+
   requireBearerToken(app, deps.apiToken);
-  registerOperatorRoutes(app, deps);
-  registerPaymentRoutes(app, deps);
+  registerOperatorRoutes(app, { ...deps, pool: operatorPool, operator });
+  registerPaymentRoutes(app, requestDeps);
   refuseOtherMethods(app, '/webhooks/payments', ['POST']);
-  registerProviderRoutes(app, deps);
-  registerReminderRoutes(app, deps);
+  registerProviderRoutes(app, requestDeps);
+  registerReminderRoutes(app, requestDeps);
   refuseOtherMethods(app, '/reminders', ['POST']);
   refuseOtherMethods(app, '/reminders/:deliveryId', ['GET', 'DELETE']);
 
@@ -137,19 +155,14 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   for (const url of ['/healthz', '/readyz', '/metrics', '/openapi.json'])
     refuseOtherMethods(app, url, ['GET']);
 
-  const readiness = readinessCheck(deps);
-  app.get('/readyz', async (_request, reply) => {
-    const { postgres, temporal, problem } = await readiness();
-    const ready = postgres && temporal;
-    return reply.code(ready ? 200 : 503).send({
-      status: ready ? 'ready' : 'not_ready',
-      postgres,
-      temporal,
-      // Unreachable needs no words; a missing namespace or refused credentials are named.
-      ...(problem && problem.code !== 'unreachable'
-        ? { temporal_error: problem.code, message: problem.message }
-        : {}),
-    } satisfies Readiness);
+  // Up or down for every prober; why Temporal refuses settle only to a bearer of the API token (the
+  // operator listener tells it to anyone who reaches it).
+  app.get('/readyz', async (request, reply) => {
+    const { ready, body } = await operator.readiness();
+    const { status, postgres, temporal } = body;
+    return reply
+      .code(ready ? 200 : 503)
+      .send(presentsToken(request, deps.apiToken) ? body : { status, postgres, temporal });
   });
 
   app.get('/events/:eventId', { config: { bearerToken: true } }, async (request, reply) => {
@@ -161,7 +174,7 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
       });
     }
     request.eventId = eventId;
-    const inspection = await inspectEvent(deps.pool, deps.client, eventId);
+    const inspection = await inspectEvent(requestDeps.pool, deps.client, eventId);
     if (!inspection) return reject(reply, 404, ErrorCode.NotFound, 'settle has no record of this event');
     return reply.send(inspection);
   });
