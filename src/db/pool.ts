@@ -38,8 +38,7 @@ type ConnectCallback = (error: Error | undefined, client?: pg.PoolClient, done?:
 /**
  * The same pool, for callers that must not queue for a client without bound (the gateway's requests):
  * when every client is checked out, `connect` (and so `query`, and `withTransaction`) waits at most
- * `waitMs` for one to come free, and refuses at once while as many callers as the pool has clients
- * are already waiting; either way it throws PoolWaitTimeout, which `classifyDatabaseFailure` calls
+ * `waitMs` for one to come free, then throws PoolWaitTimeout, which `classifyDatabaseFailure` calls
  * unavailable, so the caller answers 503 with Retry-After and nothing is written. A client that comes
  * free after its caller gave up goes straight back to the pool. Everything else is the pool's own.
  */
@@ -47,10 +46,6 @@ export function withBoundedWait(pool: pg.Pool, waitMs: number, onTimeout: () => 
   const max = pool.options.max ?? 10;
   const acquire = async (): Promise<pg.PoolClient> => {
     if (pool.idleCount > 0 || pool.totalCount < max) return pool.connect();
-    if (pool.waitingCount >= max) {
-      onTimeout();
-      throw new PoolWaitTimeout(0);
-    }
     const connecting = pool.connect();
     let timer: NodeJS.Timeout | undefined;
     const gaveUp = new Promise<never>((_resolve, reject) => {

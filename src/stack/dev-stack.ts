@@ -153,7 +153,7 @@ export async function runDevStack(): Promise<void> {
       [
         '',
         'settle is running.',
-        `  gateway      ${serve.url}   (POST /webhooks/payments, GET /events/<id>, /healthz, /readyz, /metrics, /openapi.json)`,
+        `  gateway      ${serve.url}   (POST /webhooks/payments, GET /events/<id>, /healthz, /readyz, /metrics with the API token, /openapi.json)`,
         `  temporal     ${config.temporalAddress}${temporal ? `   UI ${temporal.uiUrl}` : ''}   namespace ${config.temporalNamespace}, task queue ${config.taskQueue}`,
         `  postgres     ${postgres ? `embedded on 127.0.0.1:${postgres.port}, data in ${displayPath(join(dir, 'postgres'))}` : 'from DATABASE_URL'}`,
         `  migrations   ${migrations.applied.length ? `applied ${migrations.applied.join(', ')}` : 'up to date'}`,
