@@ -31,7 +31,8 @@ after(async () => {
 });
 
 async function scrape(url = `${stack.gatewayUrl}/metrics`): Promise<{ text: string; samples: Sample[] }> {
-  const response = await fetch(url);
+  // The gateway's /metrics on PORT needs the API token; the worker's asks none.
+  const response = await fetch(url, { headers: { authorization: `Bearer ${stack.apiToken}` } });
   assert.equal(response.status, 200);
   assert.match(response.headers.get('content-type') ?? '', /^text\/plain/);
   const text = await response.text();

@@ -42,7 +42,8 @@ function usedNames(): Set<string> {
 
 /** The samples of a scrape, and every name it declares (a labelled counter not yet counted has no sample). */
 async function scrape(url: string): Promise<{ samples: Sample[]; declared: string[] }> {
-  const response = await fetch(`${url}/metrics`);
+  // The gateway's /metrics on PORT needs the API token; the worker's asks none.
+  const response = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${stack.apiToken}` } });
   assert.equal(response.status, 200);
   const text = await response.text();
   const declared = [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].flatMap(([, name, type]) =>

@@ -68,7 +68,9 @@ async function openByKind(): Promise<Record<string, number>> {
 }
 
 async function gauge(kind: string): Promise<number> {
-  const text = await (await fetch(`${stack.gatewayUrl}/metrics`)).text();
+  const text = await (
+    await fetch(`${stack.gatewayUrl}/metrics`, { headers: { authorization: `Bearer ${stack.apiToken}` } })
+  ).text();
   return sumOf(parsePrometheusText(text), 'settle_open_exceptions', { kind });
 }
 

@@ -163,7 +163,10 @@ describe('a Temporal that cannot run settle', () => {
     try {
       // Polled as a probe does: a first probe may still be connecting.
       const body = await waitFor('/readyz to name the namespace', async () => {
-        const ready = await fetch(`${other.gatewayUrl}/readyz`);
+        // Why Temporal refuses settle is told to a bearer of the API token (or on the operator port).
+        const ready = await fetch(`${other.gatewayUrl}/readyz`, {
+          headers: { authorization: `Bearer ${other.apiToken}` },
+        });
         assert.equal(ready.status, 503);
         const answer = (await ready.json()) as Record<string, unknown>;
         return answer.temporal_error ? answer : undefined;

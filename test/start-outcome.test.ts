@@ -72,7 +72,9 @@ after(async () => {
 });
 
 async function unknownStartsCounted(): Promise<number> {
-  const text = await (await fetch(`${stack.gatewayUrl}/metrics`)).text();
+  const text = await (
+    await fetch(`${stack.gatewayUrl}/metrics`, { headers: { authorization: `Bearer ${stack.apiToken}` } })
+  ).text();
   return Number(/^settle_start_outcome_unknown_total (\d+)/m.exec(text)?.[1] ?? 0);
 }
 

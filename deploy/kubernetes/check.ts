@@ -443,6 +443,7 @@ export function settingsProblems(manifests: Manifest[], version: string): string
   // Probes, metrics and grace.
   const port = Number(config.PORT);
   const metricsPort = Number(config.SETTLE_METRICS_PORT);
+  const gatewayMetricsPort = Number(config.SETTLE_GATEWAY_METRICS_PORT);
   const gw = gateway.spec.template.spec.containers.find((c) => c.name === 'settle');
   const wk = worker.spec.template.spec.containers.find((c) => c.name === 'settle');
   const portOf = (c: Container | undefined, probe: Probe | undefined) => {
@@ -471,7 +472,7 @@ export function settingsProblems(manifests: Manifest[], version: string): string
     `worker: livenessProbe must use SETTLE_METRICS_PORT ${metricsPort}`,
   );
   for (const [label, object, expected] of [
-    ['gateway', gateway, port],
+    ['gateway', gateway, gatewayMetricsPort],
     ['worker', worker, metricsPort],
   ] as const) {
     const a = object.spec.template.metadata.annotations ?? {};

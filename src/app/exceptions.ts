@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import {
+  countExceptions,
   EXCEPTION_KINDS,
   eventsWithIdlePendingOutbox,
   insertResolutions,
@@ -80,6 +81,20 @@ export async function openExceptions(
       .replace('<id>', row.shipment_id ?? '<id>'),
   }));
   return { exceptions, runs_checked: complete };
+}
+
+/**
+ * How many open exceptions of each kind (every kind, 0 when none): the same list as openExceptions,
+ * counted by PostgreSQL rather than loaded (`settle stats`, the settle_open_exceptions gauge).
+ */
+export async function countOpenExceptions(
+  deps: Pick<Services, 'pool'> & { client?: Client },
+  options: Pick<ExceptionOptions, 'unreconciledAfterMs' | 'stuckAfterMs'>,
+): Promise<Record<ExceptionKind, number>> {
+  const { outboxIds } = deps.client
+    ? await abandonedOutboxIds(deps.pool, deps.client)
+    : { outboxIds: [] as number[] };
+  return countExceptions(deps.pool, { ...options, abandonedOutboxIds: outboxIds });
 }
 
 /** Open exceptions by kind, every kind present (0 when none). */

@@ -1,31 +1,40 @@
 import { checkNamespace, type TemporalProblem } from '../temporal/connection';
 import type { Services } from './services';
 
-/** How long one DescribeNamespace answer stands, so readiness probes do not each cost a call. */
-const READINESS_CACHE_MS = 2_000;
+/**
+ * How long one answer stands, so that probes (and a flood of them) cost one `SELECT 1` and one
+ * DescribeNamespace per interval between them.
+ */
+const READINESS_CACHE_MS = 1_000;
 
 export type Readiness = { postgres: boolean; temporal: boolean; problem: TemporalProblem | undefined };
 
 /**
  * /readyz's check: PostgreSQL answers a query, and the Temporal namespace exists and answers
- * (DescribeNamespace, its answer cached briefly).
+ * (DescribeNamespace). The answer is cached briefly; callers meanwhile, or while it is being made,
+ * share it.
  */
 export function readinessCheck(deps: Pick<Services, 'pool' | 'client'>): () => Promise<Readiness> {
-  let cached: { at: number; result: Promise<TemporalProblem | undefined> } | undefined;
-  const namespaceProblem = () => {
-    if (!cached || Date.now() - cached.at > READINESS_CACHE_MS) {
-      cached = { at: Date.now(), result: checkNamespace(deps.client, 4_000) };
-    }
-    return cached.result;
-  };
-  return async () => {
+  let cached: { at: number; result: Promise<Readiness> } | undefined;
+  const check = async (): Promise<Readiness> => {
     const [postgres, problem] = await Promise.all([
       deps.pool.query('SELECT 1').then(
         () => true,
         () => false,
       ),
-      namespaceProblem(),
+      checkNamespace(deps.client, 4_000),
     ]);
     return { postgres, temporal: problem === undefined, problem };
+  };
+  return () => {
+    if (!cached || Date.now() - cached.at > READINESS_CACHE_MS) {
+      const result = check();
+      cached = { at: Infinity, result };
+      const answered = () => {
+        if (cached?.result === result) cached.at = Date.now();
+      };
+      result.then(answered, answered);
+    }
+    return cached.result;
   };
 }

@@ -3,22 +3,22 @@ import { listRecoveryStatus } from '../db/recovery-cursor';
 import { computeSloFigures, outboxBacklog, reminderBacklog, type SloFigures } from '../db/slo';
 import { histogramQuantile, parsePrometheusText, sumOf } from '../metrics/prometheus-text';
 import { renderMetrics, type DatabaseFigures } from '../metrics/settle-metrics';
-import { countByKind, DEFAULT_UNRECONCILED_AFTER_MS, openExceptions } from './exceptions';
+import { countOpenExceptions, DEFAULT_UNRECONCILED_AFTER_MS } from './exceptions';
 import type { Services } from './services';
 
 /** The figures read PostgreSQL and ask Temporal about abandoned deliveries. */
 type StatsDeps = Pick<Services, 'pool' | 'client'> & { deliveryStuckAfterMs: number };
 
+/** How long the gateway's figures read from PostgreSQL stand: a flood of scrapes reads them once. */
+export const OPERATOR_FIGURES_TTL_MS = 1_000;
+
 /** Open exceptions by kind (every kind, 0 when none) and in all: the list `settle exceptions` prints. */
-async function countOpenExceptions(
-  deps: StatsDeps,
-): Promise<{ byKind: Record<ExceptionKind, number>; total: number }> {
-  const open = await openExceptions(deps, {
+async function countOpen(deps: StatsDeps): Promise<{ byKind: Record<ExceptionKind, number>; total: number }> {
+  const byKind = await countOpenExceptions(deps, {
     unreconciledAfterMs: DEFAULT_UNRECONCILED_AFTER_MS,
     stuckAfterMs: deps.deliveryStuckAfterMs,
-    limit: null,
   });
-  return { byKind: countByKind(open.exceptions), total: open.exceptions.length };
+  return { byKind, total: Object.values(byKind).reduce((sum, n) => sum + n, 0) };
 }
 
 /** The recovery sweep per provider: its cursor and its last run (null until a first run). */
@@ -40,7 +40,7 @@ export type StatsFigures = SloFigures & {
 /** `settle stats`' figures from PostgreSQL (and Temporal, for abandoned deliveries) over the window. */
 export async function statsFigures(deps: StatsDeps, windowMs: number): Promise<StatsFigures> {
   const slo = await computeSloFigures(deps.pool, { windowMs });
-  const open = await countOpenExceptions(deps);
+  const open = await countOpen(deps);
   const recovery = (await listRecoveryStatus(deps.pool)).map((row) => ({
     provider: row.provider,
     cursor_at: row.cursor?.createdAt.toISOString() ?? null,
@@ -54,18 +54,30 @@ export async function statsFigures(deps: StatsDeps, windowMs: number): Promise<S
 }
 
 /**
- * The gateway's `GET /metrics`: every figure of the process, plus the gauges read from PostgreSQL now.
- * PostgreSQL down leaves those at their last value: /readyz says so; the scrape still serves the rest.
+ * The gateway's `GET /metrics`: every figure of the process, plus the gauges read from PostgreSQL
+ * (counts, one statement at a time, so a scrape holds at most one connection). Those are read at most
+ * once per OPERATOR_FIGURES_TTL_MS: every scrape meanwhile, or while they are being read, is answered
+ * from the same reading. PostgreSQL down leaves the gauges at their last value: /readyz says so; the
+ * scrape still serves the rest.
  */
-export async function gatewayMetrics(deps: StatsDeps): Promise<string> {
-  const figures = await databaseFigures(deps).catch(() => null);
-  return renderMetrics(figures);
+export function gatewayMetrics(deps: StatsDeps): () => Promise<string> {
+  let reading: Promise<DatabaseFigures | null> | undefined;
+  let freshUntil = 0;
+  return async () => {
+    if (!reading || Date.now() >= freshUntil) {
+      freshUntil = Infinity;
+      reading = databaseFigures(deps)
+        .catch(() => null)
+        .finally(() => (freshUntil = Date.now() + OPERATOR_FIGURES_TTL_MS));
+    }
+    return renderMetrics(await reading);
+  };
 }
 
 async function databaseFigures(deps: StatsDeps): Promise<DatabaseFigures> {
   const backlog = await outboxBacklog(deps.pool);
   const reminders = await reminderBacklog(deps.pool);
-  const open = await countOpenExceptions(deps);
+  const open = await countOpen(deps);
   return {
     outboxPending: backlog.pending,
     outboxOldestPendingAgeSeconds: backlog.oldestPendingAgeSeconds ?? 0,
@@ -86,11 +98,17 @@ export type LiveFigures = {
   transaction_failures: number;
 };
 
-/** A gateway's or worker's live figures; null when its /metrics does not answer within 3 s. */
-export async function readLiveFigures(url: string): Promise<LiveFigures | null> {
+/**
+ * A gateway's or worker's live figures; null when its /metrics does not answer within 3 s. `apiToken`
+ * (SETTLE_API_TOKEN) is what a gateway's /metrics on PORT asks for; an operator listener asks none.
+ */
+export async function readLiveFigures(url: string, apiToken?: string): Promise<LiveFigures | null> {
   let text: string;
   try {
-    const response = await fetch(url, { signal: AbortSignal.timeout(3_000) });
+    const response = await fetch(url, {
+      signal: AbortSignal.timeout(3_000),
+      ...(apiToken ? { headers: { authorization: `Bearer ${apiToken}` } } : {}),
+    });
     if (!response.ok) return null;
     text = await response.text();
   } catch {

@@ -7,13 +7,15 @@
  * Every call needs settle's codec token: `Authorization: Bearer <token>` (the CLI's `--codec-auth`),
  * or the token as the path segment before the operation, `/<token>/decode`, for a Temporal UI
  * without single sign-on, which has no way to send a header of its own (docs/operations.md). Without
- * it, or with another, the answer is 401 and nothing is decoded. The browser's cross-origin calls are
- * answered for the one configured UI origin only.
+ * it, or with another, the answer is 401 and nothing is decoded; the token is checked as soon as the
+ * request line and headers are in, so an unauthenticated body is never read (the 401 closes the
+ * connection). The browser's cross-origin calls are answered for the one configured UI origin only.
  */
 import { timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { createLimitedServer, type ListenerLimits } from '../lib/listener-limits';
 import type { Logger } from '../lib/logger';
 
 /** A UI asks for a whole history's payloads at once; Temporal's own limit per payload is 2 MB. */
@@ -32,6 +34,10 @@ export const CODEC_SERVER_SETTINGS = [
   'codecCorsOrigin',
   'host',
   'temporalNamespace',
+  'requestTimeoutMs',
+  'headersTimeoutMs',
+  'idleTimeoutMs',
+  'maxConnections',
 ] as const;
 
 export type CodecServerOptions = {
@@ -42,6 +48,8 @@ export type CodecServerOptions = {
   namespace: string;
   /** The Temporal UI's origin (SETTLE_CODEC_CORS_ORIGIN); none, no browser call is answered. */
   corsOrigins: string[];
+  /** SETTLE_REQUEST_TIMEOUT, …, SETTLE_MAX_CONNECTIONS; unset: their defaults. */
+  limits?: ListenerLimits;
   logger: Logger;
 };
 
@@ -93,11 +101,24 @@ function toJson(payload: Payload): JsonPayload {
   };
 }
 
+/** The codec token, in the Authorization header or as the path segment before the operation. */
+function presentsToken(request: FastifyRequest, token: string): boolean {
+  const pathToken = (request.params as { token?: string } | undefined)?.token;
+  const header = request.headers.authorization;
+  const given = pathToken ?? (header?.startsWith('Bearer ') ? header.slice('Bearer '.length) : undefined);
+  return given !== undefined && sameSecret(given, token);
+}
+
 /** The Fastify app of the codec server; {@link startCodecServer} listens with it. */
 function buildCodecServer(options: CodecServerOptions): FastifyInstance {
   const { codec, token, namespace, corsOrigins, logger } = options;
   // No request logging: the path of a UI's call holds the token.
-  const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES, return503OnClosing: true });
+  const app = Fastify({
+    logger: false,
+    bodyLimit: MAX_BODY_BYTES,
+    return503OnClosing: true,
+    serverFactory: (handler) => createLimitedServer(handler, options.limits),
+  });
 
   app.addHook('onRequest', async (request, reply) => {
     const origin = request.headers.origin;
@@ -123,14 +144,17 @@ function buildCodecServer(options: CodecServerOptions): FastifyInstance {
 
   app.get('/healthz', async () => ({ status: 'ok' }));
 
+  // The token before anything reads the body: a refused caller's body is never parsed, and the
+  // connection closes with the 401, so no unread body of it is read away either.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.method === 'OPTIONS' || (request.method === 'GET' && request.url === '/healthz')) return;
+    if (presentsToken(request, token)) return;
+    reply.header('connection', 'close');
+    return rejected(reply, 401, 'unauthorized', 'send Authorization: Bearer <SETTLE_CODEC_TOKEN>');
+  });
+
   const operate =
     (operation: 'encode' | 'decode') => async (request: FastifyRequest, reply: FastifyReply) => {
-      const pathToken = (request.params as { token?: string }).token;
-      const header = request.headers.authorization;
-      const given = pathToken ?? (header?.startsWith('Bearer ') ? header.slice('Bearer '.length) : undefined);
-      if (given === undefined || !sameSecret(given, token)) {
-        return rejected(reply, 401, 'unauthorized', 'send Authorization: Bearer <SETTLE_CODEC_TOKEN>');
-      }
       const asked = request.headers['x-namespace'];
       if (typeof asked === 'string' && asked !== '' && asked !== namespace) {
         return rejected(

@@ -120,6 +120,9 @@ const duration = z.string().transform((value, ctx) => {
   return ms;
 });
 
+/** A duration of at least one second: a listener's timeout of 0 would mean none. */
+const timeout = duration.refine((ms) => ms >= 1000, 'must be at least 1s');
+
 const payloadKeys = z.string().transform((value, ctx) => {
   const parsed = parsePayloadKeys(value);
   if ('problem' in parsed) {
@@ -315,6 +318,31 @@ export const configVariables = {
   allowPrivateTargets: variable('SETTLE_ALLOW_PRIVATE_TARGETS', booleanFlag, { default: 'false' }),
   /** Port of `settle worker`'s own /metrics (and /healthz) endpoint; 0 picks a free one. */
   metricsPort: variable('SETTLE_METRICS_PORT', port(0), { default: '9464' }),
+  /**
+   * Port of the gateway's operator listener (`settle gateway`, `settle serve`): /metrics, /readyz with
+   * its details and /healthz, no token asked. Unset: none; /metrics on PORT needs SETTLE_API_TOKEN.
+   */
+  gatewayMetricsPort: variable('SETTLE_GATEWAY_METRICS_PORT', port(0).optional()),
+  /** Every listener: a request (headers and body) not in full this long after it began is a 408, closed. */
+  requestTimeoutMs: variable('SETTLE_REQUEST_TIMEOUT', timeout, { default: '30s' }),
+  /** Every listener: a request line and headers not in within this (at most the request timeout), 408. */
+  headersTimeoutMs: variable('SETTLE_HEADERS_TIMEOUT', timeout, { default: '10s' }),
+  /** Every listener: a kept-alive connection idle this long is closed; keep it above a load balancer's. */
+  idleTimeoutMs: variable('SETTLE_IDLE_TIMEOUT', timeout, { default: '75s' }),
+  /** Every listener: open connections at most; one more is closed as soon as it is accepted. */
+  maxConnections: variable(
+    'SETTLE_MAX_CONNECTIONS',
+    z.coerce
+      .number({ message: 'must be a whole number of at least 1' })
+      .int('must be a whole number of at least 1')
+      .min(1, 'must be a whole number of at least 1'),
+    { default: '1000' },
+  ),
+  /**
+   * How long a gateway request waits for a free PostgreSQL connection; past it, 503 with Retry-After
+   * and nothing written, rather than a queue without bound.
+   */
+  admissionWaitMs: variable('SETTLE_ADMISSION_WAIT', timeout, { default: '2s' }),
   /**
    * Workflow runs a worker keeps in memory between tasks. The SDK sizes its default from the heap
    * limit (about 2,300 with a 4 GB heap), so that many reminders waiting for their due date would all

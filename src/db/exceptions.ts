@@ -1,4 +1,5 @@
 import { DELIVERY_TARGETS, OUTBOX_TARGETS } from '../domain/outbox';
+import type { QueryResult, QueryResultRow } from 'pg';
 import type { Queryable } from './pool';
 
 /** Each delivery target's URL variable, bound as two arrays: the SQL names what is unset from the table. */
@@ -65,15 +66,53 @@ export type ExceptionFilter = {
  * settle_open_exceptions gauge all count this one list.
  */
 export async function listExceptions(db: Queryable, filter: ExceptionFilter): Promise<ExceptionRow[]> {
-  const kinds = filter.kinds?.length ? filter.kinds : EXCEPTION_KINDS;
-  const { rows } = await db.query<
+  const { rows } = await queryExceptions<
     Omit<ExceptionRow, 'since' | 'resolution'> & {
       since: Date;
       resolved_by: string | null;
       resolved_at: Date | null;
       note: string | null;
     }
-  >(
+  >(db, filter, 'rows');
+  return rows.map(({ resolved_by, resolved_at, note, ...row }) => ({
+    ...row,
+    since: row.since.toISOString(),
+    resolution:
+      resolved_by && resolved_at
+        ? { resolved_by, resolved_at: resolved_at.toISOString(), note: note ?? '' }
+        : null,
+  }));
+}
+
+/**
+ * Open exceptions by kind, counted by PostgreSQL (every kind present, 0 when none): the same list,
+ * what the settle_open_exceptions gauge shows, without loading a row.
+ */
+export async function countExceptions(
+  db: Queryable,
+  filter: Pick<ExceptionFilter, 'unreconciledAfterMs' | 'stuckAfterMs' | 'abandonedOutboxIds'>,
+): Promise<Record<ExceptionKind, number>> {
+  const { rows } = await queryExceptions<{ kind: ExceptionKind; n: number }>(
+    db,
+    { ...filter, limit: null },
+    'counts',
+  );
+  const counts = Object.fromEntries(EXCEPTION_KINDS.map((kind) => [kind, 0])) as Record<
+    ExceptionKind,
+    number
+  >;
+  for (const row of rows) counts[row.kind] = row.n;
+  return counts;
+}
+
+/** The one exceptions query: its rows oldest first, or how many of each kind. */
+function queryExceptions<Row extends QueryResultRow>(
+  db: Queryable,
+  filter: ExceptionFilter,
+  shape: 'rows' | 'counts',
+): Promise<QueryResult<Row>> {
+  const kinds = filter.kinds?.length ? filter.kinds : EXCEPTION_KINDS;
+  return db.query<Row>(
     `WITH exceptions AS (
        SELECT outcome AS kind, event_id, shipment_id, claimed_at AS since,
               CASE outcome WHEN 'unmatched' THEN 'no shipment ' || coalesce(shipment_id, '?') || ' when reconciled'
@@ -144,7 +183,7 @@ export async function listExceptions(db: Queryable, filter: ExceptionFilter): Pr
                            WHERE e.event_id = u.event_id AND e.payload_sha256 = u.payload_sha256
                              AND c.payload_sha256 = u.payload_sha256)
      )
-     SELECT x.*, r.resolved_by, r.resolved_at, r.note
+     SELECT ${shape === 'rows' ? 'x.*, r.resolved_by, r.resolved_at, r.note' : 'x.kind, count(*)::int AS n'}
        FROM exceptions x
        LEFT JOIN LATERAL (
          SELECT resolved_by, resolved_at, note FROM exception_resolutions r
@@ -154,7 +193,7 @@ export async function listExceptions(db: Queryable, filter: ExceptionFilter): Pr
       WHERE x.kind = ANY($1::text[])
         AND ($5::text[] IS NULL OR x.event_id = ANY($5::text[]))
         AND ($6::boolean OR r.resolved_at IS NULL)
-      ORDER BY x.since, x.event_id, x.target NULLS FIRST
+      ${shape === 'rows' ? 'ORDER BY x.since, x.event_id, x.target NULLS FIRST' : 'GROUP BY x.kind'}
       LIMIT $7::int`,
     [
       kinds,
@@ -168,14 +207,6 @@ export async function listExceptions(db: Queryable, filter: ExceptionFilter): Pr
       TARGET_VARIABLES,
     ],
   );
-  return rows.map(({ resolved_by, resolved_at, note, ...row }) => ({
-    ...row,
-    since: row.since.toISOString(),
-    resolution:
-      resolved_by && resolved_at
-        ? { resolved_by, resolved_at: resolved_at.toISOString(), note: note ?? '' }
-        : null,
-  }));
 }
 
 /**

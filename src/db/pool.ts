@@ -24,3 +24,65 @@ export function createPool(databaseUrl: string, options: { max?: number } = {}):
   pool.on('error', () => {});
   return pool;
 }
+
+/** No client of the pool came free within the wait: answered like PostgreSQL being unavailable. */
+export class PoolWaitTimeout extends Error {
+  readonly code = 'pool_wait_timeout';
+  constructor(waitMs: number) {
+    super(`no PostgreSQL connection came free within ${waitMs} ms`);
+  }
+}
+
+type ConnectCallback = (error: Error | undefined, client?: pg.PoolClient, done?: () => void) => void;
+
+/**
+ * The same pool, for callers that must not queue for a client without bound (the gateway's requests):
+ * when every client is checked out, `connect` (and so `query`, and `withTransaction`) waits at most
+ * `waitMs` for one to come free, then throws PoolWaitTimeout, which `classifyDatabaseFailure` calls
+ * unavailable, so the caller answers 503 with Retry-After and nothing is written. A client that comes
+ * free after its caller gave up goes straight back to the pool. Everything else is the pool's own.
+ */
+export function withBoundedWait(pool: pg.Pool, waitMs: number, onTimeout: () => void = () => {}): pg.Pool {
+  const max = pool.options.max ?? 10;
+  const acquire = async (): Promise<pg.PoolClient> => {
+    if (pool.idleCount > 0 || pool.totalCount < max) return pool.connect();
+    const connecting = pool.connect();
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new PoolWaitTimeout(waitMs)), waitMs);
+    });
+    try {
+      return await Promise.race([connecting, gaveUp]);
+    } catch (error) {
+      if (error instanceof PoolWaitTimeout) {
+        onTimeout();
+        connecting.then(
+          (client) => client.release(),
+          () => {},
+        );
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  // pg's `query` takes its client through `this.connect(callback)`: it is bound to the view below.
+  const connect = (callback?: ConnectCallback) => {
+    const acquired = acquire();
+    if (!callback) return acquired;
+    acquired.then(
+      (client) => callback(undefined, client, () => client.release()),
+      (error: Error) => callback(error),
+    );
+    return undefined;
+  };
+  const view: pg.Pool = new Proxy(pool, {
+    get(target, property) {
+      if (property === 'connect') return connect;
+      if (property === 'query') return target.query.bind(view);
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return view;
+}

@@ -22,7 +22,7 @@ export function requireBearerToken(app: FastifyInstance, token: string | undefin
 }
 
 /** Constant-time comparison of the presented token with the configured one. */
-function presentsToken(request: FastifyRequest, token: string | undefined): boolean {
+export function presentsToken(request: FastifyRequest, token: string | undefined): boolean {
   if (!token) return false;
   const header = request.headers.authorization ?? '';
   const presented = Buffer.from(header.startsWith('Bearer ') ? header.slice(7) : '');

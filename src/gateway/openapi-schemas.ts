@@ -86,7 +86,7 @@ export const json = (schema: object, description: string, headers?: object) => (
 export const rejected = (description: string) => json(ref('Rejected'), description);
 export const unavailable = json(
   ref('Rejected'),
-  'Temporal or PostgreSQL unreachable; nothing was acknowledged.',
+  'Temporal or PostgreSQL unreachable, or no PostgreSQL connection free within SETTLE_ADMISSION_WAIT; nothing was acknowledged.',
   {
     'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
   },

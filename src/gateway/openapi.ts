@@ -197,7 +197,8 @@ export const openApiDocument = {
       get: {
         operationId: 'ready',
         summary:
-          "PostgreSQL answers and Temporal answers for settle's namespace (DescribeNamespace, cached 2 s).",
+          "PostgreSQL answers and Temporal answers for settle's namespace (DescribeNamespace); the answer is cached 1 s. " +
+          'Why Temporal refuses settle (`temporal_error`, `message`) is told only to a bearer of SETTLE_API_TOKEN, or on the operator listener (SETTLE_GATEWAY_METRICS_PORT).',
         responses: {
           '200': json(ref('Readiness'), 'Ready.'),
           ...everyRoute,
@@ -211,13 +212,17 @@ export const openApiDocument = {
     '/metrics': {
       get: {
         operationId: 'metrics',
-        summary: 'Prometheus text: SLO figures and the Temporal SDK metrics.',
+        summary:
+          'Prometheus text: SLO figures and the Temporal SDK metrics; the gauges read from PostgreSQL at most once a second. ' +
+          'Prometheus scrapes the operator listener instead (SETTLE_GATEWAY_METRICS_PORT, no token).',
+        security: bearer,
         responses: {
           '200': {
             description: 'Prometheus exposition format.',
             content: { 'text/plain': { schema: { type: 'string' } } },
           },
           ...everyRoute,
+          '401': rejected('Missing or wrong bearer token (or no SETTLE_API_TOKEN configured).'),
         },
       },
     },

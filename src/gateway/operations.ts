@@ -2,7 +2,9 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from '../lib/logger';
 import { DEFAULT_DELIVERY_STUCK_AFTER_MS } from '../config';
+import { readinessCheck } from '../app/readiness';
 import { gatewayMetrics } from '../app/stats';
+import type { Readiness } from '../domain/api-contract';
 import {
   METRICS_CONTENT_TYPE,
   webhookAckSeconds,
@@ -28,12 +30,53 @@ const WEBHOOK_ROUTES: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * `GET /metrics`, `GET /openapi.json`, and the counting of every webhook by outcome. The gateway is the
- * one role that exports the gauges read from PostgreSQL (backlog, open exceptions).
+ * What the gateway tells operators: its Prometheus text and its readiness in full. Both read
+ * PostgreSQL through `pool` (the gateway role's own small operator pool, so a flood of scrapes never
+ * takes a connection a webhook needs) and are cached (app/stats.ts, app/readiness.ts): a flood costs
+ * a few statements per interval. Served on PORT to a bearer of SETTLE_API_TOKEN, and without a token
+ * on the operator listener (SETTLE_GATEWAY_METRICS_PORT, gateway/run.ts).
+ */
+export type OperatorViews = {
+  metrics(): Promise<string>;
+  /** /readyz's answer: up or down per dependency, and why Temporal refuses settle, if it does. */
+  readiness(): Promise<{ ready: boolean; body: Readiness }>;
+};
+
+export function operatorViews(
+  deps: Pick<Services, 'pool' | 'client'> & { deliveryStuckAfterMs?: number },
+): OperatorViews {
+  const metrics = gatewayMetrics({
+    pool: deps.pool,
+    client: deps.client,
+    deliveryStuckAfterMs: deps.deliveryStuckAfterMs ?? DEFAULT_DELIVERY_STUCK_AFTER_MS,
+  });
+  const check = readinessCheck(deps);
+  return {
+    metrics,
+    async readiness() {
+      const { postgres, temporal, problem } = await check();
+      const ready = postgres && temporal;
+      const body = {
+        status: ready ? 'ready' : 'not_ready',
+        postgres,
+        temporal,
+        // Unreachable needs no words; a missing namespace or refused credentials are named.
+        ...(problem && problem.code !== 'unreachable'
+          ? { temporal_error: problem.code, message: problem.message }
+          : {}),
+      } satisfies Readiness;
+      return { ready, body };
+    },
+  };
+}
+
+/**
+ * `GET /metrics` (bearer token), `GET /openapi.json`, and the counting of every webhook by outcome.
+ * The gateway is the one role that exports the gauges read from PostgreSQL (backlog, open exceptions).
  */
 export function registerOperatorRoutes(
   app: FastifyInstance,
-  deps: Pick<Services, 'pool' | 'client'> & { logger: Logger; deliveryStuckAfterMs?: number },
+  deps: Pick<Services, 'pool'> & { logger: Logger; deliveryStuckAfterMs?: number; operator: OperatorViews },
 ) {
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? '';
@@ -56,14 +99,8 @@ export function registerOperatorRoutes(
     });
   }
 
-  app.get('/metrics', async (_request, reply) =>
-    reply.header('content-type', METRICS_CONTENT_TYPE).send(
-      await gatewayMetrics({
-        pool: deps.pool,
-        client: deps.client,
-        deliveryStuckAfterMs: deps.deliveryStuckAfterMs ?? DEFAULT_DELIVERY_STUCK_AFTER_MS,
-      }),
-    ),
+  app.get('/metrics', { config: { bearerToken: true } }, async (_request, reply) =>
+    reply.header('content-type', METRICS_CONTENT_TYPE).send(await deps.operator.metrics()),
   );
 
   app.get('/openapi.json', async () => openApiDocument);

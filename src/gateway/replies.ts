@@ -66,13 +66,16 @@ export function refuseOtherMethods(app: FastifyInstance, url: string, allowed: s
 /** What a provider or producer is told to wait before retrying when a dependency is down. */
 const RETRY_AFTER_SECONDS = 5;
 
-/** The one 503: a dependency really down, with Retry-After; nothing was acknowledged. */
+/**
+ * The one 503: a dependency down, or no PostgreSQL connection free within SETTLE_ADMISSION_WAIT, with
+ * Retry-After; nothing was acknowledged.
+ */
 export function refuseUnavailable(reply: FastifyReply, dependency: 'temporal' | 'postgres') {
   return dependency === 'temporal'
     ? reject(reply, 503, ErrorCode.TemporalUnavailable, 'Temporal is unreachable; retry later', {
         retryAfterSeconds: RETRY_AFTER_SECONDS,
       })
-    : reject(reply, 503, ErrorCode.DatabaseUnavailable, 'PostgreSQL is unreachable; retry later', {
+    : reject(reply, 503, ErrorCode.DatabaseUnavailable, 'PostgreSQL is unreachable or busy; retry later', {
         retryAfterSeconds: RETRY_AFTER_SECONDS,
       });
 }

@@ -1,23 +1,26 @@
 import type { Client } from '@temporalio/client';
-import type { Health, Readiness } from '../domain/api-contract';
-import { METHODS, STATUS_CODES } from 'node:http';
+import type { Health } from '../domain/api-contract';
+import { METHODS } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type pg from 'pg';
 import { eventIdSchema } from '../domain/payment-event';
 import { classifyDatabaseFailure, ErrorCode } from '../domain/errors';
 import { inspectEvent } from '../app/inspect';
-import { readinessCheck } from '../app/readiness';
+import { CONFIG_DEFAULTS } from '../config';
+import { withBoundedWait } from '../db/pool';
 import { shortHash } from '../lib/hash';
+import { createLimitedServer, type ListenerLimits } from '../lib/listener-limits';
 import type { Logger } from '../lib/logger';
 import { activeTracing } from '../lib/tracing';
-import { registerOperatorRoutes } from './operations';
+import { poolWaitTimeoutsTotal } from '../metrics/settle-metrics';
+import { operatorViews, registerOperatorRoutes, type OperatorViews } from './operations';
 import { registerPaymentRoutes } from './payments';
 import { registerProviderRoutes, type ProviderRouteDeps } from './providers';
 import { registerReminderRoutes } from './reminders';
 import { MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_PARAM_LENGTH, REFUSED_BODY_DRAIN_MS } from './limits';
-import { checkIdParam, refuseOtherMethods, reject } from './replies';
-import { requireBearerToken } from './auth';
+import { checkIdParam, refuseOtherMethods, refuseUnavailable, reject } from './replies';
+import { presentsToken, requireBearerToken } from './auth';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -38,6 +41,17 @@ export type GatewayDependencies = {
   allowPrivateTargets?: boolean;
   /** SETTLE_DELIVERY_STUCK_AFTER, for the settle_open_exceptions gauge (default 5m). */
   deliveryStuckAfterMs?: number;
+  /** SETTLE_REQUEST_TIMEOUT and the other listener limits (default: the configuration's defaults). */
+  listenerLimits?: ListenerLimits;
+  /** SETTLE_ADMISSION_WAIT: how long a request waits for a free PostgreSQL connection (default 2s). */
+  admissionWaitMs?: number;
+  /**
+   * /metrics and /readyz's details (gateway/operations.ts), shared with the operator listener; unset:
+   * made here, on `operatorPool` (default `pool`).
+   */
+  operator?: OperatorViews;
+  /** The pool the operator views and the gateway's own bookkeeping read on (default `pool`). */
+  operatorPool?: pg.Pool;
 } & Pick<ProviderRouteDeps, 'stripeWebhookSecrets' | 'adyenHmacKeys' | 'adyenBasicAuth'>;
 
 export function buildGateway(deps: GatewayDependencies): FastifyInstance {
@@ -47,13 +61,14 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
     bodyLimit: MAX_BODY_BYTES,
     return503OnClosing: true,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
-    http: { maxHeaderSize: MAX_HEADER_BYTES },
+    // Timeouts and the connection cap; what Node's HTTP parser refuses before any route (headers too
+    // large, a request past its timeout, malformed bytes) is answered there (lib/listener-limits.ts).
+    serverFactory: (handler) =>
+      createLimitedServer(handler, deps.listenerLimits, { maxHeaderSize: MAX_HEADER_BYTES }),
     // The router's own refusals (a bad percent-encoding, a parameter past MAX_PARAM_LENGTH).
     frameworkErrors: (error, _request, reply) => {
       void answerRouterError(error, reply, deps.logger);
     },
-    // What Node's HTTP parser refuses before any route: headers too large, malformed requests.
-    clientErrorHandler: (error, socket) => answerClientError(error, socket),
   });
 
   // Every method Node parses can reach a route, so an unexpected one (QUERY, PROPFIND, …) is a 405.
@@ -106,9 +121,7 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
     // A route's database call failed: a 503 only when PostgreSQL is really unavailable.
     const failure = classifyDatabaseFailure(error);
     if (error.statusCode === undefined && failure === 'unavailable') {
-      return reject(reply, 503, ErrorCode.DatabaseUnavailable, 'PostgreSQL is unreachable; retry later', {
-        retryAfterSeconds: 5,
-      });
+      return refuseUnavailable(reply, 'postgres');
     }
     if (failure === 'invalid_data') {
       return reject(reply, 400, ErrorCode.InvalidData, 'the request holds a value PostgreSQL cannot store');
@@ -118,12 +131,23 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
 
   app.setNotFoundHandler((_request, reply) => reject(reply, 404, ErrorCode.NotFound, 'no such route'));
 
+  // Requests wait a bounded time for a PostgreSQL connection: past it a 503 with Retry-After, never
+  // a queue without bound (the operator routes read on their own, cached: operations.ts).
+  const admissionWaitMs = deps.admissionWaitMs ?? CONFIG_DEFAULTS.admissionWaitMs!;
+  const requestDeps = {
+    ...deps,
+    pool: withBoundedWait(deps.pool, admissionWaitMs, () => poolWaitTimeoutsTotal.inc()),
+  };
+
+  const operatorPool = deps.operatorPool ?? deps.pool;
+  const operator = deps.operator ?? operatorViews({ ...deps, pool: operatorPool });
+
   requireBearerToken(app, deps.apiToken);
-  registerOperatorRoutes(app, deps);
-  registerPaymentRoutes(app, deps);
+  registerOperatorRoutes(app, { ...deps, pool: operatorPool, operator });
+  registerPaymentRoutes(app, requestDeps);
   refuseOtherMethods(app, '/webhooks/payments', ['POST']);
-  registerProviderRoutes(app, deps);
-  registerReminderRoutes(app, deps);
+  registerProviderRoutes(app, requestDeps);
+  registerReminderRoutes(app, requestDeps);
   refuseOtherMethods(app, '/reminders', ['POST']);
   refuseOtherMethods(app, '/reminders/:deliveryId', ['GET', 'DELETE']);
 
@@ -131,19 +155,14 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   for (const url of ['/healthz', '/readyz', '/metrics', '/openapi.json'])
     refuseOtherMethods(app, url, ['GET']);
 
-  const readiness = readinessCheck(deps);
-  app.get('/readyz', async (_request, reply) => {
-    const { postgres, temporal, problem } = await readiness();
-    const ready = postgres && temporal;
-    return reply.code(ready ? 200 : 503).send({
-      status: ready ? 'ready' : 'not_ready',
-      postgres,
-      temporal,
-      // Unreachable needs no words; a missing namespace or refused credentials are named.
-      ...(problem && problem.code !== 'unreachable'
-        ? { temporal_error: problem.code, message: problem.message }
-        : {}),
-    } satisfies Readiness);
+  // Up or down for every prober; why Temporal refuses settle only to a bearer of the API token (the
+  // operator listener tells it to anyone who reaches it).
+  app.get('/readyz', async (request, reply) => {
+    const { ready, body } = await operator.readiness();
+    const { status, postgres, temporal } = body;
+    return reply
+      .code(ready ? 200 : 503)
+      .send(presentsToken(request, deps.apiToken) ? body : { status, postgres, temporal });
   });
 
   app.get('/events/:eventId', { config: { bearerToken: true } }, async (request, reply) => {
@@ -155,7 +174,7 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
       });
     }
     request.eventId = eventId;
-    const inspection = await inspectEvent(deps.pool, deps.client, eventId);
+    const inspection = await inspectEvent(requestDeps.pool, deps.client, eventId);
     if (!inspection) return reject(reply, 404, ErrorCode.NotFound, 'settle has no record of this event');
     return reply.send(inspection);
   });
@@ -209,31 +228,4 @@ function drainRefusedBodies(app: FastifyInstance) {
   app.addHook('preClose', async () => {
     for (const socket of draining) socket.destroy();
   });
-}
-
-/**
- * Node's HTTP parser answers these before Fastify sees a request; without this handler its answer
- * has another body. Headers (the URL included) past MAX_HEADER_BYTES are a 431; anything it cannot
- * parse (a NUL or other control character in a header, a broken request line) is a 400.
- */
-function answerClientError(error: Error & { code?: string }, socket: Socket) {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, code, message] =
-    error.code === 'HPE_HEADER_OVERFLOW'
-      ? [
-          431,
-          ErrorCode.HeadersTooLarge,
-          `the request line and headers are larger than ${MAX_HEADER_BYTES / 1024} KiB`,
-        ]
-      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, ErrorCode.BadRequest, 'the request did not arrive in time']
-        : [400, ErrorCode.BadRequest, 'the request could not be parsed as HTTP'];
-  const body = JSON.stringify({ status: 'rejected', error: code, message });
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\n` +
-        `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    );
-  }
-  socket.destroy();
 }

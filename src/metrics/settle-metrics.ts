@@ -37,6 +37,14 @@ export const startOutcomeUnknownTotal = new Counter({
   registers: [registry],
 });
 
+export const poolWaitTimeoutsTotal = new Counter({
+  name: 'settle_pool_wait_timeouts_total',
+  help:
+    'Gateway requests answered 503 (database_unavailable, Retry-After) because no PostgreSQL connection ' +
+    'of the pool came free within SETTLE_ADMISSION_WAIT; nothing was written.',
+  registers: [registry],
+});
+
 export const reconcileOutcomesTotal = new Counter({
   name: 'settle_reconcile_outcomes_total',
   help: 'Completed reconciles by outcome (applied, stale, unmatched, needs_review).',

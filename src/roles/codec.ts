@@ -36,6 +36,7 @@ export function startCodec(config: CodecConfig, defaultCorsOrigins: string[] = [
       corsOrigins: config.codecCorsOrigin ? [config.codecCorsOrigin] : defaultCorsOrigins,
       host: config.host,
       port: config.codecPort,
+      limits: config,
       logger,
     }),
   );

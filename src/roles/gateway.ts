@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config';
 import { createPool } from '../db/pool';
-import { missingWebhookSecrets, startGateway } from '../gateway/run';
+import { missingWebhookSecrets, startGateway, type OperatorListener } from '../gateway/run';
 import { logger } from '../lib/logger';
 import { onShutdown } from '../lib/shutdown';
 import { startTracing, stopTracing } from '../lib/tracing';
@@ -16,6 +16,12 @@ export const GATEWAY_START_CHECK_MS = 10_000;
 
 /** How long a stopping gateway lets open connections finish before cutting them. */
 const GATEWAY_CLOSE_GRACE_MS = 3_000;
+
+/**
+ * Connections of the gateway's operator pool: /metrics and /readyz read PostgreSQL on these (one
+ * statement at a time, cached), never on the connections webhooks are admitted on.
+ */
+export const OPERATOR_POOL_SIZE = 2;
 
 /** Refuses a gateway that could verify no payment webhook (`settle gateway`, `settle serve`). */
 export function refuseWithoutWebhookSecrets(config: Config): void {
@@ -38,6 +44,7 @@ export async function runGateway(config: Config): Promise<void> {
   refuseWithoutWebhookSecrets(config);
   await startTracing('gateway');
   const pool = createPool(config.databaseUrl);
+  const operatorPool = createPool(config.databaseUrl, { max: OPERATOR_POOL_SIZE });
   let client: Client | undefined;
   try {
     await refuseTlsRefused(config);
@@ -47,21 +54,34 @@ export async function runGateway(config: Config): Promise<void> {
     const problem = await checkNamespace(client, GATEWAY_START_CHECK_MS, usesTls(config));
     if (problem && problem.code !== 'unreachable') throw new TemporalSetupError(problem);
     if (problem) logger.warn({ temporal: problem.code }, problem.message);
-    const { app, url } = await listeningOn('PORT', config.port, startGateway({ config, pool, client }));
-    logger.info({ url }, 'gateway listening');
+    const { app, url, operatorListener } = await listeningOn(
+      'PORT',
+      config.port,
+      startGateway({ config, pool, operatorPool, client }),
+    );
+    logger.info(
+      { url, ...(operatorListener ? { operator: operatorListener.url } : {}) },
+      'gateway listening',
+    );
     await new Promise<void>((resolve) => {
-      onShutdown('gateway (finishing open requests)', () => closeGateway(app).then(resolve));
+      onShutdown('gateway (finishing open requests)', () =>
+        closeGateway(app, operatorListener).then(resolve),
+      );
     });
   } finally {
     await client?.connection.close().catch(() => {});
     await pool.end();
+    await operatorPool.end();
     await stopTracing();
   }
 }
 
-/** Stops accepting and finishes open requests; keep-alive connections are cut after a grace. */
-export async function closeGateway(app: FastifyInstance): Promise<void> {
-  const closing = app.close();
+/**
+ * Stops accepting and finishes open requests; keep-alive connections are cut after a grace. The
+ * operator listener, if any, closes with it.
+ */
+export async function closeGateway(app: FastifyInstance, operatorListener?: OperatorListener): Promise<void> {
+  const closing = Promise.all([app.close(), operatorListener?.close()]);
   // A client sending back to back on a keep-alive connection would hold close() open: after the
   // grace its connections are cut (its requests were answered 503 since close began).
   const cut = setTimeout(() => app.server.closeAllConnections(), GATEWAY_CLOSE_GRACE_MS);

@@ -14,6 +14,7 @@ import { createWorker } from '../worker/run';
 import {
   closeGateway,
   GATEWAY_START_CHECK_MS,
+  OPERATOR_POOL_SIZE,
   refuseTlsRefused,
   refuseWithoutWebhookSecrets,
 } from './gateway';
@@ -37,29 +38,41 @@ export type RunningServe = {
  */
 export async function startServe({ config, pool }: { config: Config; pool: pg.Pool }): Promise<RunningServe> {
   await refuseTlsRefused(config);
-  const { worker, connection } = await createWorker({ config, pool });
+  // The gateway's /metrics and /readyz read on a pool of their own (roles/gateway.ts).
+  const operatorPool = createPool(config.databaseUrl, { max: OPERATOR_POOL_SIZE });
+  const { worker, connection } = await createWorker({ config, pool }).catch(async (error: unknown) => {
+    await operatorPool.end();
+    throw error;
+  });
   try {
     const client = clientOnWorkerConnection(connection, config);
     const problem = await checkNamespace(client, GATEWAY_START_CHECK_MS, usesTls(config));
     if (problem) throw new TemporalSetupError(problem);
     await prepareRetention(client, config, logger);
-    const { app, url } = await listeningOn('PORT', config.port, startGateway({ config, pool, client }));
+    const { app, url, operatorListener } = await listeningOn(
+      'PORT',
+      config.port,
+      startGateway({ config, pool, operatorPool, client }),
+    );
+    if (operatorListener) logger.info({ url: operatorListener.url }, 'gateway operator listener');
     const running = worker.run();
     let stopping: Promise<void> | undefined;
     const stop = () =>
       (stopping ??= (async () => {
         try {
-          await closeGateway(app);
+          await closeGateway(app, operatorListener);
           worker.shutdown();
           await running.catch(() => {});
         } finally {
           await app.close().catch(() => {});
           await connection.close();
+          await operatorPool.end();
         }
       })());
     return { url, client, running, stop };
   } catch (error) {
     await connection.close().catch(() => {});
+    await operatorPool.end();
     throw error;
   }
 }

@@ -47,7 +47,7 @@ export async function runWorker(config: Config, options: WorkerRoleOptions = {})
     ? await listeningOn(
         'SETTLE_METRICS_PORT',
         config.metricsPort,
-        startMetricsServer({ port: config.metricsPort, host: config.host }),
+        startMetricsServer({ port: config.metricsPort, host: config.host, limits: config }),
       )
     : undefined;
   if (metrics) logger.info({ url: `${metrics.url}/metrics` }, 'worker metrics listening');

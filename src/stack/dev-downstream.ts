@@ -1,4 +1,3 @@
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   OUTBOX_TARGETS,
@@ -8,6 +7,7 @@ import {
 } from '../domain/outbox';
 import { createSignatureVerifier } from '../domain/webhook-signature';
 import { shortHash } from '../lib/hash';
+import { createLimitedServer, type ListenerLimits } from '../lib/listener-limits';
 import { logger } from '../lib/logger';
 
 export type DevDownstream = {
@@ -27,7 +27,11 @@ export type DevDownstream = {
  */
 const PATHS = OUTBOX_TARGETS.map((target) => `/${target}`).join(' or ');
 
-export async function startDevDownstream(port: number, secrets: SigningSecrets): Promise<DevDownstream> {
+export async function startDevDownstream(
+  port: number,
+  secrets: SigningSecrets,
+  limits?: ListenerLimits,
+): Promise<DevDownstream> {
   const applied = new Set<string>();
   const verifiers = new Map(
     OUTBOX_TARGETS.map((target) => [
@@ -35,7 +39,7 @@ export async function startDevDownstream(port: number, secrets: SigningSecrets):
       createSignatureVerifier(targetSigningSecrets(secrets, target).secrets),
     ]),
   );
-  const server = createServer((request, response) => {
+  const server = createLimitedServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
@@ -83,7 +87,7 @@ export async function startDevDownstream(port: number, secrets: SigningSecrets):
       response.writeHead(200, { 'content-type': 'application/json' });
       response.end(JSON.stringify({ status }));
     });
-  });
+  }, limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, '127.0.0.1', resolve);

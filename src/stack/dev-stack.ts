@@ -12,6 +12,7 @@ import {
   targetUrl,
   type TargetConfigKey,
 } from '../domain/outbox';
+import { LISTENER_SETTINGS } from '../lib/listener-limits';
 import { logger } from '../lib/logger';
 import { onShutdown, SHUTDOWN_DEADLINE_MS } from '../lib/shutdown';
 import { startDevDownstream, type DevDownstream } from './dev-downstream';
@@ -131,7 +132,7 @@ export async function runDevStack(): Promise<void> {
       downstream = await listeningOn(
         'SETTLE_DEV_DOWNSTREAM_PORT',
         settings.devDownstreamPort,
-        startDevDownstream(settings.devDownstreamPort, signing),
+        startDevDownstream(settings.devDownstreamPort, signing, loadConfigPart(LISTENER_SETTINGS, env)),
       );
       serverStops.push(() => downstream!.close());
       for (const target of OUTBOX_TARGETS)
@@ -166,7 +167,7 @@ export async function runDevStack(): Promise<void> {
       [
         '',
         'settle is running.',
-        `  gateway      ${serve.url}   (POST /webhooks/payments, GET /events/<id>, /healthz, /readyz, /metrics, /openapi.json)`,
+        `  gateway      ${serve.url}   (POST /webhooks/payments, GET /events/<id>, /healthz, /readyz, /metrics with the API token, /openapi.json)`,
         `  temporal     ${config.temporalAddress}${temporal ? `   UI ${temporal.uiUrl}` : ''}   namespace ${config.temporalNamespace}, task queue ${config.taskQueue}`,
         `  postgres     ${postgres ? `embedded on 127.0.0.1:${postgres.port}, data in ${displayPath(join(dir, 'postgres'))}` : 'from DATABASE_URL'}`,
         `  migrations   ${migrations.applied.length ? `applied ${migrations.applied.join(', ')}` : 'up to date'}`,

@@ -8,12 +8,14 @@ export async function stats(options: { since: string; metricsUrl?: string; json?
   const windowMs = parseDuration(options.since);
   if (windowMs === undefined) throw new CliError('--since must be a duration such as 24h or 7d');
   let gateway: string | undefined;
+  let apiToken: string | undefined;
   const figures = await withServices(({ pool, client, config, env }) => {
     gateway = loadSettings(env).gatewayUrl;
+    apiToken = config.apiToken;
     return statsFigures({ pool, client, deliveryStuckAfterMs: config.deliveryStuckAfterMs }, windowMs);
   });
   const metricsUrl = options.metricsUrl ?? (gateway ? `${gateway}/metrics` : undefined);
-  const live = metricsUrl ? await readLiveFigures(metricsUrl) : null;
+  const live = metricsUrl ? await readLiveFigures(metricsUrl, apiToken) : null;
   output(options.json, { ...figures, live }, renderStats);
 }
 

@@ -34,6 +34,9 @@ export function registerRoles(program: Command) {
     .description(
       'Run one gateway process (HTTP on HOST:PORT); SIGTERM or SIGINT stops accepting and finishes open ' +
         'requests (within 8 s). /readyz is 503 while the namespace is missing or Temporal unreachable. ' +
+        '/metrics on PORT needs SETTLE_API_TOKEN; with SETTLE_GATEWAY_METRICS_PORT set, /metrics and ' +
+        '/readyz in full are also served there without one. Every listener holds clients to ' +
+        'SETTLE_REQUEST_TIMEOUT, SETTLE_HEADERS_TIMEOUT, SETTLE_IDLE_TIMEOUT and SETTLE_MAX_CONNECTIONS. ' +
         'Refuses to start without SETTLE_WEBHOOK_SECRETS (or a provider secret). Configured by its ' +
         'environment alone (never a running stack or the development secrets of .settle/).',
     )
