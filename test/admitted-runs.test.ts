@@ -85,7 +85,11 @@ async function refusalOf(result: Promise<unknown>): Promise<{ type?: string; non
 }
 
 async function metric(name: string, labels = ''): Promise<number> {
-  const text = await (await fetch(`${stack.gatewayUrl}/metrics`)).text();
+  const response = await fetch(`${stack.gatewayUrl}/metrics`, {
+    headers: { authorization: `Bearer ${stack.apiToken}` },
+  });
+  assert.equal(response.status, 200, "the gateway's /metrics with the API token");
+  const text = await response.text();
   const escaped = `${name}${labels}`.replace(/[{}"]/g, (c) => `\\${c}`);
   return Number(new RegExp(`^${escaped} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
 }
