@@ -142,7 +142,12 @@ describe('a run started around settle', () => {
     assert.match(listed[0]!.detail, /never stored this event; nothing was applied/);
     assert.match(listed[0]!.next_step, /not started by settle/);
     assert.match(listed[0]!.next_step, /who can reach Temporal/);
-    assert.ok((await metric('settle_open_exceptions', '{kind="unadmitted_run"}')) >= 1);
+    // The gauge is read from PostgreSQL at most once a second (a scrape flood reads it once).
+    await waitFor(
+      'the open-exceptions gauge to count the refused run',
+      async () => (await metric('settle_open_exceptions', '{kind="unadmitted_run"}')) >= 1,
+      30_000,
+    );
   });
 
   test('does not keep its event ID from the real event when settle admits it later', async () => {
