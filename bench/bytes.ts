@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { PaymentEvent } from '../src/domain/payment-event';
-import { round } from '../proof/processes';
-import type { ProofStack } from '../proof/stack';
+import { round } from '../tools/harness/processes';
+import type { ProofStack } from '../tools/harness/stack';
 import { benchFullPath, preparePathEvents, type PathFigures } from './full-path';
 
 /**

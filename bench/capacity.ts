@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Usage } from '../proof/processes';
+import type { Usage } from '../tools/harness/processes';
 
 const args = process.argv.slice(2);
 const file = args.find((arg) => !arg.startsWith('--')) ?? join(__dirname, 'results-cluster.json');

@@ -17,7 +17,7 @@ import { createPool } from '../src/db/pool';
 import { freePort } from '../src/lib/free-port';
 import { startEmbeddedPostgres } from '../src/stack/embedded-postgres';
 import { benchBareClaimLoop, benchReconcileActivity } from './claim-loop';
-import { round, sleep } from '../proof/processes';
+import { round, sleep } from '../tools/harness/processes';
 
 const flag = (name: string) =>
   process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);

@@ -9,8 +9,8 @@ import {
   percentile,
   postEvent,
   shipmentFor,
-} from '../proof/load';
-import type { ProofStack } from '../proof/stack';
+} from '../tools/harness/load';
+import type { ProofStack } from '../tools/harness/stack';
 
 /** Longest an event may take from its webhook to its ERP delivery before the run counts it lost. */
 const EVENT_DEADLINE_MS = 120_000;

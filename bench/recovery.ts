@@ -3,8 +3,8 @@ import { recoverMissedEvents } from '../src/app/recover';
 import { advanceRecoveryCursor } from '../src/db/recovery-cursor';
 import { addShipments } from '../src/db/shipments';
 import { createStripeRecoverySource } from '../src/providers/stripe-recovery';
-import type { ProofStack } from '../proof/stack';
-import { startStripeApi, storeAsAdmitted, type StripeApi } from '../test/support/stripe-api';
+import type { ProofStack } from '../tools/harness/stack';
+import { startStripeApi, storeAsAdmitted, type StripeApi } from '../tools/harness/stripe-api';
 
 export type RecoveryPrepared = { api: StripeApi; missedIds: string[]; listed: number };
 

@@ -18,9 +18,9 @@ import { benchBareClaimLoop, benchReconcileActivity, CLAIM_LOOP_CONCURRENCY } fr
 import { benchFixedLoad, benchFullPath, benchReplayStorm, loadEvents, preparePathEvents } from './full-path';
 import { benchImport, prepareImport } from './import';
 import { benchLiveDuringImport } from './live-during-import';
-import { median } from '../proof/load';
-import { ResourceSampler, round, spawnTs, type Child, type Usage } from '../proof/processes';
-import { ProofStack } from '../proof/stack';
+import { median } from '../tools/harness/load';
+import { ResourceSampler, round, spawnTs, type Child, type Usage } from '../tools/harness/processes';
+import { ProofStack } from '../tools/harness/stack';
 import type { TemporalCluster } from '../topology/cluster';
 import { benchTemporalFloor, floorPrefix, floorWorkflowIds, NOOP_TASK_QUEUE } from './temporal-floor';
 import { actionsPerEvent } from './actions';
@@ -125,7 +125,7 @@ async function benchOn(): Promise<Goal[]> {
     await stack.start();
     await stack.startGateway();
     // SETTLE_BENCH_WORKER_NODE_OPTIONS (e.g. --max-semi-space-size=4) and SETTLE_BENCH_WORKER_OPTIONS
-    // (SDK settings, proof/worker-options.ts) apply to settle's worker and the no-op worker.
+    // (SDK settings, tools/harness/worker-options.ts) apply to settle's worker and the no-op worker.
     const workerNodeOptions = process.env.SETTLE_BENCH_WORKER_NODE_OPTIONS;
     // SETTLE_BENCH_WORKER_CPU_PROF_DIR: Node's --cpu-prof for both workers, every thread (the SDK's
     // workflow thread included), one .cpuprofile per thread written there when the worker exits.

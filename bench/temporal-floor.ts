@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { closedLoop } from '../proof/load';
-import type { ProofStack } from '../proof/stack';
+import { closedLoop } from '../tools/harness/load';
+import type { ProofStack } from '../tools/harness/stack';
 
 export const NOOP_TASK_QUEUE = 'bench-noop';
 

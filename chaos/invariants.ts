@@ -2,8 +2,8 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { downstreamIdempotencyKey } from '../src/domain/outbox';
 import { shortHash } from '../src/lib/hash';
-import { sleep } from '../proof/processes';
-import type { ProofStack } from '../proof/stack';
+import { sleep } from '../tools/harness/processes';
+import type { ProofStack } from '../tools/harness/stack';
 import type { Provider } from './provider';
 
 /** What the checker reads: settle's database, Temporal and the downstream receiver's records. */

@@ -1,7 +1,7 @@
 import type { PaymentEvent } from '../src/domain/payment-event';
-import { postEvent, type Reply } from '../proof/load';
-import { HANG_BOUND_MS, sleep } from '../proof/processes';
-import type { ProofStack } from '../proof/stack';
+import { postEvent, type Reply } from '../tools/harness/load';
+import { HANG_BOUND_MS, sleep } from '../tools/harness/processes';
+import type { ProofStack } from '../tools/harness/stack';
 
 export type Acknowledged = { event: PaymentEvent; status: number; body: string; at: number };
 

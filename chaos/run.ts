@@ -6,7 +6,7 @@
  * exits non-zero if any fails.
  */
 import { loadavg } from 'node:os';
-import { ProofStack } from '../proof/stack';
+import { ProofStack } from '../tools/harness/stack';
 import { checkInvariants } from './invariants';
 import { Provider } from './provider';
 import type { Scenario } from './scenarios/common';

@@ -73,7 +73,7 @@ async function main() {
     // The test harness reads these when it is loaded.
     process.env.SETTLE_TEST_ADMIN_DATABASE_URL = adminUrl;
     process.env.TEMPORAL_ADDRESS = temporal.address;
-    const { startTestStack } = await import('../test/support/harness.js');
+    const { startTestStack } = await import('../tools/harness/harness.js');
     const stack = await startTestStack({ worker: false });
     try {
       const code = await schemathesis(

@@ -17,7 +17,7 @@
  *    scripts/compose-check.override.yml); the UI's page and its API listing the namespace's
  *    workflows; a webhook's trace whole in the jaeger service (profile `tracing`, which the check
  *    turns on with OTEL_EXPORTER_OTLP_ENDPOINT at it) and its trace ID at the receiver; payloads stored encrypted and decoded by the codec-server container for its token
- *    only, the UI pointed at it (proof/codec-check.ts); `docker stop` of a busy gateway (its own shutdown within 10 s) and of a busy worker
+ *    only, the UI pointed at it (tools/harness/codec-check.ts); `docker stop` of a busy gateway (its own shutdown within 10 s) and of a busy worker
  *    (within its grace), nothing acknowledged lost. `docker compose down -v` always, on failure and
  *    on SIGINT too.
  *
@@ -31,16 +31,16 @@ import { Client, Connection } from '@temporalio/client';
 import { build } from 'esbuild';
 import pg from 'pg';
 import { checkInvariants } from '../chaos/invariants';
-import { storedHistoryIsEncrypted } from '../proof/codec-check';
+import { storedHistoryIsEncrypted } from '../tools/harness/codec-check';
 import { Provider } from '../chaos/provider';
-import { makeEvent, newRunId, shipmentFor } from '../proof/load';
+import { makeEvent, newRunId, shipmentFor } from '../tools/harness/load';
 import { addShipments } from '../src/db/shipments';
 import { createPool } from '../src/db/pool';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { freePorts } from '../src/lib/free-port';
 import { shortHash } from '../src/lib/hash';
 import { PROJECT_ROOT } from '../src/lib/paths';
-import type { KeyRecord, RecordingReceiver } from '../test/support/receiver';
+import type { KeyRecord, RecordingReceiver } from '../tools/harness/receiver';
 import { pollUntil } from '../topology/processes';
 import { sendTracedWebhook, traceFailures, waitForTrace } from '../topology/jaeger';
 import type { KeyRecordJson } from './compose-check-receiver';

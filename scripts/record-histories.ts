@@ -44,8 +44,8 @@ import { findTemporalCli } from '../src/stack/temporal-binaries';
 import { startTemporalDevServer } from '../src/stack/temporal-dev-server';
 import { settleDataConverter } from '../src/temporal/data-converter';
 import { createWorker } from '../src/worker/run';
-import { afterReconcileCommit } from '../test/support/after-commit';
-import { startStripeApi } from '../test/support/stripe-api';
+import { afterReconcileCommit } from '../tools/harness/after-commit';
+import { startStripeApi } from '../tools/harness/stripe-api';
 
 const run = promisify(execFile);
 /** SETTLE_HISTORIES_DIR records elsewhere, e.g. a subfolder for a patched path beside the current one. */

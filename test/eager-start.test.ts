@@ -13,7 +13,7 @@ import { payloadSha256 } from '../src/lib/hash';
 import { clientOnWorkerConnection, startPaymentWorkflow } from '../src/temporal/client';
 import { createWorker } from '../src/worker/run';
 import type { PaymentWorkflowResult } from '../src/workflows/payment';
-import { paymentEvent, startTestStack, uniqueId, type TestStack } from './support/harness';
+import { paymentEvent, startTestStack, uniqueId, type TestStack } from '../tools/harness/harness';
 
 let stack: TestStack;
 let worker: Awaited<ReturnType<typeof createWorker>>;

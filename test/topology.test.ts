@@ -6,7 +6,7 @@ import { parse } from 'yaml';
 import { PROJECT_ROOT } from '../src/lib/paths';
 import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION } from '../topology/binaries';
 import { DYNAMIC_CONFIG, SERVER_CONFIG_TEMPLATE } from '../topology/cluster';
-import { startTestStack, type TestStack } from './support/harness';
+import { startTestStack, type TestStack } from '../tools/harness/harness';
 
 type Service = {
   image?: string;

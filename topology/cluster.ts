@@ -15,7 +15,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Child } from '../proof/processes';
+import type { Child } from '../tools/harness/processes';
 import type { PayloadKey } from '../src/config/payload-keys';
 import { settleDataConverter } from '../src/temporal/data-converter';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/stack/embedded-postgres';

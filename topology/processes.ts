@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
-import { childHandle, sleep, type Child } from '../proof/processes';
+import { childHandle, sleep, type Child } from '../tools/harness/processes';
 import { freePort } from '../src/lib/free-port';
 
 /**

@@ -12,7 +12,7 @@
  * attributes); the UI serves and reaches the frontend; `settle migrate` applies; with mTLS, a worker
  * and a gateway without a client certificate fail at start with a message naming TLS; an event's
  * history as the server stores it is encrypted and the codec server decodes it for its token only
- * (proof/codec-check.ts), and headless Chromium sees the run's input decoded in the UI pointed at
+ * (tools/harness/codec-check.ts), and headless Chromium sees the run's input decoded in the UI pointed at
  * the codec server and only ciphertext in a second UI server without it (screenshots kept in
  * `--screenshots=DIR`, default $TMPDIR/settle-topology-screenshots); under a load
  * of signed events (chaos/provider.ts) a worker is SIGKILLed, both workers and both gateways are
@@ -43,12 +43,12 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
-import { RecordingReceiver } from '../test/support/receiver';
-import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../proof/codec-check';
-import { findChromium, viewPage } from '../proof/ui-browser';
-import { closedLoop, erpKey, makeEvent, newRunId, shipmentFor } from '../proof/load';
-import { ResourceSampler, sleep, type Child } from '../proof/processes';
-import { settleProcessEnv } from '../proof/stack';
+import { RecordingReceiver } from '../tools/harness/receiver';
+import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../tools/harness/codec-check';
+import { findChromium, viewPage } from '../tools/harness/ui-browser';
+import { closedLoop, erpKey, makeEvent, newRunId, shipmentFor } from '../tools/harness/load';
+import { ResourceSampler, sleep, type Child } from '../tools/harness/processes';
+import { settleProcessEnv } from '../tools/harness/stack';
 import { checkInvariants } from '../chaos/invariants';
 import { Provider } from '../chaos/provider';
 import { startCodecServer } from '../src/codec/server';

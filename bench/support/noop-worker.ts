@@ -5,7 +5,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { installTemporalRuntime } from '../../src/worker/run';
 import { noopActivities } from './noop-activities';
-import { benchWorkerOptions } from '../../proof/worker-options';
+import { benchWorkerOptions } from '../../tools/harness/worker-options';
 
 async function main() {
   installTemporalRuntime();

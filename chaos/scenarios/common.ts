@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { addShipments } from '../../src/db/shipments';
 import type { PaymentEvent } from '../../src/domain/payment-event';
-import { erpKey, makeEvent, newRunId, shipmentFor } from '../../proof/load';
-import { HANG_BOUND_MS, sleep } from '../../proof/processes';
-import type { ProofStack } from '../../proof/stack';
+import { erpKey, makeEvent, newRunId, shipmentFor } from '../../tools/harness/load';
+import { HANG_BOUND_MS, sleep } from '../../tools/harness/processes';
+import type { ProofStack } from '../../tools/harness/stack';
 import type { Provider } from '../provider';
 
 export type ScenarioContext = { stack: ProofStack; provider: Provider; short: boolean };

@@ -2,7 +2,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { startPaymentWorkflow } from '../../src/temporal/client';
 import { paymentWorkflowId } from '../../src/domain/ids';
 import type { PaymentWorkflowResult } from '../../src/workflows';
-import { sleep } from '../../proof/processes';
+import { sleep } from '../../tools/harness/processes';
 import {
   checker,
   countWhere,

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { paymentWorkflowId } from '../../src/domain/ids';
 import { EVENT_ID_PATTERN } from '../../src/domain/payment-event';
 import { signWebhook } from '../../src/domain/webhook-signature';
-import { httpRequest } from '../../proof/load';
+import { httpRequest } from '../../tools/harness/load';
 import { checker, type Scenario } from './common';
 
 const FIELDS = [

@@ -1,5 +1,5 @@
-import { openLoop } from '../../proof/load';
-import { sleep } from '../../proof/processes';
+import { openLoop } from '../../tools/harness/load';
+import { sleep } from '../../tools/harness/processes';
 import {
   checker,
   countWhere,

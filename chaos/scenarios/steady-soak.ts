@@ -1,5 +1,5 @@
-import { erpKey, openLoop, percentile } from '../../proof/load';
-import { sleep, treeRssMb } from '../../proof/processes';
+import { erpKey, openLoop, percentile } from '../../tools/harness/load';
+import { sleep, treeRssMb } from '../../tools/harness/processes';
 import {
   checker,
   ensureWorkers,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { configVariables, settingsVariables } from '../../src/config/schema';
 import { freePorts } from '../../src/lib/free-port';
 import { PROJECT_ROOT } from '../../src/lib/paths';
-import type { TestStack } from './harness';
+import type { TestStack } from '../../tools/harness/harness';
 
 export type CliRun = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
 

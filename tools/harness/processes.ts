@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../src/lib/paths';
+import { PROJECT_ROOT } from '../../src/lib/paths';
 
 /**
  * The bound on a hang for every wait of the proof suites (a process start, a delivery after a fault, a

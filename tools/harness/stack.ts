@@ -2,19 +2,19 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectClient } from '../src/temporal/client';
+import { connectClient } from '../../src/temporal/client';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
-import { parsePayloadKeys, type PayloadKey } from '../src/config/payload-keys';
-import { migrate } from '../src/db/migrate';
-import { createPool } from '../src/db/pool';
-import { freePort } from '../src/lib/free-port';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/stack/embedded-postgres';
-import { findTemporalCli } from '../src/stack/temporal-binaries';
-import { startTemporalDevServer, type DevServer } from '../src/stack/temporal-dev-server';
-import { TemporalCluster } from '../topology/cluster';
+import { parsePayloadKeys, type PayloadKey } from '../../src/config/payload-keys';
+import { migrate } from '../../src/db/migrate';
+import { createPool } from '../../src/db/pool';
+import { freePort } from '../../src/lib/free-port';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/stack/embedded-postgres';
+import { findTemporalCli } from '../../src/stack/temporal-binaries';
+import { startTemporalDevServer, type DevServer } from '../../src/stack/temporal-dev-server';
+import { TemporalCluster } from '../../topology/cluster';
 import { sleep, spawnTs, type Child } from './processes';
-import { RecordingReceiver } from '../test/support/receiver';
+import { RecordingReceiver } from './receiver';
 
 /**
  * SETTLE_OUTBOUND_SECRET of every settle process this process starts: the workers sign each carrier
@@ -240,13 +240,13 @@ export class ProofStack {
   }
 
   /**
-   * A worker process (proof/worker-process.ts); `extra` adds to its environment, `nodeArgs`
+   * A worker process (tools/harness/worker-process.ts); `extra` adds to its environment, `nodeArgs`
    * to Node's command line (flags NODE_OPTIONS refuses, such as --cpu-prof).
    */
   async startWorker(extra: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Child> {
     const worker = await spawnTs(
       `worker-${this.workers.length + 1}`,
-      [...nodeArgs, 'proof/worker-process.ts'],
+      [...nodeArgs, 'tools/harness/worker-process.ts'],
       this.env(extra),
       (output) => output.includes('worker ready'),
     );

@@ -18,10 +18,10 @@
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { loadConfig } from '../src/config';
-import { installShutdown } from '../src/lib/shutdown';
-import { runWorker } from '../src/roles/worker';
-import { afterReconcileCommit } from '../test/support/after-commit';
+import { loadConfig } from '../../src/config';
+import { installShutdown } from '../../src/lib/shutdown';
+import { runWorker } from '../../src/roles/worker';
+import { afterReconcileCommit } from './after-commit';
 import { benchWorkerOptions } from './worker-options';
 
 /** SETTLE_BENCH_WORKER_CPU_PROFILE=<file>: a CPU profile of the main thread, written when it drains. */
