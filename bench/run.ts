@@ -21,7 +21,7 @@ import { benchLiveDuringImport } from './live-during-import';
 import { median } from '../tools/harness/load';
 import { ResourceSampler, round, spawnTs, type Child, type Usage } from '../tools/harness/processes';
 import { ProofStack } from '../tools/harness/stack';
-import type { TemporalCluster } from '../topology/cluster';
+import type { TemporalCluster } from '../tools/harness/cluster';
 import { benchTemporalFloor, floorPrefix, floorWorkflowIds, NOOP_TASK_QUEUE } from './temporal-floor';
 import { actionsPerEvent } from './actions';
 import { benchBytesPerEvent, prepareBytes } from './bytes';
@@ -40,7 +40,7 @@ const only = process.argv
 const ON_REQUEST = ['PC', 'TR'];
 /**
  * `--server=cluster`: T0 and P (unless --only says otherwise) against the real Temporal server of
- * `npm run topology` (topology/cluster.ts) instead of the dev server; results in results-cluster.json.
+ * `npm run topology` (tools/harness/cluster.ts) instead of the dev server; results in results-cluster.json.
  * `--server=both`: the dev-server run, then the cluster's, in one invocation (one stack at a time).
  */
 const serverArg = process.argv.find((arg) => arg.startsWith('--server='))?.slice('--server='.length) ?? 'dev';
@@ -119,7 +119,7 @@ async function benchOn(): Promise<Goal[]> {
   let noopWorker: Child | undefined;
   try {
     log(
-      `starting PostgreSQL, the Temporal ${server === 'cluster' ? 'cluster (topology/cluster.ts)' : 'dev server'}, ` +
+      `starting PostgreSQL, the Temporal ${server === 'cluster' ? 'cluster (tools/harness/cluster.ts)' : 'dev server'}, ` +
         `the gateway and a worker (${short ? 'short' : 'full'} run)`,
     );
     await stack.start();

@@ -7,8 +7,8 @@
  */
 import { loadavg } from 'node:os';
 import { ProofStack } from '../tools/harness/stack';
-import { checkInvariants } from './invariants';
-import { Provider } from './provider';
+import { checkInvariants } from '../tools/harness/invariants';
+import { Provider } from '../tools/harness/provider';
 import type { Scenario } from './scenarios/common';
 import { gracefulShutdown, killAfterCommit, killBeforeCommit, soak } from './scenarios/crashes';
 import { appliedThen504, permanentRefusalMidSaga, throttledWithRetryAfter } from './scenarios/downstream';

@@ -30,9 +30,9 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { build } from 'esbuild';
 import pg from 'pg';
-import { checkInvariants } from '../chaos/invariants';
+import { checkInvariants } from '../tools/harness/invariants';
 import { storedHistoryIsEncrypted } from '../tools/harness/codec-check';
-import { Provider } from '../chaos/provider';
+import { Provider } from '../tools/harness/provider';
 import { makeEvent, newRunId, shipmentFor } from '../tools/harness/load';
 import { addShipments } from '../src/db/shipments';
 import { createPool } from '../src/db/pool';
@@ -41,8 +41,8 @@ import { freePorts } from '../src/lib/free-port';
 import { shortHash } from '../src/lib/hash';
 import { PROJECT_ROOT } from '../src/lib/paths';
 import type { KeyRecord, RecordingReceiver } from '../tools/harness/receiver';
-import { pollUntil } from '../topology/processes';
-import { sendTracedWebhook, traceFailures, waitForTrace } from '../topology/jaeger';
+import { pollUntil } from '../tools/harness/programs';
+import { sendTracedWebhook, traceFailures, waitForTrace } from '../tools/harness/jaeger';
 import type { KeyRecordJson } from './compose-check-receiver';
 import {
   buildSettleImage,
@@ -522,7 +522,7 @@ function stream(project: Project, provider: Provider, runId: string, from: numbe
 
 /**
  * After the faults: every acknowledged event completed with one claim and one effect per key
- * (chaos/invariants.ts, against the receiver container's records), and each acknowledged event's
+ * (tools/harness/invariants.ts, against the receiver container's records), and each acknowledged event's
  * downstream keys delivered and applied exactly once.
  */
 async function exactlyOnce(project: Project, provider: Provider) {
@@ -750,7 +750,7 @@ async function scenario(project: Project, receiverDir: string): Promise<void> {
  * A signed webhook with a sampled `traceparent` through the gateway's published port: the jaeger
  * service (profile `tracing`) must hold its whole trace, the receiver container's carrier and ERP
  * requests must carry its trace ID, and no span may hold the raw event ID or a secret
- * (topology/jaeger.ts, `traceFailures`, as the topology run checks it).
+ * (tools/harness/jaeger.ts, `traceFailures`, as the topology run checks it).
  */
 async function traceArrivesWhole(project: Project, runId: string) {
   const event = makeEvent(runId, 200_000);

@@ -5,13 +5,13 @@
  *
  * `npm run setup -- --temporal-server` also builds the real Temporal server, temporal-sql-tool and
  * the UI server from the Go module proxy into .tools/ (once; about 10 to 20 minutes on a fresh
- * 2-core machine, seconds when present): what `npm run topology` runs (topology/binaries.ts).
+ * 2-core machine, seconds when present): what `npm run topology` runs (tools/harness/binaries.ts).
  * `--jaeger` builds Jaeger, the trace collector the topology run exports to, the same way into
- * .tools/jaeger-<version>/ (topology/jaeger.ts; about 30 minutes cold on 2 busy cores).
+ * .tools/jaeger-<version>/ (tools/harness/jaeger.ts; about 30 minutes cold on 2 busy cores).
  * .ci/run starts both in the background early, so they overlap lint and the tests.
  */
-import { ensureTemporalServerTools } from '../topology/binaries';
-import { ensureJaeger } from '../topology/jaeger';
+import { ensureTemporalServerTools } from '../tools/harness/binaries';
+import { ensureJaeger } from '../tools/harness/jaeger';
 import { findTemporalCli, findTemporalTestServer } from '../src/stack/temporal-binaries';
 
 async function main() {

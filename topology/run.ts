@@ -1,8 +1,8 @@
 /**
  * `npm run topology [-- --short] [-- --no-tls]`: settle on a real Temporal cluster, deployed the way
- * docs/deployment.md says, under faults. topology/cluster.ts brings up embedded PostgreSQL with
+ * docs/deployment.md says, under faults. tools/harness/cluster.ts brings up embedded PostgreSQL with
  * Temporal's schemas (temporal-sql-tool), the four Temporal services as separate processes from
- * topology/temporal-server.yaml with mTLS on the frontend, settle's namespace and search attributes
+ * tools/harness/temporal/temporal-server.yaml with mTLS on the frontend, settle's namespace and search attributes
  * (temporal CLI) and the UI server. Then `settle migrate`, two `settle gateway`s and two
  * `settle worker`s with a client certificate, and a recording carrier/ERP receiver.
  *
@@ -15,12 +15,12 @@
  * (tools/harness/codec-check.ts), and headless Chromium sees the run's input decoded in the UI pointed at
  * the codec server and only ciphertext in a second UI server without it (screenshots kept in
  * `--screenshots=DIR`, default $TMPDIR/settle-topology-screenshots); under a load
- * of signed events (chaos/provider.ts) a worker is SIGKILLed, both workers and both gateways are
+ * of signed events (tools/harness/provider.ts) a worker is SIGKILLed, both workers and both gateways are
  * rolled with SIGTERM and the history service is restarted, after which every event sent was
- * acknowledged and chaos/invariants.ts holds: every acknowledged event completed, one claim per
+ * acknowledged and tools/harness/invariants.ts holds: every acknowledged event completed, one claim per
  * event, one applied effect per idempotency key.
  *
- * Tracing: Jaeger (topology/jaeger.ts) runs beside the cluster and the gateways and workers export to
+ * Tracing: Jaeger (tools/harness/jaeger.ts) runs beside the cluster and the gateways and workers export to
  * it over OTLP/HTTP (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME` per role); a signed webhook
  * sent with a sampled `traceparent` must arrive there as one trace: the gateway's request, the
  * workflow start and run, every activity and both downstream POSTs, the carrier and the ERP handed the
@@ -35,7 +35,7 @@
  * event of each process class before the faults; `--no-faults` skips them (docs/deployment.md,
  * "Capacity model").
  *
- * The first run builds the Temporal server into .tools/ (minutes; see topology/binaries.ts).
+ * The first run builds the Temporal server into .tools/ (minutes; see tools/harness/binaries.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -49,15 +49,15 @@ import { findChromium, viewPage } from '../tools/harness/ui-browser';
 import { closedLoop, erpKey, makeEvent, newRunId, shipmentFor } from '../tools/harness/load';
 import { ResourceSampler, sleep, type Child } from '../tools/harness/processes';
 import { settleProcessEnv } from '../tools/harness/stack';
-import { checkInvariants } from '../chaos/invariants';
-import { Provider } from '../chaos/provider';
+import { checkInvariants } from '../tools/harness/invariants';
+import { Provider } from '../tools/harness/provider';
 import { startCodecServer } from '../src/codec/server';
 import { addShipments } from '../src/db/shipments';
 import { createPool } from '../src/db/pool';
 import { logger } from '../src/lib/logger';
 import { PROJECT_ROOT } from '../src/lib/paths';
 import { EncryptionCodec, StaticKeySource } from '../src/temporal/payload-codec';
-import { TemporalCluster, type Identity } from './cluster';
+import { TemporalCluster, type Identity } from '../tools/harness/cluster';
 import {
   ensureJaeger,
   sendTracedWebhook,
@@ -65,8 +65,8 @@ import {
   traceFailures,
   waitForTrace,
   type Jaeger,
-} from './jaeger';
-import { pollUntil, startProgram } from './processes';
+} from '../tools/harness/jaeger';
+import { pollUntil, startProgram } from '../tools/harness/programs';
 
 const short = process.argv.includes('--short');
 const tls = !process.argv.includes('--no-tls');
@@ -92,7 +92,7 @@ const faults = !process.argv.includes('--no-faults');
  */
 const jaegerOn = !process.argv.includes('--no-jaeger') && THROUGHPUT_EVENTS === 0;
 /**
- * `--jaeger-ui=DIR`: a built Jaeger UI for Jaeger to serve (topology/jaeger.ts): then headless
+ * `--jaeger-ui=DIR`: a built Jaeger UI for Jaeger to serve (tools/harness/jaeger.ts): then headless
  * Chromium opens the tracing check's trace in it and keeps `trace-jaeger.png` in the screenshot folder.
  */
 const JAEGER_UI = process.argv.find((arg) => arg.startsWith('--jaeger-ui='))?.slice('--jaeger-ui='.length);
@@ -547,7 +547,7 @@ async function throughput(topology: Topology, count: number, concurrency = 50) {
 
 /**
  * A signed webhook with a sampled `traceparent` through one of the gateways; then Jaeger must hold
- * the whole trace and the carrier and the ERP its trace ID (topology/jaeger.ts, `traceFailures`).
+ * the whole trace and the carrier and the ERP its trace ID (tools/harness/jaeger.ts, `traceFailures`).
  * Keeps the trace ID for the UI check.
  */
 async function traceArrivesWhole(topology: Topology, jaeger: Jaeger) {

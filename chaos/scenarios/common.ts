@@ -4,7 +4,7 @@ import type { PaymentEvent } from '../../src/domain/payment-event';
 import { erpKey, makeEvent, newRunId, shipmentFor } from '../../tools/harness/load';
 import { HANG_BOUND_MS, sleep } from '../../tools/harness/processes';
 import type { ProofStack } from '../../tools/harness/stack';
-import type { Provider } from '../provider';
+import type { Provider } from '../../tools/harness/provider';
 
 export type ScenarioContext = { stack: ProofStack; provider: Provider; short: boolean };
 export type ScenarioResult = { figures: Record<string, number | string>; failures: string[] };

@@ -35,7 +35,7 @@ import { TRACING_VARIABLES } from '../../src/lib/tracing';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { SHUTDOWN_DEADLINE_MS } from '../../src/lib/shutdown';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';
-import { GO_TOOLCHAIN } from '../../topology/binaries';
+import { GO_TOOLCHAIN } from '../../tools/harness/binaries';
 
 /** The kustomize release that renders the manifests (v5.8.3 does not build from the module proxy). */
 export const KUSTOMIZE_VERSION = '5.8.2';

@@ -16,7 +16,7 @@ import type { Queryable } from '../../src/db/pool';
 import { addShipments } from '../../src/db/shipments';
 import { paymentWorkflowId } from '../../src/domain/ids';
 import { ENCRYPTED_ENCODING } from '../../src/temporal/payload-codec';
-import type { Provider } from '../../chaos/provider';
+import type { Provider } from './provider';
 import { makeEvent, shipmentFor } from './load';
 
 export type CodecCheckTarget = {

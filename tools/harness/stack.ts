@@ -12,7 +12,7 @@ import { freePort } from '../../src/lib/free-port';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/stack/embedded-postgres';
 import { findTemporalCli } from '../../src/stack/temporal-binaries';
 import { startTemporalDevServer, type DevServer } from '../../src/stack/temporal-dev-server';
-import { TemporalCluster } from '../../topology/cluster';
+import { TemporalCluster } from './cluster';
 import { sleep, spawnTs, type Child } from './processes';
 import { RecordingReceiver } from './receiver';
 
@@ -80,7 +80,7 @@ export class ProofStack {
   private postgresPort = 0;
   private temporalPort = 0;
   private gatewayPort = 0;
-  /** With `server: 'cluster'`: the topology's real Temporal server (topology/cluster.ts). */
+  /** With `server: 'cluster'`: the topology's real Temporal server (tools/harness/cluster.ts). */
   cluster: TemporalCluster | undefined;
 
   /**

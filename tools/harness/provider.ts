@@ -1,7 +1,7 @@
-import type { PaymentEvent } from '../src/domain/payment-event';
-import { postEvent, type Reply } from '../tools/harness/load';
-import { HANG_BOUND_MS, sleep } from '../tools/harness/processes';
-import type { ProofStack } from '../tools/harness/stack';
+import type { PaymentEvent } from '../../src/domain/payment-event';
+import { postEvent, type Reply } from './load';
+import { HANG_BOUND_MS, sleep } from './processes';
+import type { ProofStack } from './stack';
 
 export type Acknowledged = { event: PaymentEvent; status: number; body: string; at: number };
 

@@ -1,9 +1,9 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { paymentWorkflowId } from '../src/domain/ids';
-import { downstreamIdempotencyKey } from '../src/domain/outbox';
-import { shortHash } from '../src/lib/hash';
-import { sleep } from '../tools/harness/processes';
-import type { ProofStack } from '../tools/harness/stack';
+import { paymentWorkflowId } from '../../src/domain/ids';
+import { downstreamIdempotencyKey } from '../../src/domain/outbox';
+import { shortHash } from '../../src/lib/hash';
+import { sleep } from './processes';
+import type { ProofStack } from './stack';
 import type { Provider } from './provider';
 
 /** What the checker reads: settle's database, Temporal and the downstream receiver's records. */

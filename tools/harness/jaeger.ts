@@ -13,14 +13,14 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { httpRequest } from '../tools/harness/load';
-import type { Child } from '../tools/harness/processes';
-import type { PaymentEvent } from '../src/domain/payment-event';
-import { signWebhook } from '../src/domain/webhook-signature';
-import { shortHash } from '../src/lib/hash';
-import { PROJECT_ROOT } from '../src/lib/paths';
+import { httpRequest } from './load';
+import type { Child } from './processes';
+import type { PaymentEvent } from '../../src/domain/payment-event';
+import { signWebhook } from '../../src/domain/webhook-signature';
+import { shortHash } from '../../src/lib/hash';
+import { PROJECT_ROOT } from '../../src/lib/paths';
 import { buildInto } from './binaries';
-import { listening, pollUntil, PortPicker, startProgram } from './processes';
+import { listening, pollUntil, PortPicker, startProgram } from './programs';
 
 export const JAEGER_VERSION = '1.76.0';
 /** The same release's v2 number: the official image's tag (`jaegertracing/jaeger:2.13.0`). */
