@@ -8,7 +8,7 @@
  * 2. The third-party images at their pinned tags: present, pulled, or where no registry answers
  *    built as local equivalents (docker/equivalents/).
  * 3. For docker-compose.yml, then again with docker-compose.tls.yml on top (certificates from
- *    topology/make-certs.ts): a project of its own with free host ports on 127.0.0.1, `up -d`, every
+ *    tools/topology/make-certs.ts): a project of its own with free host ports on 127.0.0.1, `up -d`, every
  *    health check healthy and every one-shot job exited 0; settle's containers as the Kubernetes
  *    manifests run them (non-root, read-only root, no capabilities, /healthz and /readyz); signed
  *    events through the gateway's published port while one worker container is `docker kill`ed and
@@ -211,7 +211,7 @@ class Project {
     await this.pickPorts();
     if (this.tls) {
       const certs = join(this.scratch, 'tls');
-      await must(process.execPath, ['--import', 'tsx', 'topology/make-certs.ts', certs]);
+      await must(process.execPath, ['--import', 'tsx', 'tools/topology/make-certs.ts', certs]);
       this.env.SETTLE_TLS_DIR = certs;
     }
   }

@@ -45,7 +45,7 @@ const HERE = join(PROJECT_ROOT, 'deploy', 'kubernetes');
 const VALIDATOR_SOURCE = join(HERE, 'validate');
 /** What `kubectl apply -k` is pointed at: the base and each overlay. */
 export const TARGETS = ['base', 'overlays/self-hosted-mtls', 'overlays/temporal-cloud'];
-/** The CPU utilisation the capacity model sizes for (bench/capacity.ts, --utilisation 0.6). */
+/** The CPU utilisation the capacity model sizes for (tools/bench/capacity.ts, --utilisation 0.6). */
 const TARGET_CPU_UTILISATION = 60;
 /**
  * settle's secret variables (`secret: true` in src/config/schema.ts): only ever as a file of a Secret

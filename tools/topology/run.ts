@@ -43,21 +43,21 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
-import { RecordingReceiver } from '../tools/harness/receiver';
-import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../tools/harness/codec-check';
-import { findChromium, viewPage } from '../tools/harness/ui-browser';
-import { closedLoop, erpKey, makeEvent, newRunId, shipmentFor } from '../tools/harness/load';
-import { ResourceSampler, sleep, type Child } from '../tools/harness/processes';
-import { settleProcessEnv } from '../tools/harness/stack';
-import { checkInvariants } from '../tools/harness/invariants';
-import { Provider } from '../tools/harness/provider';
-import { startCodecServer } from '../src/codec/server';
-import { addShipments } from '../src/db/shipments';
-import { createPool } from '../src/db/pool';
-import { logger } from '../src/lib/logger';
-import { PROJECT_ROOT } from '../src/lib/paths';
-import { EncryptionCodec, StaticKeySource } from '../src/temporal/payload-codec';
-import { TemporalCluster, type Identity } from '../tools/harness/cluster';
+import { RecordingReceiver } from '../harness/receiver';
+import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../harness/codec-check';
+import { findChromium, viewPage } from '../harness/ui-browser';
+import { closedLoop, erpKey, makeEvent, newRunId, shipmentFor } from '../harness/load';
+import { ResourceSampler, sleep, type Child } from '../harness/processes';
+import { settleProcessEnv } from '../harness/stack';
+import { checkInvariants } from '../harness/invariants';
+import { Provider } from '../harness/provider';
+import { startCodecServer } from '../../src/codec/server';
+import { addShipments } from '../../src/db/shipments';
+import { createPool } from '../../src/db/pool';
+import { logger } from '../../src/lib/logger';
+import { PROJECT_ROOT } from '../../src/lib/paths';
+import { EncryptionCodec, StaticKeySource } from '../../src/temporal/payload-codec';
+import { TemporalCluster, type Identity } from '../harness/cluster';
 import {
   ensureJaeger,
   sendTracedWebhook,
@@ -65,8 +65,8 @@ import {
   traceFailures,
   waitForTrace,
   type Jaeger,
-} from '../tools/harness/jaeger';
-import { pollUntil, startProgram } from '../tools/harness/programs';
+} from '../harness/jaeger';
+import { pollUntil, startProgram } from '../harness/programs';
 
 const short = process.argv.includes('--short');
 const tls = !process.argv.includes('--no-tls');

@@ -1,5 +1,5 @@
 /**
- * `tsx bench/claim-profile.ts [--only=B0,B0N,B1] [--events=2000] [--reps=3] [--statements]`: B0 and B1
+ * `tsx tools/bench/claim-profile.ts [--only=B0,B0N,B1] [--events=2000] [--reps=3] [--statements]`: B0 and B1
  * alone, against a scratch embedded PostgreSQL and nothing else (no Temporal, gateway or worker), to
  * profile them: run it with `node --cpu-prof --import tsx`. Prints throughput and the CPU each
  * transaction costs in Node and in PostgreSQL. B0N is B0 with every parameterised statement sent as a
@@ -12,12 +12,12 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { migrate } from '../src/db/migrate';
-import { createPool } from '../src/db/pool';
-import { freePort } from '../src/lib/free-port';
-import { startEmbeddedPostgres } from '../src/stack/embedded-postgres';
+import { migrate } from '../../src/db/migrate';
+import { createPool } from '../../src/db/pool';
+import { freePort } from '../../src/lib/free-port';
+import { startEmbeddedPostgres } from '../../src/stack/embedded-postgres';
 import { benchBareClaimLoop, benchReconcileActivity } from './claim-loop';
-import { round, sleep } from '../tools/harness/processes';
+import { round, sleep } from '../harness/processes';
 
 const flag = (name: string) =>
   process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);

@@ -1,7 +1,7 @@
 import type pg from 'pg';
-import type { PaymentEvent } from '../src/domain/payment-event';
-import { round } from '../tools/harness/processes';
-import type { ProofStack } from '../tools/harness/stack';
+import type { PaymentEvent } from '../../src/domain/payment-event';
+import { round } from '../harness/processes';
+import type { ProofStack } from '../harness/stack';
 import { benchFullPath, preparePathEvents, type PathFigures } from './full-path';
 
 /**

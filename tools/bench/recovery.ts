@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { recoverMissedEvents } from '../src/app/recover';
-import { advanceRecoveryCursor } from '../src/db/recovery-cursor';
-import { addShipments } from '../src/db/shipments';
-import { createStripeRecoverySource } from '../src/providers/stripe-recovery';
-import type { ProofStack } from '../tools/harness/stack';
-import { startStripeApi, storeAsAdmitted, type StripeApi } from '../tools/harness/stripe-api';
+import { recoverMissedEvents } from '../../src/app/recover';
+import { advanceRecoveryCursor } from '../../src/db/recovery-cursor';
+import { addShipments } from '../../src/db/shipments';
+import { createStripeRecoverySource } from '../../src/providers/stripe-recovery';
+import type { ProofStack } from '../harness/stack';
+import { startStripeApi, storeAsAdmitted, type StripeApi } from '../harness/stripe-api';
 
 export type RecoveryPrepared = { api: StripeApi; missedIds: string[]; listed: number };
 

@@ -7,7 +7,7 @@
  * TR (only when named) P@50 through `settle serve` with tracing off, on, on, off, exporting to a local OTLP endpoint (tracing's CPU cost).
  * settle's benchmarks against baselines measured in the same run, on this machine, on loopback. Each
  * figure is the median of its repetitions; CPU time (per event) and peak RSS are per process.
- * Writes bench/results.json (bench/results-cluster.json for the cluster) and prints a table.
+ * Writes tools/bench/results.json (tools/bench/results-cluster.json for the cluster) and prints a table.
  * Bounded in count and time: it stops by itself.
  */
 import { writeFileSync } from 'node:fs';
@@ -18,18 +18,18 @@ import { benchBareClaimLoop, benchReconcileActivity, CLAIM_LOOP_CONCURRENCY } fr
 import { benchFixedLoad, benchFullPath, benchReplayStorm, loadEvents, preparePathEvents } from './full-path';
 import { benchImport, prepareImport } from './import';
 import { benchLiveDuringImport } from './live-during-import';
-import { median } from '../tools/harness/load';
-import { ResourceSampler, round, spawnTs, type Child, type Usage } from '../tools/harness/processes';
-import { ProofStack } from '../tools/harness/stack';
-import type { TemporalCluster } from '../tools/harness/cluster';
+import { median } from '../harness/load';
+import { ResourceSampler, round, spawnTs, type Child, type Usage } from '../harness/processes';
+import { ProofStack } from '../harness/stack';
+import type { TemporalCluster } from '../harness/cluster';
 import { benchTemporalFloor, floorPrefix, floorWorkflowIds, NOOP_TASK_QUEUE } from './temporal-floor';
 import { actionsPerEvent } from './actions';
 import { benchBytesPerEvent, prepareBytes } from './bytes';
 import { benchRecovery, prepareRecovery } from './recovery';
 import { benchRetention } from './retention';
 import { startOtlpSink } from './support/otlp-sink';
-import { paymentWorkflowId } from '../src/domain/ids';
-import type { PaymentEvent } from '../src/domain/payment-event';
+import { paymentWorkflowId } from '../../src/domain/ids';
+import type { PaymentEvent } from '../../src/domain/payment-event';
 
 const short = process.argv.includes('--short');
 const only = process.argv
@@ -137,7 +137,7 @@ async function benchOn(): Promise<Goal[]> {
     );
     noopWorker = await spawnTs(
       'noop worker',
-      [...nodeArgs, 'bench/support/noop-worker.ts'],
+      [...nodeArgs, 'tools/bench/support/noop-worker.ts'],
       stack.env({
         SETTLE_TASK_QUEUE: NOOP_TASK_QUEUE,
         ...(workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {}),
@@ -726,7 +726,7 @@ function evaluateGoals(): Goal[] {
     fig('LI', 'idleDeliveredP99Ms'),
     2,
   );
-  // Temporal Cloud's billable actions (bench/actions.ts): settle's happy path against its floor's shape.
+  // Temporal Cloud's billable actions (tools/bench/actions.ts): settle's happy path against its floor's shape.
   const actionsP = fig('P@50', 'actionsPerEvent');
   const actionsT3L = fig('T3L@50', 'actionsPerEvent');
   goals.push({

@@ -1,10 +1,10 @@
 import pg from 'pg';
-import { addShipments } from '../../src/db/shipments';
-import type { PaymentEvent } from '../../src/domain/payment-event';
-import { erpKey, makeEvent, newRunId, shipmentFor } from '../../tools/harness/load';
-import { HANG_BOUND_MS, sleep } from '../../tools/harness/processes';
-import type { ProofStack } from '../../tools/harness/stack';
-import type { Provider } from '../../tools/harness/provider';
+import { addShipments } from '../../../src/db/shipments';
+import type { PaymentEvent } from '../../../src/domain/payment-event';
+import { erpKey, makeEvent, newRunId, shipmentFor } from '../../harness/load';
+import { HANG_BOUND_MS, sleep } from '../../harness/processes';
+import type { ProofStack } from '../../harness/stack';
+import type { Provider } from '../../harness/provider';
 
 export type ScenarioContext = { stack: ProofStack; provider: Provider; short: boolean };
 export type ScenarioResult = { figures: Record<string, number | string>; failures: string[] };

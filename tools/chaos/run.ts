@@ -6,9 +6,9 @@
  * exits non-zero if any fails.
  */
 import { loadavg } from 'node:os';
-import { ProofStack } from '../tools/harness/stack';
-import { checkInvariants } from '../tools/harness/invariants';
-import { Provider } from '../tools/harness/provider';
+import { ProofStack } from '../harness/stack';
+import { checkInvariants } from '../harness/invariants';
+import { Provider } from '../harness/provider';
 import type { Scenario } from './scenarios/common';
 import { gracefulShutdown, killAfterCommit, killBeforeCommit, soak } from './scenarios/crashes';
 import { appliedThen504, permanentRefusalMidSaga, throttledWithRetryAfter } from './scenarios/downstream';

@@ -1,5 +1,5 @@
-import { erpKey, openLoop, percentile } from '../../tools/harness/load';
-import { sleep, treeRssMb } from '../../tools/harness/processes';
+import { erpKey, openLoop, percentile } from '../../harness/load';
+import { sleep, treeRssMb } from '../../harness/processes';
 import {
   checker,
   ensureWorkers,

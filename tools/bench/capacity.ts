@@ -1,13 +1,13 @@
 /**
- * `npx tsx bench/capacity.ts [results-file] [--row=P@50] [--utilisation=0.6]`: docs/deployment.md's
- * capacity model from a bench results file (bench/results-cluster.json by default, written by
+ * `npx tsx tools/bench/capacity.ts [results-file] [--row=P@50] [--utilisation=0.6]`: docs/deployment.md's
+ * capacity model from a bench results file (tools/bench/results-cluster.json by default, written by
  * `npm run bench -- --server=cluster`): the CPU milliseconds per event each process class used in a
  * row, and the cores each class needs at 100, 1,000 and 10,000 events/s at the given utilisation
  * (0.6: 40 % headroom for bursts, restarts and catch-up). Prints a Markdown table.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Usage } from '../tools/harness/processes';
+import type { Usage } from '../harness/processes';
 
 const args = process.argv.slice(2);
 const file = args.find((arg) => !arg.startsWith('--')) ?? join(__dirname, 'results-cluster.json');

@@ -1,7 +1,7 @@
-import { paymentWorkflowId } from '../../src/domain/ids';
-import type { PaymentWorkflowResult } from '../../src/workflows';
-import { openLoop } from '../../tools/harness/load';
-import { HANG_BOUND_MS, sleep } from '../../tools/harness/processes';
+import { paymentWorkflowId } from '../../../src/domain/ids';
+import type { PaymentWorkflowResult } from '../../../src/workflows';
+import { openLoop } from '../../harness/load';
+import { HANG_BOUND_MS, sleep } from '../../harness/processes';
 import {
   checker,
   countWhere,

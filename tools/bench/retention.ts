@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { purgeExpiredClaims, type PurgeResult } from '../src/db/purge';
-import { round } from '../tools/harness/processes';
-import type { ProofStack } from '../tools/harness/stack';
+import { purgeExpiredClaims, type PurgeResult } from '../../src/db/purge';
+import { round } from '../harness/processes';
+import type { ProofStack } from '../harness/stack';
 import { relationSizes } from './bytes';
 import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
 

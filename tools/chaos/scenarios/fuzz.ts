@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import fc from 'fast-check';
-import { paymentWorkflowId } from '../../src/domain/ids';
-import { EVENT_ID_PATTERN } from '../../src/domain/payment-event';
-import { signWebhook } from '../../src/domain/webhook-signature';
-import { httpRequest } from '../../tools/harness/load';
+import { paymentWorkflowId } from '../../../src/domain/ids';
+import { EVENT_ID_PATTERN } from '../../../src/domain/payment-event';
+import { signWebhook } from '../../../src/domain/webhook-signature';
+import { httpRequest } from '../../harness/load';
 import { checker, type Scenario } from './common';
 
 const FIELDS = [

@@ -1,6 +1,6 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { countActions, type History } from '../tools/harness/actions';
-import { round } from '../tools/harness/processes';
+import { countActions, type History } from '../harness/actions';
+import { round } from '../harness/processes';
 
 /**
  * Temporal Cloud's list price: $50 per million actions, Pay-As-You-Go, the Developer plan at every

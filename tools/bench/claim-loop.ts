@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import pg from 'pg';
-import { reconcilePayment, type ReconcileResult } from '../src/activities/reconcile-payment';
-import { insertAdmittedEvent } from '../src/db/events';
-import { addShipments } from '../src/db/shipments';
-import { paymentWorkflowId } from '../src/domain/ids';
-import { payloadSha256 } from '../src/lib/hash';
-import type { PaymentEvent } from '../src/domain/payment-event';
-import { closedLoop, makeEvent, newRunId, shipmentFor } from '../tools/harness/load';
-import type { ProofStack } from '../tools/harness/stack';
+import { reconcilePayment, type ReconcileResult } from '../../src/activities/reconcile-payment';
+import { insertAdmittedEvent } from '../../src/db/events';
+import { addShipments } from '../../src/db/shipments';
+import { paymentWorkflowId } from '../../src/domain/ids';
+import { payloadSha256 } from '../../src/lib/hash';
+import type { PaymentEvent } from '../../src/domain/payment-event';
+import { closedLoop, makeEvent, newRunId, shipmentFor } from '../harness/load';
+import type { ProofStack } from '../harness/stack';
 
 /** Transactions in flight at once in B0 and B1, and connections in their pools. */
 export const CLAIM_LOOP_CONCURRENCY = 10;

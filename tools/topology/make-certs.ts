@@ -1,5 +1,5 @@
 /**
- * `npx tsx topology/make-certs.ts <dir>`: development certificates for docker-compose.tls.yml (the
+ * `npx tsx tools/topology/make-certs.ts <dir>`: development certificates for docker-compose.tls.yml (the
  * same set `npm run topology` generates for each run): ca.pem, frontend.pem/.key (for `temporal`,
  * `localhost` and 127.0.0.1), settle.pem/.key (settle's client certificate) and admin.pem/.key (the
  * Temporal system worker, the UI and the CLI). The keys are made readable by the containers' users
@@ -7,11 +7,11 @@
  */
 import { chmodSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { generateRunCertificates } from '../tools/harness/certs';
+import { generateRunCertificates } from '../harness/certs';
 
 async function main() {
   const dir = process.argv[2];
-  if (!dir) throw new Error('usage: npx tsx topology/make-certs.ts <dir>');
+  if (!dir) throw new Error('usage: npx tsx tools/topology/make-certs.ts <dir>');
   const certs = await generateRunCertificates(resolve(dir));
   for (const pair of [certs.frontend, certs.settle, certs.admin]) chmodSync(pair.key, 0o644);
   process.stdout.write(`certificates in ${certs.dir} (valid 7 days)\n`);

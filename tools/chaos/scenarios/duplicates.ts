@@ -1,8 +1,8 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { startPaymentWorkflow } from '../../src/temporal/client';
-import { paymentWorkflowId } from '../../src/domain/ids';
-import type { PaymentWorkflowResult } from '../../src/workflows';
-import { sleep } from '../../tools/harness/processes';
+import { startPaymentWorkflow } from '../../../src/temporal/client';
+import { paymentWorkflowId } from '../../../src/domain/ids';
+import type { PaymentWorkflowResult } from '../../../src/workflows';
+import { sleep } from '../../harness/processes';
 import {
   checker,
   countWhere,

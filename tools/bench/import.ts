@@ -1,10 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { addShipments } from '../src/db/shipments';
-import type { PaymentEvent } from '../src/domain/payment-event';
-import { erpKey, makeEvent, newRunId, shipmentFor } from '../tools/harness/load';
-import { spawnTs } from '../tools/harness/processes';
-import type { ProofStack } from '../tools/harness/stack';
+import { addShipments } from '../../src/db/shipments';
+import type { PaymentEvent } from '../../src/domain/payment-event';
+import { erpKey, makeEvent, newRunId, shipmentFor } from '../harness/load';
+import { spawnTs } from '../harness/processes';
+import type { ProofStack } from '../harness/stack';
 
 /** How long the report's events may take to be delivered after the import ends. */
 const DRAIN_DEADLINE_MS = 15 * 60_000;

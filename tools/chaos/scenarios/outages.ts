@@ -1,5 +1,5 @@
-import { openLoop } from '../../tools/harness/load';
-import { sleep } from '../../tools/harness/processes';
+import { openLoop } from '../../harness/load';
+import { sleep } from '../../harness/processes';
 import {
   checker,
   countWhere,

@@ -3,9 +3,9 @@
  * (SETTLE_TASK_QUEUE) with a no-op workflow and a no-op activity. Prints `worker ready` once it polls.
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { installTemporalRuntime } from '../../src/worker/run';
+import { installTemporalRuntime } from '../../../src/worker/run';
 import { noopActivities } from './noop-activities';
-import { benchWorkerOptions } from '../../tools/harness/worker-options';
+import { benchWorkerOptions } from '../../harness/worker-options';
 
 async function main() {
   installTemporalRuntime();

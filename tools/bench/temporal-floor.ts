@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { closedLoop } from '../tools/harness/load';
-import type { ProofStack } from '../tools/harness/stack';
+import { closedLoop } from '../harness/load';
+import type { ProofStack } from '../harness/stack';
 
 export const NOOP_TASK_QUEUE = 'bench-noop';
 

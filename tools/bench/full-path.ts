@@ -1,5 +1,5 @@
-import { addShipments } from '../src/db/shipments';
-import type { PaymentEvent } from '../src/domain/payment-event';
+import { addShipments } from '../../src/db/shipments';
+import type { PaymentEvent } from '../../src/domain/payment-event';
 import {
   closedLoop,
   erpKey,
@@ -9,8 +9,8 @@ import {
   percentile,
   postEvent,
   shipmentFor,
-} from '../tools/harness/load';
-import type { ProofStack } from '../tools/harness/stack';
+} from '../harness/load';
+import type { ProofStack } from '../harness/stack';
 
 /** Longest an event may take from its webhook to its ERP delivery before the run counts it lost. */
 const EVENT_DEADLINE_MS = 120_000;
