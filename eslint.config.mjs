@@ -51,7 +51,7 @@ export default tseslint.config(
  * layer and the layers below, never from above: the edges (gateway, worker, codec) translate, roles
  * wires them into the processes settle runs, and the composition roots (stack, cli) call roles; the use cases (app) and side effects (activities) sit on the
  * SQL, Temporal and provider modules; domain, lib and config are the floor. Cycles, within a layer
- * too, are refused by scripts/check-cycles.ts (`npm run lint` runs both).
+ * too, are refused by tools/ci/check-cycles.ts (`npm run lint` runs both).
  */
 function layerRules() {
   const layers = [

@@ -93,7 +93,7 @@ export class RecordingReceiver {
 
   /**
    * Listens on 127.0.0.1 at a free port unless told otherwise (the compose check's receiver
-   * container listens on every interface at a fixed port: scripts/compose-check-receiver.ts).
+   * container listens on every interface at a fixed port: tools/compose/compose-check-receiver.ts).
    */
   async start(listen: { host: string; port: number } = { host: '127.0.0.1', port: 0 }): Promise<void> {
     const server = createServer((request, response) => {

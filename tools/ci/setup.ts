@@ -10,9 +10,9 @@
  * .tools/jaeger-<version>/ (tools/harness/jaeger.ts; about 30 minutes cold on 2 busy cores).
  * .ci/run starts both in the background early, so they overlap lint and the tests.
  */
-import { ensureTemporalServerTools } from '../tools/harness/binaries';
-import { ensureJaeger } from '../tools/harness/jaeger';
-import { findTemporalCli, findTemporalTestServer } from '../src/stack/temporal-binaries';
+import { ensureTemporalServerTools } from '../harness/binaries';
+import { ensureJaeger } from '../harness/jaeger';
+import { findTemporalCli, findTemporalTestServer } from '../../src/stack/temporal-binaries';
 
 async function main() {
   const [cli, testServer] = await Promise.all([findTemporalCli(), findTemporalTestServer()]);

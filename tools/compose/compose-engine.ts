@@ -1,5 +1,5 @@
 /**
- * What `npm run compose:check` needs before it can run docker-compose.yml (scripts/compose-check.ts):
+ * What `npm run compose:check` needs before it can run docker-compose.yml (tools/compose/compose-check.ts):
  * a Docker engine, the Compose plugin, the base images, settle's image and the third-party images of
  * the compose files at their pinned tags. Each step finds what is there first and makes only what is
  * missing; what it builds is cached (`.tools/docker-compose-<version>/`, images in the engine).
@@ -24,16 +24,16 @@ import {
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parse } from 'yaml';
-import { PROJECT_ROOT } from '../src/lib/paths';
-import { findTemporalCli } from '../src/stack/temporal-binaries';
+import { PROJECT_ROOT } from '../../src/lib/paths';
+import { findTemporalCli } from '../../src/stack/temporal-binaries';
 import {
   builtTemporalServerTools,
   ensureTemporalServerTools,
   GO_TOOLCHAIN,
   TEMPORAL_SERVER_VERSION,
   TEMPORAL_UI_VERSION,
-} from '../tools/harness/binaries';
-import { ensureJaeger, JAEGER_IMAGE_VERSION, JAEGER_VERSION } from '../tools/harness/jaeger';
+} from '../harness/binaries';
+import { ensureJaeger, JAEGER_IMAGE_VERSION, JAEGER_VERSION } from '../harness/jaeger';
 
 /** The Compose release the check builds when the plugin is missing (Go module proxy). */
 export const COMPOSE_VERSION = '2.32.4';
@@ -196,11 +196,11 @@ export async function imagePresent(image: string): Promise<boolean> {
 }
 
 /**
- * The base images settle's Dockerfile and the equivalents build FROM: docker/base/build.sh makes
+ * The base images settle's Dockerfile and the equivalents build FROM: tools/images/base/build.sh makes
  * `debian:bookworm-slim` (mmdebstrap) and `node:24-bookworm-slim` (npm registry) when absent.
  */
 export async function ensureBaseImages(): Promise<string> {
-  const script = join(PROJECT_ROOT, 'docker', 'base', 'build.sh');
+  const script = join(PROJECT_ROOT, 'tools', 'images', 'base', 'build.sh');
   if (existsSync(script)) {
     const ran = await must('bash', [script], { timeoutMs: BUILD_BOUND_MS });
     return ran.stdout
@@ -219,11 +219,11 @@ export async function ensureBaseImages(): Promise<string> {
 
 /**
  * settle's image from the Dockerfile (layers cached by the engine: seconds when nothing changed),
- * through docker/build-image.sh where it exists (this machine's CA bundle for npm inside the build).
+ * through tools/images/build-image.sh where it exists (this machine's CA bundle for npm inside the build).
  */
 /** settle's image, tagged `tag` (a run's own, so two runs never start each other's build). */
 export async function buildSettleImage(tag = 'settle:latest'): Promise<void> {
-  const script = join(PROJECT_ROOT, 'docker', 'build-image.sh');
+  const script = join(PROJECT_ROOT, 'tools', 'images', 'build-image.sh');
   if (existsSync(script))
     await must('bash', [script], { env: { ...process.env, SETTLE_IMAGE: tag }, timeoutMs: BUILD_BOUND_MS });
   else await must('docker', ['build', '--network', 'host', '-t', tag, '.'], { timeoutMs: BUILD_BOUND_MS });
@@ -243,7 +243,7 @@ export function thirdPartyImages(files: string[]): string[] {
   return [...images];
 }
 
-/** A local equivalent: its folder under docker/equivalents/ and what its build context gets. */
+/** A local equivalent: its folder under tools/images/equivalents/ and what its build context gets. */
 type Equivalent = { dir: string; inputs: () => Promise<[from: string, to: string][]> };
 
 /** A Go module's source folder in the module cache (downloaded when absent: the same proxy). */
@@ -369,7 +369,7 @@ export async function ensureThirdPartyImage(image: string): Promise<ImageOutcome
   const seconds = () => Math.round((Date.now() - started) / 100) / 10;
   const equivalent = EQUIVALENTS[image];
   const inputs = equivalent ? await equivalent.inputs() : [];
-  const folder = equivalent ? join(PROJECT_ROOT, 'docker', 'equivalents', equivalent.dir) : '';
+  const folder = equivalent ? join(PROJECT_ROOT, 'tools', 'images', 'equivalents', equivalent.dir) : '';
   const digest = equivalent ? digestOf([folder, ...inputs.map(([from]) => from)]) : '';
   if (await imagePresent(image)) {
     const label = await labelOf(image);

@@ -12,11 +12,11 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from '../src/lib/free-port';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/stack/embedded-postgres';
-import { PROJECT_ROOT } from '../src/lib/paths';
-import { findTemporalCli } from '../src/stack/temporal-binaries';
-import { startTemporalDevServer, type DevServer } from '../src/stack/temporal-dev-server';
+import { freePort } from '../../src/lib/free-port';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/stack/embedded-postgres';
+import { PROJECT_ROOT } from '../../src/lib/paths';
+import { findTemporalCli } from '../../src/stack/temporal-binaries';
+import { startTemporalDevServer, type DevServer } from '../../src/stack/temporal-dev-server';
 
 const run = promisify(execFile);
 
@@ -73,7 +73,7 @@ async function main() {
     // The test harness reads these when it is loaded.
     process.env.SETTLE_TEST_ADMIN_DATABASE_URL = adminUrl;
     process.env.TEMPORAL_ADDRESS = temporal.address;
-    const { startTestStack } = await import('../tools/harness/harness.js');
+    const { startTestStack } = await import('../harness/harness.js');
     const stack = await startTestStack({ worker: false });
     try {
       const code = await schemathesis(

@@ -3,7 +3,7 @@
  * checks every object as strictly as a machine without a cluster allows (docs/deployment.md,
  * "Kubernetes"):
  *
- * 1. the Go validator (deploy/kubernetes/validate) decodes each object into its Kubernetes or KEDA
+ * 1. the Go validator (tools/manifests/validate) decodes each object into its Kubernetes or KEDA
  *    API type, refusing unknown, misspelled and duplicate fields, and checks the references between
  *    objects and each KEDA trigger against its scaler's own parameters;
  * 2. the settings settle depends on, against settle's own sources: probes, grace against the drain
@@ -35,14 +35,14 @@ import { TRACING_VARIABLES } from '../../src/lib/tracing';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { SHUTDOWN_DEADLINE_MS } from '../../src/lib/shutdown';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';
-import { GO_TOOLCHAIN } from '../../tools/harness/binaries';
+import { GO_TOOLCHAIN } from '../harness/binaries';
 
 /** The kustomize release that renders the manifests (v5.8.3 does not build from the module proxy). */
 export const KUSTOMIZE_VERSION = '5.8.2';
 const KEDA_MODULE = 'github.com/kedacore/keda/v2';
 
-const HERE = join(PROJECT_ROOT, 'deploy', 'kubernetes');
-const VALIDATOR_SOURCE = join(HERE, 'validate');
+const MANIFESTS = join(PROJECT_ROOT, 'deploy', 'kubernetes');
+const VALIDATOR_SOURCE = join(__dirname, 'validate');
 /** What `kubectl apply -k` is pointed at: the base and each overlay. */
 export const TARGETS = ['base', 'overlays/self-hosted-mtls', 'overlays/temporal-cloud'];
 /** The CPU utilisation the capacity model sizes for (tools/bench/capacity.ts, --utilisation 0.6). */
@@ -177,7 +177,6 @@ function templateCopy(): string {
   const copy = (from: string, to: string) => {
     mkdirSync(to, { recursive: true });
     for (const entry of readdirSync(from, { withFileTypes: true })) {
-      if (entry.name === 'validate') continue;
       const source = join(from, entry.name);
       if (entry.isDirectory()) copy(source, join(to, entry.name));
       else if (basename(from) !== 'secrets') copyFileSync(source, join(to, entry.name));
@@ -185,7 +184,7 @@ function templateCopy(): string {
         copyFileSync(source, join(to, entry.name.slice(0, -'.example'.length)));
     }
   };
-  copy(HERE, root);
+  copy(MANIFESTS, root);
   return root;
 }
 

@@ -9,9 +9,9 @@
 # toolchain the builds fetch included), npm's and pip's caches. A run on a developer's machine loses
 # all of that too, so it asks first; --yes skips the question (root only).
 #
-#   scripts/fresh-machine.sh [--yes] [--keep-go-cache] [--into DIR]
+#   tools/ci/fresh-machine.sh [--yes] [--keep-go-cache] [--into DIR]
 set -euo pipefail
-repo="$(cd "$(dirname "$0")/.." && pwd)"
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
 yes=0 keep_go=0 into=""
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -1,5 +1,5 @@
 # A local equivalent of the official node:24-bookworm-slim (nodejs/docker-node, 24/bookworm-slim),
-# built by docker/base/build.sh from tarballs it fetched with `npm pack` (integrity-checked).
+# built by tools/images/base/build.sh from tarballs it fetched with `npm pack` (integrity-checked).
 # Unpacked in a first stage so that the tarballs leave no layer in the image.
 FROM debian:bookworm-slim AS unpack
 ARG NODE_VERSION

@@ -4,9 +4,9 @@
  *
  * 1. The engine (Debian's docker.io and dockerd when none answers), the Compose plugin (built from
  *    the Go module proxy when missing), the base images and settle's image
- *    (scripts/compose-engine.ts).
+ *    (tools/compose/compose-engine.ts).
  * 2. The third-party images at their pinned tags: present, pulled, or where no registry answers
- *    built as local equivalents (docker/equivalents/).
+ *    built as local equivalents (tools/images/equivalents/).
  * 3. For docker-compose.yml, then again with docker-compose.tls.yml on top (certificates from
  *    tools/topology/make-certs.ts): a project of its own with free host ports on 127.0.0.1, `up -d`, every
  *    health check healthy and every one-shot job exited 0; settle's containers as the Kubernetes
@@ -14,7 +14,7 @@
  *    events through the gateway's published port while one worker container is `docker kill`ed and
  *    the other `docker restart`ed; every acknowledged event applied once and each downstream key
  *    delivered once at the recording receiver (a container on the compose network,
- *    scripts/compose-check.override.yml); the UI's page and its API listing the namespace's
+ *    tools/compose/compose-check.override.yml); the UI's page and its API listing the namespace's
  *    workflows; a webhook's trace whole in the jaeger service (profile `tracing`, which the check
  *    turns on with OTEL_EXPORTER_OTLP_ENDPOINT at it) and its trace ID at the receiver; payloads stored encrypted and decoded by the codec-server container for its token
  *    only, the UI pointed at it (tools/harness/codec-check.ts); `docker stop` of a busy gateway (its own shutdown within 10 s) and of a busy worker
@@ -30,19 +30,19 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { build } from 'esbuild';
 import pg from 'pg';
-import { checkInvariants } from '../tools/harness/invariants';
-import { storedHistoryIsEncrypted } from '../tools/harness/codec-check';
-import { Provider } from '../tools/harness/provider';
-import { makeEvent, newRunId, shipmentFor } from '../tools/harness/load';
-import { addShipments } from '../src/db/shipments';
-import { createPool } from '../src/db/pool';
-import { paymentWorkflowId } from '../src/domain/ids';
-import { freePorts } from '../src/lib/free-port';
-import { shortHash } from '../src/lib/hash';
-import { PROJECT_ROOT } from '../src/lib/paths';
-import type { KeyRecord, RecordingReceiver } from '../tools/harness/receiver';
-import { pollUntil } from '../tools/harness/programs';
-import { sendTracedWebhook, traceFailures, waitForTrace } from '../tools/harness/jaeger';
+import { checkInvariants } from '../harness/invariants';
+import { storedHistoryIsEncrypted } from '../harness/codec-check';
+import { Provider } from '../harness/provider';
+import { makeEvent, newRunId, shipmentFor } from '../harness/load';
+import { addShipments } from '../../src/db/shipments';
+import { createPool } from '../../src/db/pool';
+import { paymentWorkflowId } from '../../src/domain/ids';
+import { freePorts } from '../../src/lib/free-port';
+import { shortHash } from '../../src/lib/hash';
+import { PROJECT_ROOT } from '../../src/lib/paths';
+import type { KeyRecord, RecordingReceiver } from '../harness/receiver';
+import { pollUntil } from '../harness/programs';
+import { sendTracedWebhook, traceFailures, waitForTrace } from '../harness/jaeger';
 import type { KeyRecordJson } from './compose-check-receiver';
 import {
   buildSettleImage,
@@ -64,7 +64,7 @@ const keepLogs = process.argv.includes('--keep-logs');
  */
 const prepareOnly = process.argv.includes('--prepare');
 const COMPOSE_FILES = ['docker-compose.yml', 'docker-compose.tls.yml'];
-const OVERRIDE = 'scripts/compose-check.override.yml';
+const OVERRIDE = 'tools/compose/compose-check.override.yml';
 const NAMESPACE = 'settle';
 /** The one-shot jobs of docker-compose.yml (service_completed_successfully for their dependants). */
 const ONE_SHOT = ['temporal-schema', 'temporal-namespace', 'migrate'];
@@ -787,10 +787,10 @@ async function traceArrivesWhole(project: Project, runId: string) {
   });
 }
 
-/** The receiver container's program: scripts/compose-check-receiver.ts bundled into one file. */
+/** The receiver container's program: tools/compose/compose-check-receiver.ts bundled into one file. */
 async function bundleReceiver(dir: string): Promise<void> {
   await build({
-    entryPoints: [join(PROJECT_ROOT, 'scripts', 'compose-check-receiver.ts')],
+    entryPoints: [join(PROJECT_ROOT, 'tools', 'compose', 'compose-check-receiver.ts')],
     bundle: true,
     platform: 'node',
     format: 'esm',

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../src/lib/paths';
+import { PROJECT_ROOT } from '../../src/lib/paths';
 
 /** Prometheus v3.x's module version (v0.316.0 is Prometheus 3.16); the newest that builds here. */
 export const PROMTOOL_VERSION = '0.316.0';
