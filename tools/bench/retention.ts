@@ -16,8 +16,7 @@ const CYCLES = 5;
  */
 export async function fillPastRetention(pool: pg.Pool, count: number): Promise<void> {
   const prefix = `ret-${randomBytes(3).toString('hex')}`;
-  // The two tables share no key constraint: filled on two connections at once, 10 M of each take
-  // about half the time they took one after the other.
+  // The two tables share no key constraint, so they are filled on two connections at once.
   await Promise.all([
     pool.query(
       `INSERT INTO events (event_id, type, payload, payload_sha256, workflow_id, source, received_at)

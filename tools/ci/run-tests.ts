@@ -7,8 +7,8 @@
  *
  * The commands the integration tests start (`node bin/settle.js …`) run the compiled dist/, as the
  * image does: `npm run build` runs beside the unit tests when dist/ is older than the sources
- * (dist/.sources-hash), so no child process pays tsx's loader (about 1 s of CPU each, over a hundred
- * of them). The test files themselves run through tsx.
+ * (dist/.sources-hash), so the many child processes do not each pay tsx's loader at start. The test
+ * files themselves run through tsx.
  *
  * `npm run test:unit` (`--unit`) runs the unit tests only. Other arguments keep the files whose path
  * contains one of them, in either set.

@@ -4,10 +4,10 @@
  * `npm test` do the same on their own; this makes the step explicit for CI and image builds.
  *
  * `npm run setup -- --temporal-server` also builds the real Temporal server, temporal-sql-tool and
- * the UI server from the Go module proxy into .tools/ (once; about 10 to 20 minutes on a fresh
- * 2-core machine, seconds when present): what `npm run topology` runs (tools/harness/binaries.ts).
+ * the UI server from the Go module proxy into .tools/ (once; minutes on a fresh machine, seconds when
+ * present): what `npm run topology` runs (tools/harness/binaries.ts).
  * `--jaeger` builds Jaeger, the trace collector the topology run exports to, the same way into
- * .tools/jaeger-<version>/ (tools/harness/jaeger.ts; about 30 minutes cold on 2 busy cores).
+ * .tools/jaeger-<version>/ (tools/harness/jaeger.ts; longer still when cold).
  * .ci/run starts both in the background early, so they overlap lint and the tests.
  */
 import { ensureTemporalServerTools } from '../harness/binaries';

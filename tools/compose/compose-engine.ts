@@ -42,8 +42,8 @@ export type Ran = { code: number | null; stdout: string; stderr: string };
 
 /**
  * The bound on one build or install step (an apt-get, a Go build, an image build): a bound on a
- * hang, not on the machine's speed. A cold Compose build took 25 minutes beside the other Go builds
- * on 2 loaded cores; CI's own limit is 90 minutes.
+ * hang, not on the machine's speed: a cold Compose build beside the other Go builds on a loaded machine
+ * stays inside it, and it stays inside CI's own limit.
  */
 const BUILD_BOUND_MS = 3_600_000;
 

@@ -9,7 +9,7 @@
  * - `.tools/temporal-ui-server-<version>/bin/temporal-ui-server` (github.com/temporalio/ui-server/v2)
  *
  * A folder counts only once its `.complete` marker is written, so an interrupted build starts over.
- * A fresh machine compiles for about 9 minutes on 2 busy cores; progress goes to stderr, so CI logs
+ * A fresh machine compiles for minutes; progress goes to stderr, so CI logs
  * show what is happening. Needs `go` (1.21 or later: it fetches the pinned toolchain itself).
  */
 import { spawn } from 'node:child_process';

@@ -214,8 +214,8 @@ export async function postWebhook(
 }
 
 /**
- * The bound when a caller gives none: one event's way through a worker or a CLI process's start on a
- * loaded 2-core machine took up to 58 s (bulk-priority's first wait, under load 35): 5x that.
+ * The bound on a hang when a caller gives none: several times what one event's way through a worker,
+ * or a CLI process's start, takes on a loaded shared machine.
  */
 const DEFAULT_WAIT_MS = 300_000;
 

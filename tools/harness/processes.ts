@@ -5,8 +5,8 @@ import { PROJECT_ROOT } from '../../src/lib/paths';
 
 /**
  * The bound on a hang for every wait of the proof suites (a process start, a delivery after a fault, a
- * provider's retries): never a measure of the machine's speed. At load 15 to 30 on 2 cores a worker's
- * start alone took over a minute; `npm test`'s harness uses the same 300 s.
+ * provider's retries): never a measure of the machine's speed, so generous enough for a worker's start
+ * on a loaded shared machine; `npm test`'s harness uses the same bound.
  */
 export const HANG_BOUND_MS = 300_000;
 

@@ -324,8 +324,8 @@ class Topology {
 }
 
 /**
- * Starts a settle role without a client certificate against the mTLS frontend and waits (60 s at
- * most) for it to exit: it must exit non-zero with a message naming TLS.
+ * Starts a settle role without a client certificate against the mTLS frontend and waits (a bound on
+ * a hang) for it to exit: it must exit non-zero with a message naming TLS.
  */
 async function refusedWithoutCertificate(topology: Topology, role: 'worker' | 'gateway') {
   const failures: string[] = [];
@@ -335,7 +335,7 @@ async function refusedWithoutCertificate(topology: Topology, role: 'worker' | 'g
     [role],
     topology.env('none', { PORT: String(port) }),
   );
-  // A bound on a hang: at load 17 a worker took over 60 s to reach its TLS failure.
+  // A bound on a hang: on a loaded machine a worker's start alone is slow to reach its TLS failure.
   const how = await Promise.race([child.exited, sleep(300_000).then(() => 'still running after 300 s')]);
   await child.kill();
   const said = child.output();
@@ -557,7 +557,7 @@ async function traceArrivesWhole(topology: Topology, jaeger: Jaeger) {
   const sent = await sendTracedWebhook(topology.gatewayUrl, topology.secret, event);
   if (sent.reply.status !== 202)
     return { failures: [`the webhook answered ${sent.reply.status}: ${sent.reply.body}`], detail: '' };
-  // Bounds on a hang: one event's way through a loaded 2-core machine took up to a minute.
+  // Bounds on a hang, not on the machine's speed: a loaded machine slows one event's way many times over.
   await pollUntil(
     'the ERP entry of the traced event',
     async () => topology.receiver.keys.get(erpKey(event.id))?.appliedAt,
