@@ -21,7 +21,12 @@ import {
   uniqueId,
   type TestStack,
 } from '../tools/harness/harness';
-import { startReceiver, type Behaviour, type ReceivedRequest, type Receiver } from '../tools/harness/receiver';
+import {
+  startReceiver,
+  type Behaviour,
+  type ReceivedRequest,
+  type Receiver,
+} from '../tools/harness/receiver';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

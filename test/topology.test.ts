@@ -124,11 +124,15 @@ describe('docker-compose.yml', () => {
     const schema = services['temporal-schema']!;
     assert.equal(schema.image, `temporalio/admin-tools:${TEMPORAL_SERVER_VERSION}`);
     assert.equal(schema.depends_on?.postgres?.condition, 'service_healthy');
-    assert.ok(schema.volumes!.some((volume) => volume.startsWith('./tools/harness/temporal/setup-schema.sh:')));
+    assert.ok(
+      schema.volumes!.some((volume) => volume.startsWith('./tools/harness/temporal/setup-schema.sh:')),
+    );
     assert.match(schema.entrypoint!.join(' '), /setup-schema\.sh/);
     const namespace = services['temporal-namespace']!;
     assert.equal(namespace.image, `temporalio/admin-tools:${TEMPORAL_SERVER_VERSION}`);
-    assert.ok(namespace.volumes!.some((volume) => volume.startsWith('./tools/harness/temporal/setup-namespace.sh:')));
+    assert.ok(
+      namespace.volumes!.some((volume) => volume.startsWith('./tools/harness/temporal/setup-namespace.sh:')),
+    );
     assert.match(namespace.entrypoint!.join(' '), /setup-namespace\.sh/);
     assert.equal(
       namespace.environment!.TEMPORAL_NAMESPACE,
@@ -145,7 +149,10 @@ describe('docker-compose.yml', () => {
         services[name]!.depends_on?.['temporal-namespace']?.condition,
         'service_completed_successfully',
       );
-    const script = readFileSync(join(PROJECT_ROOT, 'tools', 'harness', 'temporal', 'setup-namespace.sh'), 'utf8');
+    const script = readFileSync(
+      join(PROJECT_ROOT, 'tools', 'harness', 'temporal', 'setup-namespace.sh'),
+      'utf8',
+    );
     for (const attribute of [
       'ShipmentId',
       'PaymentId',
@@ -171,7 +178,10 @@ describe('docker-compose.yml', () => {
     );
     assert.match(services.temporal!.environment!.POSTGRES_PWD!, /^\$\{TEMPORAL_DB_PASSWORD:\?/);
     assert.equal(services['temporal-schema']!.environment!.POSTGRES_USER, temporalUser);
-    const roles = readFileSync(join(PROJECT_ROOT, 'tools', 'harness', 'temporal', 'postgres-roles.sh'), 'utf8');
+    const roles = readFileSync(
+      join(PROJECT_ROOT, 'tools', 'harness', 'temporal', 'postgres-roles.sh'),
+      'utf8',
+    );
     assert.doesNotMatch(roles, /SUPERUSER/);
     assert.match(roles, /REVOKE ALL ON DATABASE settle FROM PUBLIC/);
     // The unauthenticated frontend, PostgreSQL and the workers' metrics stay on compose's network.

@@ -29,7 +29,13 @@ export const TEMPORAL_SERVICES = ['history', 'matching', 'frontend', 'worker'] a
 export type TemporalService = (typeof TEMPORAL_SERVICES)[number];
 
 /** The one config template (docker-compose.yml mounts the same file). */
-export const SERVER_CONFIG_TEMPLATE = join(PROJECT_ROOT, 'tools', 'harness', 'temporal', 'temporal-server.yaml');
+export const SERVER_CONFIG_TEMPLATE = join(
+  PROJECT_ROOT,
+  'tools',
+  'harness',
+  'temporal',
+  'temporal-server.yaml',
+);
 export const DYNAMIC_CONFIG = join(PROJECT_ROOT, 'tools', 'harness', 'temporal', 'dynamicconfig.yaml');
 const SETUP_SCHEMA = join(PROJECT_ROOT, 'tools', 'harness', 'temporal', 'setup-schema.sh');
 const SETUP_NAMESPACE = join(PROJECT_ROOT, 'tools', 'harness', 'temporal', 'setup-namespace.sh');
