@@ -10,13 +10,11 @@
  *
  * eslint.config.mjs says the same with patterns on the specifiers; this resolves each one to a file.
  * Prints every cycle and upward arrow found and exits 1, or exits 0 in silence.
- * `--root=DIR` checks another checkout.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
-const rootArg = process.argv.find((arg) => arg.startsWith('--root='));
-const ROOT = rootArg ? resolve(rootArg.slice('--root='.length)) : resolve(__dirname, '..', '..');
+const ROOT = resolve(__dirname, '..', '..');
 const TOP_LEVEL = ['src', 'tools', 'test', 'bin'];
 const EXTENSIONS = ['.ts', '.mjs', '.js'];
 /** Static `import … from`, `export … from`, `import '…'`; dynamic `import('…')`, `require('…')`. */
