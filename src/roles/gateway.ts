@@ -6,7 +6,7 @@ import { missingWebhookSecrets, startGateway, type OperatorListener } from '../g
 import { logger } from '../lib/logger';
 import { onShutdown } from '../lib/shutdown';
 import { startTracing, stopTracing } from '../lib/tracing';
-import { connectClient } from '../temporal/client';
+import { connectClient } from '../client';
 import { checkNamespace, probeTls, TemporalSetupError, usesTls } from '../temporal/connection';
 import { RoleRefusal } from './refusal';
 import { listeningOn } from '../config/port-in-use';

@@ -8,9 +8,9 @@ import { startGateway } from '../gateway/run';
 import { logger } from '../lib/logger';
 import { onShutdown } from '../lib/shutdown';
 import { startTracing, stopTracing } from '../lib/tracing';
-import { clientOnWorkerConnection } from '../temporal/client';
+import { clientOnWorkerConnection } from '../client';
 import { checkNamespace, TemporalSetupError, usesTls } from '../temporal/connection';
-import { createWorker } from '../worker/run';
+import { createWorker } from '../worker-runtime/create-worker';
 import {
   closeGateway,
   GATEWAY_START_CHECK_MS,

