@@ -1,6 +1,7 @@
 import type { Queryable } from './pool';
 
-export type PurgeResult = {
+/** What a purge removed and kept: the purge activity's and workflow's result. */
+export type PurgeSummary = {
   /** Claims older than this were eligible. */
   cutoff: string;
   claims: number;
@@ -9,6 +10,10 @@ export type PurgeResult = {
   /** Open exceptions (unmatched, needs_review) past the cutoff, kept until someone resolves them. */
   keptExceptions: number;
   dryRun: boolean;
+};
+
+/** purgeExpiredClaims' result: the summary, and how long the VACUUMs took. */
+export type PurgeResult = PurgeSummary & {
   /** Milliseconds of the two VACUUMs that make the deleted rows' space reusable (0 when nothing was deleted). */
   vacuumMs: number;
 };

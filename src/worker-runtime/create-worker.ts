@@ -24,6 +24,7 @@ import {
   describeTemporalConnection,
   temporalConnectionOptions,
   type TemporalConnectionConfig,
+  requireNamespace,
   TemporalSetupError,
   usesTls,
 } from '../temporal/connection';
@@ -120,12 +121,15 @@ async function connectWorker(config: WorkerOptions['config']): Promise<NativeCon
     throw new TemporalSetupError(classifyTemporalError(error, context));
   }
   try {
-    await connection.withDeadline(Date.now() + CONNECT_DEADLINE_MS, () =>
-      connection.workflowService.describeNamespace({ namespace: config.temporalNamespace }),
-    );
+    await requireNamespace(clientOnWorkerConnection(connection, config), {
+      timeoutMs: CONNECT_DEADLINE_MS,
+      tls: context.tls,
+      connection: context.connection,
+      unreachable: 'refuse',
+    });
   } catch (error) {
     await connection.close().catch(() => {});
-    throw new TemporalSetupError(classifyTemporalError(error, context));
+    throw error;
   }
   return connection;
 }
