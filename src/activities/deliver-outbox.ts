@@ -12,6 +12,7 @@ import {
 import { ErrorCode } from '../domain/errors';
 import {
   DELIVERY_TARGETS,
+  deliveryTarget,
   isDeliverable,
   OUTBOX_TARGETS,
   targetSigningSecrets,
@@ -36,7 +37,7 @@ export type { OutboxDeliveryResult } from '../workflows/contracts';
  * retry, so the receiver can refuse a repeat of an ambiguous call, and signed (Standard Webhooks, the
  * `webhook-id` being that key) with the first of the target's secrets, else SETTLE_OUTBOUND_SECRET's.
  * Every attempt is counted on the row before it is made and its failure recorded after. A 2xx marks
- * it `delivered` (a carrier release also marks the shipment `released`); a 4xx marks it `failed` and
+ * it `delivered` (a target that `releasesShipment` also marks the shipment `released`); a 4xx marks it `failed` and
  * throws non-retryable `downstream_rejected`; 5xx, timeouts and 429/503 (with their Retry-After)
  * throw retryable failures. A target with no URL or no signing secret on this worker parks the row as
  * `not_configured` (an exception, logged at warn): a replay delivers it once the target is configured.
@@ -67,7 +68,7 @@ export async function deliverOutboxRow(
   );
   countDelivery(row.target, row.action, outcome);
   if (outcome.kind === 'delivered') {
-    const release = row.target === 'carrier' && row.action === 'release_hold';
+    const release = deliveryTarget(row.target).releasesShipment;
     await markOutboxDelivered(deps.pool, row.outboxId, release ? row.shipmentId : undefined);
     return resultFor(row, 'delivered');
   }

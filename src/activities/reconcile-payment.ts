@@ -8,7 +8,12 @@ import { recordRepeatClaim } from '../db/repeats';
 import { findShipment, lockShipment, setPaymentStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
 import { paymentWorkflowId } from '../domain/ids';
-import { downstreamIdempotencyKey } from '../domain/outbox';
+import {
+  deliveryTarget,
+  downstreamIdempotencyKey,
+  OUTBOX_TARGETS,
+  type EffectContext,
+} from '../domain/outbox';
 import { paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
 import { capturesMoney, decideTransition } from '../domain/payment-rules';
 import type { OutboxEntry, ReconcileResult } from '../workflows/contracts';
@@ -223,30 +228,14 @@ async function applyPaymentTransition(
       ? await appendLedgerEntry(tx, { ...base, kind: 'refund', refundKey: refundKeyOf(event) })
       : undefined;
 
-  const effects: NewOutboxRow[] = [];
-  if (entry?.kind === 'capture' && shipment.holdStatus === 'held') {
-    effects.push({
-      target: 'carrier',
-      action: 'release_hold',
-      idempotencyKey: downstreamIdempotencyKey(event.id, 'carrier', 'release_hold'),
-      body: { shipment_id: shipmentId, payment_id: paymentId, reason: event.type },
-    });
-  }
-  if (entry) {
-    effects.push({
-      target: 'erp',
-      action: 'post_ledger_entry',
-      idempotencyKey: downstreamIdempotencyKey(event.id, 'erp', 'post_ledger_entry'),
-      body: {
-        entry_id: entry.entryId,
-        kind: entry.kind,
-        shipment_id: shipmentId,
-        payment_id: paymentId,
-        amount,
-        currency,
-      },
-    });
-  }
+  // One row per target the event asks something of, in the table's (delivery) order.
+  const context = { event, entry: entry as EffectContext['entry'], holdStatus: shipment.holdStatus };
+  const effects = OUTBOX_TARGETS.flatMap((target): NewOutboxRow[] => {
+    const { action, effect } = deliveryTarget(target);
+    const body = effect(context);
+    if (!body) return [];
+    return [{ target, action, idempotencyKey: downstreamIdempotencyKey(event.id, target, action), body }];
+  });
   return { outcome: 'applied', paymentStatus: transition.to, outbox: await outboxOf(effects) };
 }
 

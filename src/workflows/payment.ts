@@ -17,7 +17,7 @@ import {
 import type { Duration, SearchAttributeUpdatePair } from '@temporalio/common';
 import type { Activities } from '../activities';
 import type { RetryAfterDetails } from '../activities/downstream';
-import { isDeliverable } from '../domain/outbox';
+import { deliveryTarget, isDeliverable } from '../domain/outbox';
 import type { PaymentEvent } from '../domain/payment-event';
 import { isPaymentEvent } from '../domain/payment-event-shape';
 import {
@@ -208,13 +208,12 @@ async function reconcileAndDeliver(
   }
 
   for (const row of reconciled.outbox) {
-    // A release delivered by an earlier run is undone too if this run's later step is refused.
-    if (row.target === 'carrier' && (isDeliverable(row.status) || row.status === 'delivered')) {
-      saga.add('re-hold the shipment at the carrier', () =>
-        downstream.reholdShipment.executeWithOptions(
-          { summary: 'carrier hold · compensate: re-hold the shipment' },
-          [{ outboxId: row.outboxId }],
-        ),
+    // A row its target can undo (DELIVERY_TARGETS' `undo`) is undone if a later step is refused,
+    // one an earlier run delivered too. The activity keeps its recorded name, reholdShipment.
+    const undo = deliveryTarget(row.target).undo;
+    if (undo && (isDeliverable(row.status) || row.status === 'delivered')) {
+      saga.add(undo.step, () =>
+        downstream.reholdShipment.executeWithOptions({ summary: undo.summary }, [{ outboxId: row.outboxId }]),
       );
     }
     if (!isDeliverable(row.status)) continue;
