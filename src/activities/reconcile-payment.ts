@@ -14,7 +14,7 @@ import {
   OUTBOX_TARGETS,
   type EffectContext,
 } from '../domain/outbox';
-import { paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
+import type { PaymentEvent } from '../domain/payment-event';
 import { capturesMoney, decideTransition } from '../domain/payment-rules';
 import type { OutboxEntry, ReconcileResult } from '../workflows/contracts';
 import { ErrorCode, errorCodeOf } from '../domain/errors';
@@ -52,17 +52,10 @@ export function outboxEntry(row: OutboxEntryRow): OutboxEntry {
  * failures are thrown as-is and retried. Each attempt counts itself in the reconcile metrics and logs
  * what it decided.
  */
-export async function reconcilePayment(pool: pg.Pool, rawEvent: PaymentEvent): Promise<ReconcileResult> {
+export async function reconcilePayment(pool: pg.Pool, event: PaymentEvent): Promise<ReconcileResult> {
   try {
-    const parsed = paymentEventSchema.safeParse(rawEvent);
-    if (!parsed.success) {
-      throw ApplicationFailure.nonRetryable(
-        'payment event failed validation',
-        ErrorCode.InvalidWorkflowInput,
-      );
-    }
-    const event = parsed.data;
-    const sha = payloadSha256(rawEvent);
+    // Validated once, by the workflow that passes it (workflows/payment.ts): no second parse here.
+    const sha = payloadSha256(event);
     const decision = await withTransaction(pool, (tx) => claimAndApply(tx, event, sha));
     if (decision.kind === 'refused') throw refusal(decision);
     const { result, secondsSinceReceipt } = decision;
