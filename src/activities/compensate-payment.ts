@@ -11,7 +11,7 @@ import {
 } from '../db/outbox';
 import { setHoldStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
-import { deliveryTarget, downstreamIdempotencyKey, targetSigningSecrets, targetUrl } from '../domain/outbox';
+import { deliveryTarget, downstreamIdempotencyKey, targetEndpoint } from '../domain/outbox';
 import { ErrorCode } from '../domain/errors';
 import type {
   CompensationInput,
@@ -54,11 +54,9 @@ export async function reholdShipment(deps: DeliveryDependencies, input: OutboxIn
   annotateSpan({ shipmentId: row.shipmentId });
   if (row.status === 'compensated') return { status: 'already_compensated' };
   if (row.attempts === 0) return { status: 'never_sent' };
-  const url = targetUrl(deps.config, row.target);
-  const signing = targetSigningSecrets(deps.config, row.target);
-  if (!url || signing.secrets.length === 0) {
-    const variable = url ? signing.variable : target.variable;
-    await noteOutbox(deps.pool, row.outboxId, `re-hold not sent: ${variable} is not configured`);
+  const endpoint = targetEndpoint(deps.config, row.target);
+  if ('missing' in endpoint) {
+    await noteOutbox(deps.pool, row.outboxId, `re-hold not sent: ${endpoint.missing} is not configured`);
     countDelivery(row.target, undo.action, 'not_configured');
     return { status: 'not_configured' };
   }
@@ -66,9 +64,9 @@ export async function reholdShipment(deps: DeliveryDependencies, input: OutboxIn
   const outcome = await callDownstream(
     deps.http,
     {
-      url,
+      url: endpoint.url,
       idempotencyKey: downstreamIdempotencyKey(row.eventId, row.target, undo.keyAction),
-      signingSecret: signing.secrets[0]!,
+      signingSecret: endpoint.signingSecret,
       body: JSON.stringify({
         action: undo.action,
         shipment_id: row.shipmentId,

@@ -11,12 +11,10 @@ import {
 } from '../db/outbox';
 import { ErrorCode } from '../domain/errors';
 import {
-  DELIVERY_TARGETS,
   deliveryTarget,
   isDeliverable,
   OUTBOX_TARGETS,
-  targetSigningSecrets,
-  targetUrl,
+  targetEndpoint,
   type OutboxStatus,
   type OutboxTarget,
 } from '../domain/outbox';
@@ -50,15 +48,16 @@ export async function deliverOutboxRow(
   const configured = OUTBOX_TARGETS.filter((target) => isConfigured(deps, target));
   const row = await startOutboxAttempt(deps.pool, input.outboxId, configured);
   if (!row) return notAttempted(deps, input.outboxId);
-  const url = targetUrl(deps.config, row.target)!;
+  // Only a configured target's row is attempted (startOutboxAttempt picks by `configured`).
+  const endpoint = targetEndpoint(deps.config, row.target) as { url: string; signingSecret: string };
   annotateSpan({ shipmentId: row.shipmentId });
 
   const outcome = await callDownstream(
     deps.http,
     {
-      url,
+      url: endpoint.url,
       idempotencyKey: row.idempotencyKey,
-      signingSecret: targetSigningSecrets(deps.config, row.target).secrets[0]!,
+      signingSecret: endpoint.signingSecret,
       body: JSON.stringify({ action: row.action, ...row.body }),
       timeoutMs: deps.tuning.requestTimeoutMs,
       // Carrier and ERP are the operator's own APIs, often on a private network.
@@ -87,10 +86,9 @@ async function notAttempted(deps: DeliveryDependencies, outboxId: number): Promi
   if (!row) throw ApplicationFailure.nonRetryable('no such outbox row', ErrorCode.InvalidWorkflowInput);
   if (!isDeliverable(row.status)) return resultFor(row, row.status);
   // Its target is configured: the row left `pending` between the two statements and is back (a race).
-  if (isConfigured(deps, row.target)) return resultFor(row, row.status);
-  const variable = targetUrl(deps.config, row.target)
-    ? targetSigningSecrets(deps.config, row.target).variable
-    : DELIVERY_TARGETS[row.target].variable;
+  const endpoint = targetEndpoint(deps.config, row.target);
+  if (!('missing' in endpoint)) return resultFor(row, row.status);
+  const variable = endpoint.missing;
   await markOutboxNotConfigured(deps.pool, row.outboxId, `not sent: ${variable} is not configured`);
   countDelivery(row.target, row.action, 'not_configured');
   logger.warn(
@@ -102,7 +100,7 @@ async function notAttempted(deps: DeliveryDependencies, outboxId: number): Promi
 
 /** A target this worker can call: it has a URL and a secret to sign with (no call goes unsigned). */
 function isConfigured(deps: DeliveryDependencies, target: OutboxTarget): boolean {
-  return !!targetUrl(deps.config, target) && targetSigningSecrets(deps.config, target).secrets.length > 0;
+  return !('missing' in targetEndpoint(deps.config, target));
 }
 
 function resultFor(row: OutboxRow, status: OutboxStatus): OutboxDeliveryResult {

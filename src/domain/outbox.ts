@@ -201,6 +201,21 @@ export function targetSigningSecrets(
 }
 
 /**
+ * Where a call to `target` goes and what signs it, or the variable that is missing: its URL's, else
+ * that of the secrets it would be signed with (no call goes unsigned).
+ */
+export function targetEndpoint(
+  config: Partial<Record<TargetConfigKey, string>> & SigningSecrets,
+  target: OutboxTarget,
+): { url: string; signingSecret: string } | { missing: string } {
+  const url = targetUrl(config, target);
+  if (!url) return { missing: DELIVERY_TARGETS[target].variable };
+  const signing = targetSigningSecrets(config, target);
+  if (signing.secrets.length === 0) return { missing: signing.variable };
+  return { url, signingSecret: signing.secrets[0]! };
+}
+
+/**
  * The downstream `Idempotency-Key` of an effect: identical on every retry of the same effect (the
  * event, the target and what is asked of it).
  */
