@@ -1,5 +1,12 @@
 import type { Command } from 'commander';
+import { DELIVERY_TARGETS, OUTBOX_TARGETS, targetSecretVariable } from '../../domain/outbox';
 import { CliError } from '../errors';
+
+// The delivery targets as the help names them (domain/outbox.ts has no imports: --help stays light).
+const TARGETS = OUTBOX_TARGETS.map((target) => DELIVERY_TARGETS[target]);
+const TARGET_LABELS = TARGETS.map((target) => target.label).join(' and ');
+const TARGET_URLS = TARGETS.map((target) => target.variable);
+const TARGET_SECRETS = OUTBOX_TARGETS.map(targetSecretVariable).join(', ');
 
 /**
  * `settle start`, `settle worker`, `settle gateway`, `settle serve`: the long-running processes. Each
@@ -11,8 +18,9 @@ export function registerRoles(program: Command) {
     .command('start')
     .description(
       'Run the whole stack on one machine: embedded PostgreSQL and a Temporal dev server with its UI ' +
-        '(persisted under .settle/), migrations, a worker and the gateway, and a stand-in carrier and ERP ' +
-        'unless SETTLE_CARRIER_URL or SETTLE_ERP_URL is set. Payloads are encrypted with a development key ' +
+        '(persisted under .settle/), migrations, a worker and the gateway, and a stand-in ' +
+        `${TARGET_LABELS} unless ${TARGET_URLS.join(' or ')} is set. ` +
+        'Payloads are encrypted with a development key ' +
         '(unless SETTLE_PAYLOAD_KEYS is set) and a codec server on SETTLE_CODEC_PORT lets the UI show them ' +
         'decoded. What `npm start` runs.',
     )
@@ -27,9 +35,9 @@ export function registerRoles(program: Command) {
         'namespace is missing, the credentials are refused or TLS fails. ' +
         'Serves /metrics on HOST:SETTLE_METRICS_PORT and ensures the daily claim purge Schedule. ' +
         'Runs the workflow bundle built once into .settle/cache; SETTLE_MAX_CACHED_WORKFLOWS bounds ' +
-        'the runs it keeps in memory. Refuses to start without SETTLE_CARRIER_URL and SETTLE_ERP_URL, ' +
+        `the runs it keeps in memory. Refuses to start without ${TARGET_URLS.join(' and ')}, ` +
         'or without SETTLE_OUTBOUND_SECRET (it signs every downstream call; a target may have its own, ' +
-        'SETTLE_CARRIER_SECRET, SETTLE_ERP_SECRET). ' +
+        `${TARGET_SECRETS}). ` +
         'Configured by its environment alone (never a running stack or the development secrets of .settle/).',
     )
     .action(async () => {
