@@ -4,18 +4,18 @@
 #
 #   docker build -t settle:latest .
 # Where npm's registry is reached through a proxy with its own CA (as on the development machines),
-# docker/build-image.sh puts that CA bundle in docker/npm-ca/ for the build stages (never in the
+# tools/images/build-image.sh puts that CA bundle in tools/images/npm-ca/ for the build stages (never in the
 # final stage) and builds with --network host.
 #
 # NODE_IMAGE is the official image in a real deployment; where no registry is reachable,
-# docker/base/build.sh makes a local equivalent under the same name (docs/deployment.md, "The image").
+# tools/images/base/build.sh makes a local equivalent under the same name (docs/deployment.md, "The image").
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 # Build stage: every dependency, the TypeScript compiled to dist/, the workflow bundle built into it.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-COPY docker/npm-ca/ /tmp/npm-ca/
+COPY tools/images/npm-ca/ /tmp/npm-ca/
 RUN if [ -f /tmp/npm-ca/ca.pem ]; then export NODE_EXTRA_CA_CERTS=/tmp/npm-ca/ca.pem; fi \
   && npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
@@ -27,7 +27,7 @@ RUN npm run build && rm -rf dist/stack && npm run build:workflows
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-COPY docker/npm-ca/ /tmp/npm-ca/
+COPY tools/images/npm-ca/ /tmp/npm-ca/
 RUN if [ -f /tmp/npm-ca/ca.pem ]; then export NODE_EXTRA_CA_CERTS=/tmp/npm-ca/ca.pem; fi \
   && npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 # Of the Temporal core bridge's prebuilt binaries (five platforms, ~27 MB each) only this platform's is

@@ -22,6 +22,25 @@ const workflowPatterns = [
   },
 ];
 
+/** The tools under tools/ besides the harness, each a folder of its own (tools/README.md). */
+const TOOLS = [
+  'api-check',
+  'bench',
+  'chaos',
+  'ci',
+  'compose',
+  'histories',
+  'images',
+  'manifests',
+  'monitoring',
+  'topology',
+];
+
+/** A relative specifier that climbs into one of `folders` (`../x`, `../../x/y`). */
+const climbsInto = (folders) => `^(\\.\\./)+(${folders.join('|')})(/|$)`;
+
+const SRC_FORBIDDEN = topLevelPattern(['tools', 'test', 'bin'], 'src/');
+
 export default tseslint.config(
   { ignores: ['node_modules/**', '.settle/**', '.tools/**', 'bin/**', 'dist/**'] },
   js.configs.recommended,
@@ -43,8 +62,60 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
     },
   },
+  ...houseRules(),
   ...layerRules(),
 );
+
+/**
+ * The house (docs/architecture.md, "The house"): src ← tools/harness ← tools/<tool>, test. src/
+ * imports only src/; the harness only src/ and itself; a tool src/, the harness and its own folder,
+ * never test/ or another tool. Static imports through no-restricted-imports, `import('…')` through
+ * no-restricted-syntax; tools/ci/check-cycles.ts checks the same arrows on resolved paths.
+ */
+function topLevelPattern(forbidden, who) {
+  return {
+    regex: climbsInto(forbidden),
+    message: `${who} must not import ${forbidden.join(', ')} (docs/architecture.md, "The house").`,
+  };
+}
+function dynamicImportRule(pattern) {
+  // esquery reads a regex up to its first slash: the slashes of the pattern are written \x2F.
+  const regex = pattern.regex.replaceAll('/', '\\x2F');
+  return [
+    'error',
+    { selector: `ImportExpression > Literal.source[value=/${regex}/]`, message: pattern.message },
+  ];
+}
+function houseRules() {
+  const harness = topLevelPattern(['test', ...TOOLS], 'tools/harness/');
+  const tools = TOOLS.map((tool) => {
+    const pattern = topLevelPattern(['test', ...TOOLS.filter((other) => other !== tool)], `tools/${tool}/`);
+    return {
+      files: [`tools/${tool}/**/*.ts`],
+      rules: {
+        'no-restricted-imports': ['error', { patterns: [pattern] }],
+        'no-restricted-syntax': dynamicImportRule(pattern),
+      },
+    };
+  });
+  return [
+    {
+      files: ['src/**/*.ts'],
+      rules: {
+        'no-restricted-imports': ['error', { patterns: [SRC_FORBIDDEN] }],
+        'no-restricted-syntax': dynamicImportRule(SRC_FORBIDDEN),
+      },
+    },
+    {
+      files: ['tools/harness/**/*.ts'],
+      rules: {
+        'no-restricted-imports': ['error', { patterns: [harness] }],
+        'no-restricted-syntax': dynamicImportRule(harness),
+      },
+    },
+    ...tools,
+  ];
+}
 
 /**
  * The layers of src/, bottom first (docs/architecture.md, "Layers"). A folder imports from its own
@@ -52,7 +123,7 @@ export default tseslint.config(
  * translate, roles (and src/worker.ts, the worker role) wire them into the processes settle runs,
  * and the composition roots (stack, cli) call roles; the use cases (app) and side effects
  * (activities) sit on the SQL, Temporal (src/client.ts among them) and provider modules; domain, lib
- * and config are the floor. Cycles, within a layer too, are refused by scripts/check-cycles.ts
+ * and config are the floor. Cycles, within a layer too, are refused by tools/ci/check-cycles.ts
  * (`npm run lint` runs both).
  */
 function layerRules() {
@@ -95,7 +166,8 @@ function layerRules() {
       rules: {
         'no-restricted-imports': [
           'error',
-          { patterns: folder === 'workflows' ? [...workflowPatterns, layerPattern] : [layerPattern] },
+          // A folder's rule replaces houseRules()' for src/**, so it carries the house's pattern too.
+          { patterns: [...(folder === 'workflows' ? workflowPatterns : []), layerPattern, SRC_FORBIDDEN] },
         ],
       },
     };

@@ -30,8 +30,8 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from './support/harness';
-import { startReceiver, type Receiver } from './support/receiver';
+} from '../tools/harness/harness';
+import { startReceiver, type Receiver } from '../tools/harness/receiver';
 import { runSettle, stackEnv } from './support/settle-cli';
 
 let stack: TestStack;

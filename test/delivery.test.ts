@@ -12,8 +12,8 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from './support/harness';
-import { startReceiver, type Behaviour, type Receiver } from './support/receiver';
+} from '../tools/harness/harness';
+import { startReceiver, type Behaviour, type Receiver } from '../tools/harness/receiver';
 
 /** Everything one test started, closed after it whatever happened. */
 const cleanups: (() => Promise<void>)[] = [];

@@ -13,7 +13,7 @@ import { payloadSha256 } from '../src/lib/hash';
 import { clientOnWorkerConnection, startPaymentWorkflow } from '../src/client';
 import { createWorker } from '../src/worker-runtime/create-worker';
 import type { PaymentWorkflowResult } from '../src/workflows/payment';
-import { paymentEvent, startTestStack, uniqueId, type TestStack } from './support/harness';
+import { paymentEvent, startTestStack, uniqueId, type TestStack } from '../tools/harness/harness';
 
 let stack: TestStack;
 let worker: Awaited<ReturnType<typeof createWorker>>;

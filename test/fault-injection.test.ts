@@ -11,7 +11,7 @@ import {
   startTestStack,
   uniqueId,
   type TestStack,
-} from './support/harness';
+} from '../tools/harness/harness';
 
 /** Event IDs whose first reconcile attempt loses its completion after COMMIT. */
 const loseFirstCompletion = new Set<string>();

@@ -10,7 +10,7 @@ import {
   startTestStack,
   uniqueId,
   type TestStack,
-} from './support/harness';
+} from '../tools/harness/harness';
 
 let stack: TestStack;
 const rotatedOutSecret = newSecret();

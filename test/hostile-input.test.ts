@@ -21,7 +21,7 @@ import {
   waitFor,
   type PostResult,
   type TestStack,
-} from './support/harness';
+} from '../tools/harness/harness';
 import { remindersApi } from './support/reminders';
 
 let stack: TestStack;

@@ -12,7 +12,7 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from './support/harness';
+} from '../tools/harness/harness';
 import { finished, runSettle, spawnSettle, stackEnv } from './support/settle-cli';
 
 let stack: TestStack;

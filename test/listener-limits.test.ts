@@ -27,7 +27,7 @@ import {
   startTestStack,
   TEMPORAL_ADDRESS,
   type TestStack,
-} from './support/harness';
+} from '../tools/harness/harness';
 
 /** Short enough for a test, each at least the 1 s the configuration allows. */
 const LIMITS: ListenerLimits = {

@@ -8,8 +8,8 @@ import { paymentWorkflowId } from '../src/domain/ids';
 import { signWebhook } from '../src/domain/webhook-signature';
 import { freePort } from '../src/lib/free-port';
 import { shortHash } from '../src/lib/hash';
-import { paymentEvent, startTestStack, uniqueId, waitFor, type TestStack } from './support/harness';
-import { startReceiver, type Receiver } from './support/receiver';
+import { paymentEvent, startTestStack, uniqueId, waitFor, type TestStack } from '../tools/harness/harness';
+import { startReceiver, type Receiver } from '../tools/harness/receiver';
 import { finished, runSettle, spawnSettle, stackEnv, type CliRun } from './support/settle-cli';
 
 let stack: TestStack;

@@ -19,7 +19,7 @@ import {
   startTestStack,
   uniqueId,
   type TestStack,
-} from './support/harness';
+} from '../tools/harness/harness';
 import { runSettle, stackEnv } from './support/settle-cli';
 
 let stack: TestStack;

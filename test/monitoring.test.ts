@@ -13,7 +13,7 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from './support/harness';
+} from '../tools/harness/harness';
 
 const MONITORING = join(PROJECT_ROOT, 'deploy', 'monitoring');
 let stack: TestStack;

@@ -13,8 +13,8 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from './support/harness';
-import { startReceiver, type Receiver } from './support/receiver';
+} from '../tools/harness/harness';
+import { startReceiver, type Receiver } from '../tools/harness/receiver';
 import { finished, runSettle, spawnSettle, stackEnv } from './support/settle-cli';
 
 let stack: TestStack;

@@ -17,8 +17,8 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from './support/harness';
-import { startReceiver, type Receiver } from './support/receiver';
+} from '../tools/harness/harness';
+import { startReceiver, type Receiver } from '../tools/harness/receiver';
 import { finished, runSettle, spawnSettle, stackEnv } from './support/settle-cli';
 
 /** Shipments whose carrier release answers 500 until taken out of this set. */

@@ -21,8 +21,8 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from './support/harness';
-import { startReceiver, type Receiver } from './support/receiver';
+} from '../tools/harness/harness';
+import { startReceiver, type Receiver } from '../tools/harness/receiver';
 import { runCommand, runSettle, stackEnv } from './support/settle-cli';
 
 /** The `temporal` CLI, as an operator runs it; a failure shows its output. */

@@ -34,9 +34,9 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from './support/harness';
+} from '../tools/harness/harness';
 import { finished, spawnSettle } from './support/settle-cli';
-import { startReceiver, type Receiver } from './support/receiver';
+import { startReceiver, type Receiver } from '../tools/harness/receiver';
 
 const cli = promisify(execFile);
 const cliPath = process.env.SETTLE_TEMPORAL_CLI!;

@@ -14,7 +14,7 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from './support/harness';
+} from '../tools/harness/harness';
 
 let stack: TestStack;
 before(async () => {

@@ -10,7 +10,7 @@ import { freePort } from '../src/lib/free-port';
 import { adaptAdyenItem } from '../src/providers/adyen';
 import { startTemporalDevServer, type DevServer } from '../src/stack/temporal-dev-server';
 import type { PaymentWorkflowResult } from '../src/workflows';
-import { countRows, startTestStack, uniqueId, waitFor, type TestStack } from './support/harness';
+import { countRows, startTestStack, uniqueId, waitFor, type TestStack } from '../tools/harness/harness';
 import {
   adyenBatch,
   adyenItem,

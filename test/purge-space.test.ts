@@ -13,7 +13,7 @@ import type pg from 'pg';
 import { createPurgeActivities } from '../src/activities/purge-claims';
 import { purgeExpiredClaims } from '../src/db/purge';
 import type { PurgeResult } from '../src/workflows/contracts';
-import { createTestDatabase } from './support/harness';
+import { createTestDatabase } from '../tools/harness/harness';
 
 const RETENTION_MS = 90 * 24 * 3_600_000;
 const CLAIMS_PER_CYCLE = 20_000;

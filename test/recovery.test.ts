@@ -19,10 +19,10 @@ import { STRIPE_ACTED_ON_TYPES } from '../src/providers/stripe';
 import { createStripeRecoverySource } from '../src/providers/stripe-recovery';
 import { connectClient } from '../src/client';
 import type { RecoverySweepResult } from '../src/workflows/contracts';
-import { startTestStack, uniqueId, waitFor, type TestStack } from './support/harness';
+import { startTestStack, uniqueId, waitFor, type TestStack } from '../tools/harness/harness';
 import { newStripeSecret, paymentIntent, postStripe, stripeEvent } from './support/providers';
 import { finished, runSettle, spawnSettle, stackEnv } from './support/settle-cli';
-import { startStripeApi, storeAsAdmitted, typesAsked, type StripeApi } from './support/stripe-api';
+import { startStripeApi, storeAsAdmitted, typesAsked, type StripeApi } from '../tools/harness/stripe-api';
 
 let stack: TestStack;
 let api: StripeApi;

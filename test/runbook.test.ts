@@ -6,8 +6,14 @@ import { after, before, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { PROJECT_ROOT } from '../src/lib/paths';
-import { paymentEvent, postWebhook, startTestStack, uniqueId, type TestStack } from './support/harness';
-import { startReceiver, type Receiver } from './support/receiver';
+import {
+  paymentEvent,
+  postWebhook,
+  startTestStack,
+  uniqueId,
+  type TestStack,
+} from '../tools/harness/harness';
+import { startReceiver, type Receiver } from '../tools/harness/receiver';
 import { runSettle, stackEnv } from './support/settle-cli';
 
 /**

@@ -9,8 +9,14 @@ import { paymentWorkflowId } from '../src/domain/ids';
 import { inspectEvent, type EventInspection } from '../src/app/inspect';
 import { replayEvent } from '../src/app/replay';
 import type { PaymentWorkflowResult } from '../src/workflows';
-import { paymentEvent, postWebhook, startTestStack, uniqueId, type TestStack } from './support/harness';
-import { startReceiver, type Behaviour, type Receiver } from './support/receiver';
+import {
+  paymentEvent,
+  postWebhook,
+  startTestStack,
+  uniqueId,
+  type TestStack,
+} from '../tools/harness/harness';
+import { startReceiver, type Behaviour, type Receiver } from '../tools/harness/receiver';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

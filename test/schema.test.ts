@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { migrate } from '../src/db/migrate';
-import { createTestDatabase } from './support/harness';
+import { createTestDatabase } from '../tools/harness/harness';
 import { dumpSchema } from './support/schema-dump';
 
 const SNAPSHOT = join(__dirname, 'fixtures', 'schema.sql');

@@ -21,8 +21,8 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from './support/harness';
-import { startReceiver } from './support/receiver';
+} from '../tools/harness/harness';
+import { startReceiver } from '../tools/harness/receiver';
 import { finished, runSettle, spawnSettle, stackEnv, type CliRun } from './support/settle-cli';
 
 /** What the issue asks of every process: stopped within 10 s of the signal. */

@@ -20,8 +20,13 @@ import {
   startTestStack,
   uniqueId,
   type TestStack,
-} from './support/harness';
-import { startReceiver, type Behaviour, type ReceivedRequest, type Receiver } from './support/receiver';
+} from '../tools/harness/harness';
+import {
+  startReceiver,
+  type Behaviour,
+  type ReceivedRequest,
+  type Receiver,
+} from '../tools/harness/receiver';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

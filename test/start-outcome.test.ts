@@ -15,7 +15,7 @@ import {
   startTestStack,
   TEMPORAL_ADDRESS,
   type TestStack,
-} from './support/harness';
+} from '../tools/harness/harness';
 
 /** A TCP proxy to Temporal whose answers can be dropped while requests still go through. */
 async function startProxy(target: string) {

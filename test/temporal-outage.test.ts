@@ -16,7 +16,7 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from './support/harness';
+} from '../tools/harness/harness';
 
 // A Temporal server of this file's own, persisted to a file so it can be stopped and restarted.
 const cliPath = process.env.SETTLE_TEMPORAL_CLI!;

@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type { DeliveryTuning } from '../../src/activities';
-import type { TestStack } from './harness';
+import type { TestStack } from '../../tools/harness/harness';
 
 export type ChildWorker = { process: ChildProcess; kill(): Promise<void> };
 
-/** Starts proof/worker-process.ts on the stack's database and task queue; resolves once it polls. */
+/** Starts tools/harness/worker-process.ts on the stack's database and task queue; resolves once it polls. */
 export async function startChildWorker(
   stack: TestStack,
   env: Record<string, string | undefined> = {},
@@ -13,7 +13,7 @@ export async function startChildWorker(
 ): Promise<ChildWorker> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(__dirname, '..', '..', 'proof', 'worker-process.ts')],
+    ['--import', 'tsx', join(__dirname, '..', '..', 'tools', 'harness', 'worker-process.ts')],
     {
       env: {
         ...process.env,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
 import { hmacValidator as HmacValidator } from '@adyen/api-library';
-import type { TestStack } from './harness';
+import type { TestStack } from '../../tools/harness/harness';
 
 // The providers' own libraries sign here, as the providers do; settle's code is not used to sign.
 const stripe = new Stripe('sk_test_unused');

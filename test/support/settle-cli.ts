@@ -6,7 +6,7 @@ import { configVariables, settingsVariables } from '../../src/config/schema';
 import { DELIVERY_TARGETS, OUTBOX_TARGETS, targetUrl } from '../../src/domain/outbox';
 import { freePorts } from '../../src/lib/free-port';
 import { PROJECT_ROOT } from '../../src/lib/paths';
-import type { TestStack } from './harness';
+import type { TestStack } from '../../tools/harness/harness';
 
 export type CliRun = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
 

@@ -1,0 +1,183 @@
+import { addShipments } from '../../src/db/shipments';
+import type { PaymentEvent } from '../../src/domain/payment-event';
+import {
+  closedLoop,
+  erpKey,
+  makeEvent,
+  newRunId,
+  openLoop,
+  percentile,
+  postEvent,
+  shipmentFor,
+} from '../harness/load';
+import type { ProofStack } from '../harness/stack';
+
+/** Longest an event may take from its webhook to its ERP delivery before the run counts it lost. */
+const EVENT_DEADLINE_MS = 120_000;
+
+export type PathFigures = {
+  eventsPerSecond: number;
+  ackP50Ms: number;
+  ackP99Ms: number;
+  commitP50Ms: number;
+  commitP99Ms: number;
+  deliveredP50Ms: number;
+  deliveredP99Ms: number;
+  /** Requests not answered 202, and events not delivered within the deadline. */
+  errors: number;
+};
+
+/** Events for fresh shipments (still held at the carrier), so each one releases and posts a ledger entry. */
+export async function preparePathEvents(stack: ProofStack, count: number): Promise<PaymentEvent[]> {
+  const runId = newRunId('p');
+  await addShipments(
+    stack.pool,
+    Array.from({ length: count }, (_, i) => shipmentFor(runId, i)),
+  );
+  return Array.from({ length: count }, (_, i) => makeEvent(runId, i));
+}
+
+type Sample = { sentAt: number; ackMs?: number; deliveredAt?: number };
+
+/** One event through the whole path: signed POST, 202, then its ERP entry applied at the receiver. */
+async function sendAndFollow(stack: ProofStack, event: PaymentEvent, sample: Sample): Promise<boolean> {
+  sample.sentAt = Date.now();
+  const reply = await postEvent(stack.gatewayUrl, stack.secret, event);
+  sample.ackMs = reply.ms;
+  if (reply.status !== 202) return false;
+  let timer: NodeJS.Timeout | undefined;
+  const deliveredAt = await Promise.race([
+    stack.receiver.waitForApplied(erpKey(event.id)),
+    new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), EVENT_DEADLINE_MS))),
+  ]);
+  clearTimeout(timer);
+  sample.deliveredAt = deliveredAt;
+  return deliveredAt !== undefined;
+}
+
+async function figuresFor(
+  stack: ProofStack,
+  events: PaymentEvent[],
+  samples: Sample[],
+  errors: number,
+  wallMs: number,
+): Promise<PathFigures> {
+  const { rows } = await stack.pool.query<{ event_id: string; at: number }>(
+    `SELECT event_id, (extract(epoch FROM claimed_at) * 1000)::float8 AS at FROM claims WHERE event_id = ANY($1::text[])`,
+    [events.map((event) => event.id)],
+  );
+  const index = new Map(events.map((event, i) => [event.id, i]));
+  const commit = rows.map((row) => row.at - samples[index.get(row.event_id)!]!.sentAt);
+  const acks = samples.flatMap((sample) => (sample.ackMs === undefined ? [] : [sample.ackMs]));
+  const delivered = samples.flatMap((sample) =>
+    sample.deliveredAt === undefined ? [] : [sample.deliveredAt - sample.sentAt],
+  );
+  return {
+    eventsPerSecond: events.length / (wallMs / 1000),
+    ackP50Ms: percentile(acks, 50),
+    ackP99Ms: percentile(acks, 99),
+    commitP50Ms: percentile(commit, 50),
+    commitP99Ms: percentile(commit, 99),
+    deliveredP50Ms: percentile(delivered, 50),
+    deliveredP99Ms: percentile(delivered, 99),
+    errors,
+  };
+}
+
+/**
+ * P: closed loop over the whole path. Each of `concurrency` senders posts an event and waits until its
+ * last downstream effect (the ERP entry) is applied before sending the next, so the work in flight in
+ * the system is bounded and events per second is end-to-end throughput, not a growing backlog.
+ */
+export async function benchFullPath(
+  stack: ProofStack,
+  events: PaymentEvent[],
+  concurrency: number,
+): Promise<PathFigures> {
+  const samples: Sample[] = events.map(() => ({ sentAt: 0 }));
+  let errors = 0;
+  const wallMs = await closedLoop(events.length, concurrency, async (i) => {
+    if (!(await sendAndFollow(stack, events[i]!, samples[i]!))) errors += 1;
+  });
+  return figuresFor(stack, events, samples, errors, wallMs);
+}
+
+export type LoadFigures = PathFigures & {
+  offeredPerSecond: number;
+  /** Events sent in the window. */
+  sent: number;
+  /** From the last request sent to the last event's ERP entry applied. */
+  drainMs: number;
+};
+
+/** How many events an open loop at `ratePerSecond` for `durationMs` may send (a few to spare). */
+export const loadEvents = (ratePerSecond: number, durationMs: number) =>
+  Math.ceil(ratePerSecond * (durationMs / 1000)) + 10;
+
+/**
+ * L: an open arrival rate for `durationMs`: ack latency under load and how long the backlog drains.
+ * `prepared` (from preparePathEvents, `loadEvents(...)` of them) keeps their set-up out of a sample.
+ */
+export async function benchFixedLoad(
+  stack: ProofStack,
+  ratePerSecond: number,
+  durationMs: number,
+  prepared?: PaymentEvent[],
+): Promise<LoadFigures> {
+  const events = prepared ?? (await preparePathEvents(stack, loadEvents(ratePerSecond, durationMs)));
+  const samples: Sample[] = events.map(() => ({ sentAt: 0 }));
+  let errors = 0;
+  let lastSentAt = 0;
+  const started = Date.now();
+  const sent = await openLoop(
+    ratePerSecond,
+    durationMs,
+    async (i) => {
+      const follow = sendAndFollow(stack, events[i]!, samples[i]!);
+      lastSentAt = Math.max(lastSentAt, samples[i]!.sentAt);
+      if (!(await follow)) errors += 1;
+    },
+    events.length,
+  );
+  const used = events.slice(0, sent);
+  const lastDelivered = Math.max(...samples.slice(0, sent).map((sample) => sample.deliveredAt ?? 0));
+  const figures = await figuresFor(stack, used, samples.slice(0, sent), errors, Date.now() - started);
+  return {
+    ...figures,
+    offeredPerSecond: ratePerSecond,
+    sent,
+    drainMs: Math.max(0, lastDelivered - lastSentAt),
+  };
+}
+
+/**
+ * R: a replay storm: every event of finished runs delivered again (a new webhook message, the same
+ * event), closed loop at `concurrency`. Each must answer `200 duplicate` and change nothing.
+ */
+export async function benchReplayStorm(
+  stack: ProofStack,
+  events: PaymentEvent[],
+  concurrency: number,
+): Promise<{
+  eventsPerSecond: number;
+  ackP50Ms: number;
+  ackP99Ms: number;
+  errors: number;
+  newEffects: number;
+}> {
+  const effectsBefore = stack.receiver.keys.size;
+  const acks: number[] = [];
+  let errors = 0;
+  const wallMs = await closedLoop(events.length, concurrency, async (i) => {
+    const reply = await postEvent(stack.gatewayUrl, stack.secret, events[i]!);
+    acks.push(reply.ms);
+    if (reply.status !== 200 || !reply.body.includes('"duplicate"')) errors += 1;
+  });
+  return {
+    eventsPerSecond: events.length / (wallMs / 1000),
+    ackP50Ms: percentile(acks, 50),
+    ackP99Ms: percentile(acks, 99),
+    errors,
+    newEffects: stack.receiver.keys.size - effectsBefore,
+  };
+}

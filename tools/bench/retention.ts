@@ -1,0 +1,146 @@
+import { randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import { purgeExpiredClaims, type PurgeResult } from '../../src/db/purge';
+import { round } from '../harness/processes';
+import type { ProofStack } from '../harness/stack';
+import { relationSizes } from './bytes';
+import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
+
+/** settle's default SETTLE_CLAIM_RETENTION. */
+const RETENTION_MS = 90 * 24 * 3_600_000;
+const CYCLES = 5;
+
+/**
+ * Fills the claim store with `count` claims (and their events rows) past the retention, in SQL
+ * (generate_series), as 100-day-old applied events: what `settle purge` finds after a quiet quarter.
+ */
+export async function fillPastRetention(pool: pg.Pool, count: number): Promise<void> {
+  const prefix = `ret-${randomBytes(3).toString('hex')}`;
+  // The two tables share no key constraint, so they are filled on two connections at once.
+  await Promise.all([
+    pool.query(
+      `INSERT INTO events (event_id, type, payload, payload_sha256, workflow_id, source, received_at)
+       SELECT $1 || '-' || g, 'payment.settled',
+              jsonb_build_object('id', $1 || '-' || g, 'type', 'payment.settled',
+                'created_at', '2026-08-10T02:14:00Z',
+                'data', jsonb_build_object('shipment_id', 'SHP-RET-' || g, 'payment_id', 'pi_ret_' || g,
+                                           'amount', 12500, 'currency', 'EUR')),
+              md5(g::text) || md5($1 || g), 'payment:' || $1 || '-' || g, 'webhook', now() - interval '100 days'
+         FROM generate_series(1, $2::int) g`,
+      [prefix, count],
+    ),
+    pool.query(
+      `INSERT INTO claims (event_id, payload_sha256, outcome, shipment_id, claimed_at, updated_at)
+       SELECT $1 || '-' || g, md5(g::text) || md5($1 || g), 'applied', 'SHP-RET-' || g,
+              now() - interval '100 days', now() - interval '100 days'
+         FROM generate_series(1, $2::int) g`,
+      [prefix, count],
+    ),
+  ]);
+}
+
+const claimStoreBytes = async (stack: ProofStack) => {
+  const sizes = await relationSizes(stack.pool);
+  return (sizes['table:claims'] ?? 0) + (sizes['table:events'] ?? 0);
+};
+
+const mb = (bytes: number) => round(bytes / 1024 ** 2, 1);
+
+/**
+ * One cycle's figures, read right after its purge: each table's heap (with TOAST) and its indexes,
+ * the dead rows PostgreSQL still counts (what a missing vacuum leaves), how often autovacuum has run
+ * on them so far, and the purge's rows (claims + events) per second, its VACUUM included.
+ */
+async function cycleFigures(pool: pg.Pool, cycle: number, purged: PurgeResult & { ms: number }) {
+  const { rows } = await pool.query<{
+    relname: string;
+    heap: string;
+    indexes: string;
+    dead: string;
+    autovacuums: string;
+  }>(
+    `SELECT relname, (pg_total_relation_size(relid) - pg_indexes_size(relid))::text AS heap,
+            pg_indexes_size(relid)::text AS indexes, n_dead_tup::text AS dead, autovacuum_count::text AS autovacuums
+       FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname IN ('claims', 'events')`,
+  );
+  const figures: Record<string, number> = {
+    [`c${cycle}PurgeRowsPerSecond`]: round(
+      ((purged.claims + purged.events) * 1000) / Math.max(purged.ms, 1),
+      0,
+    ),
+    [`c${cycle}VacuumMs`]: purged.vacuumMs,
+  };
+  for (const row of rows) {
+    const name = row.relname === 'claims' ? 'Claims' : 'Events';
+    figures[`c${cycle}${name}TableMb`] = mb(Number(row.heap));
+    figures[`c${cycle}${name}IndexesMb`] = mb(Number(row.indexes));
+    figures[`c${cycle}${name}DeadRows`] = Number(row.dead);
+    figures[`c${cycle}${name}Autovacuums`] = Number(row.autovacuums);
+  }
+  return figures;
+}
+
+/** `settle purge` as the Schedule runs it, timed. */
+async function timedPurge(pool: pg.Pool): Promise<PurgeResult & { ms: number }> {
+  const started = Date.now();
+  const result = await purgeExpiredClaims(pool, RETENTION_MS);
+  return { ...result, ms: Date.now() - started };
+}
+
+/**
+ * RT: retention at volume. Live webhooks at `ratePerSecond` for `durationMs`, idle; then `count`
+ * past-retention claims generated in SQL and purged (src/db/purge.ts, what `settle purge` runs) while
+ * the same live load flows: the live delivered p99 of both windows and the purge's rows per second.
+ * Then four more fill-and-purge cycles without live load. Per cycle (`c1…c5`): the claim store's size
+ * filled (its peak: the disk it needs), the claims and events tables' and indexes' sizes, dead rows
+ * and autovacuum runs after the purge, and the purge's rows per second and VACUUM time.
+ * Goals (issue 21): p99 during ≤ 1.5 × idle; the claim store (claims + events, with indexes) after
+ * five cycles ≤ 1.2 × after the first.
+ */
+export async function benchRetention(
+  stack: ProofStack,
+  count: number,
+  ratePerSecond: number,
+  durationMs: number,
+): Promise<Record<string, number>> {
+  const idleEvents = await preparePathEvents(stack, loadEvents(ratePerSecond, durationMs));
+  const liveEvents = await preparePathEvents(stack, loadEvents(ratePerSecond, durationMs));
+  const idle = await benchFixedLoad(stack, ratePerSecond, durationMs, idleEvents);
+  const before = await claimStoreBytes(stack);
+  await fillPastRetention(stack.pool, count);
+  const filled = await claimStoreBytes(stack);
+
+  const purging = timedPurge(stack.pool);
+  const live = await benchFixedLoad(stack, ratePerSecond, durationMs, liveEvents);
+  const purged = await purging;
+  const afterFirst = await claimStoreBytes(stack);
+  let cycles = { c1FilledMb: mb(filled), ...(await cycleFigures(stack.pool, 1, purged)) };
+
+  for (let cycle = 2; cycle <= CYCLES; cycle += 1) {
+    await fillPastRetention(stack.pool, count);
+    const peak = await claimStoreBytes(stack);
+    cycles = {
+      ...cycles,
+      [`c${cycle}FilledMb`]: mb(peak),
+      ...(await cycleFigures(stack.pool, cycle, await timedPurge(stack.pool))),
+    };
+  }
+  const afterLast = await claimStoreBytes(stack);
+  return {
+    pastRetentionClaims: count,
+    offeredPerSecond: ratePerSecond,
+    sent: idle.sent + live.sent,
+    errors: idle.errors + live.errors,
+    idleDeliveredP99Ms: idle.deliveredP99Ms,
+    purgingDeliveredP99Ms: live.deliveredP99Ms,
+    liveWindowMs: durationMs,
+    purgedClaims: purged.claims,
+    purgeMs: purged.ms,
+    purgeRowsPerSecond: round(((purged.claims + purged.events) * 1000) / Math.max(purged.ms, 1), 0),
+    claimStoreMbBefore: mb(before),
+    claimStoreMbFilled: mb(filled),
+    claimStoreMbAfterFirstCycle: mb(afterFirst),
+    claimStoreMbAfterFiveCycles: mb(afterLast),
+    ...cycles,
+  };
+}

@@ -1,0 +1,137 @@
+import pg from 'pg';
+import { addShipments } from '../../../src/db/shipments';
+import type { PaymentEvent } from '../../../src/domain/payment-event';
+import { erpKey, makeEvent, newRunId, shipmentFor } from '../../harness/load';
+import { HANG_BOUND_MS, sleep } from '../../harness/processes';
+import type { ProofStack } from '../../harness/stack';
+import type { Provider } from '../../harness/provider';
+
+export type ScenarioContext = { stack: ProofStack; provider: Provider; short: boolean };
+export type ScenarioResult = { figures: Record<string, number | string>; failures: string[] };
+export type Scenario = {
+  id: string;
+  name: string;
+  /** Run by the full form of `npm run chaos` only (too long for `--short`). */
+  fullOnly?: boolean;
+  run(ctx: ScenarioContext): Promise<ScenarioResult>;
+};
+
+/** `count` captured events for fresh held shipments; their IDs share the returned prefix. */
+export async function freshEvents(
+  stack: ProofStack,
+  count: number,
+): Promise<{ events: PaymentEvent[]; prefix: string }> {
+  const runId = newRunId('c');
+  await addShipments(
+    stack.pool,
+    Array.from({ length: count }, (_, i) => shipmentFor(runId, i)),
+  );
+  return { events: Array.from({ length: count }, (_, i) => makeEvent(runId, i)), prefix: `evt_${runId}_` };
+}
+
+/** Starts ordinary workers until `count` run. */
+export async function ensureWorkers(stack: ProofStack, count: number): Promise<void> {
+  while (stack.workers.length < count) await stack.startWorker();
+}
+
+/**
+ * Holds the shipment rows locked from another connection, so settle's reconcile transactions for them
+ * stop mid-transaction (after the claim check, before COMMIT) until `release()`.
+ */
+export async function holdShipments(stack: ProofStack, events: PaymentEvent[]) {
+  const client = new pg.Client({ connectionString: stack.databaseUrl });
+  client.on('error', () => {});
+  await client.connect();
+  await client.query('BEGIN');
+  await client.query('SELECT 1 FROM shipments WHERE shipment_id = ANY($1::text[]) FOR UPDATE', [
+    events.map((event) => event.data.shipment_id),
+  ]);
+  return {
+    async release() {
+      await client.query('ROLLBACK').catch(() => {});
+      await client.end().catch(() => {});
+    },
+  };
+}
+
+/** Waits until `count` transactions are blocked on a row lock (settle's reconcile, held by holdShipments). */
+export async function waitForLockWaiters(
+  stack: ProofStack,
+  count: number,
+  timeoutMs = HANG_BOUND_MS,
+): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await stack.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
+    );
+    const n = rows[0]!.n;
+    if (n >= count || Date.now() > deadline) return n;
+    await sleep(100);
+  }
+}
+
+/**
+ * How long a scenario waits for delivery after a crash or an outage, a bound on a hang: a vanished
+ * worker's local attempt is taken over after the 10 s workflow-task timeout, a durable reconcile
+ * attempt (no heartbeat) only after its 30 s start-to-close, then backoff, and a loaded machine
+ * restarts processes slowly.
+ */
+export const RECOVERY_TIMEOUT_MS = HANG_BOUND_MS;
+
+/** What the receiver recorded for each idempotency key of one scenario's events. */
+export function receiverRecords(stack: ProofStack, prefix: string) {
+  return [...stack.receiver.keys].filter(([key]) => key.startsWith(prefix)).map(([, record]) => record);
+}
+
+/** Waits for each event's ERP entry (its last effect) at the receiver; resolves with how many arrived. */
+export async function waitForDelivered(
+  stack: ProofStack,
+  events: PaymentEvent[],
+  timeoutMs: number,
+): Promise<number> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all(events.map((event) => stack.receiver.waitForApplied(erpKey(event.id)))),
+    new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+  ]);
+  clearTimeout(timer);
+  return events.filter((event) => stack.receiver.keys.get(erpKey(event.id))?.applied === 1).length;
+}
+
+export async function countWhere(
+  stack: ProofStack,
+  table: 'claims' | 'events' | 'ledger_entries',
+  events: PaymentEvent[],
+) {
+  const { rows } = await stack.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM ${table} WHERE event_id = ANY($1::text[])`,
+    [events.map((event) => event.id)],
+  );
+  return rows[0]!.n;
+}
+
+/** Collects failures: `check(condition, message)` records the message when the condition is false. */
+export function checker() {
+  const failures: string[] = [];
+  return {
+    failures,
+    check(condition: boolean, message: string) {
+      if (!condition) failures.push(message);
+    },
+  };
+}
+
+/** Waits until PostgreSQL answers on the driver's pool again. */
+export async function waitForPostgres(stack: ProofStack, timeoutMs = HANG_BOUND_MS): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await stack.pool.query('SELECT 1');
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await sleep(200);
+    }
+  }
+}

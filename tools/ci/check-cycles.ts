@@ -1,0 +1,133 @@
+/**
+ * `npm run lint`'s import check over the whole repository (src/, tools/, test/, bin/):
+ *
+ * 1. No import cycle between modules, type-only imports included (a cycle of types is still two
+ *    modules that cannot change apart), and dynamic imports (`import('…')`, `require('…')`) too:
+ *    a cycle through a lazy import is still a cycle.
+ * 2. No upward arrow between top-level folders (docs/architecture.md, "The house"):
+ *    src ← tools/harness ← tools/<tool>, test. src/ imports only src/; tools/harness/ only src/ and
+ *    itself; tools/<tool>/ src/, the harness and its own folder; test/ anything below it; bin/ src/.
+ *
+ * eslint.config.mjs says the same with patterns on the specifiers; this resolves each one to a file.
+ * Prints every cycle and upward arrow found and exits 1, or exits 0 in silence.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+
+const ROOT = resolve(__dirname, '..', '..');
+const TOP_LEVEL = ['src', 'tools', 'test', 'bin'];
+const EXTENSIONS = ['.ts', '.mjs', '.js'];
+/** Static `import … from`, `export … from`, `import '…'`; dynamic `import('…')`, `require('…')`. */
+const SPECIFIERS = [
+  /^\s*(?:import|export)\b[^;]*?\bfrom\s*['"](\.{1,2}\/[^'"]*)['"]/gms,
+  /^\s*import\s*['"](\.{1,2}\/[^'"]*)['"]/gm,
+  /\b(?:import|require)\s*\(\s*['"](\.{1,2}\/[^'"]*)['"]\s*\)/g,
+];
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (name === 'node_modules') return [];
+    if (statSync(path).isDirectory()) return sourceFiles(path);
+    return EXTENSIONS.some((extension) => path.endsWith(extension)) ? [path] : [];
+  });
+}
+
+/** The file a relative specifier names: itself, `x.ts`, `x/index.ts`, or `x.ts` for `x.js`. */
+function resolveModule(from: string, specifier: string, known: Set<string>): string | undefined {
+  const base = resolve(dirname(from), specifier);
+  const candidates = [base, `${base}.ts`, `${base}.mjs`, join(base, 'index.ts')];
+  if (base.endsWith('.js')) candidates.unshift(`${base.slice(0, -'.js'.length)}.ts`);
+  return candidates.find((candidate) => known.has(candidate));
+}
+
+/** A file's place in the house: `src`, `tools/harness`, `tools/<tool>`, `test` or `bin`. */
+function area(file: string): string {
+  const [top, second] = relative(ROOT, file).split(sep);
+  return top === 'tools' ? `tools/${second}` : top!;
+}
+
+/** Whether an import from area `from` to area `to` points down (or stays in its folder). */
+function allowed(from: string, to: string): boolean {
+  if (from === to || to === 'src') return true;
+  if (from === 'test') return true;
+  if (from.startsWith('tools/') && from !== 'tools/harness') return to === 'tools/harness';
+  return false;
+}
+
+const files = TOP_LEVEL.map((top) => join(ROOT, top))
+  .filter((dir) => existsSync(dir))
+  .flatMap(sourceFiles);
+const known = new Set(files);
+const edges = new Map<string, string[]>();
+for (const file of files) {
+  const text = readFileSync(file, 'utf8');
+  const targets = SPECIFIERS.flatMap((pattern) => [...text.matchAll(pattern)])
+    .map((match) => resolveModule(file, match[1]!, known))
+    .filter((target): target is string => target !== undefined);
+  edges.set(file, [...new Set(targets)]);
+}
+
+/** Tarjan's strongly connected components: every component of more than one node is a cycle. */
+function cyclesOf(graph: Map<string, string[]>): string[][] {
+  let index = 0;
+  const indexOf = new Map<string, number>();
+  const lowLink = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (node: string) => {
+    indexOf.set(node, index);
+    lowLink.set(node, index);
+    index += 1;
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!indexOf.has(next)) {
+        visit(next);
+        lowLink.set(node, Math.min(lowLink.get(node)!, lowLink.get(next)!));
+      } else if (onStack.has(next)) {
+        lowLink.set(node, Math.min(lowLink.get(node)!, indexOf.get(next)!));
+      }
+    }
+    if (lowLink.get(node) === indexOf.get(node)) {
+      const component: string[] = [];
+      let member: string;
+      do {
+        member = stack.pop()!;
+        onStack.delete(member);
+        component.push(member);
+      } while (member !== node);
+      if (component.length > 1 || graph.get(node)!.includes(node)) cycles.push(component);
+    }
+  };
+  for (const node of graph.keys()) if (!indexOf.has(node)) visit(node);
+  return cycles;
+}
+
+const name = (file: string) => relative(ROOT, file);
+const moduleCycles = cyclesOf(edges);
+const upward = [...edges].flatMap(([file, targets]) =>
+  targets.filter((target) => !allowed(area(file), area(target))).map((target) => ({ file, target })),
+);
+// The same graph between folders: a circle there is two folders that cannot change apart.
+const folderEdges = new Map<string, string[]>();
+for (const [file, targets] of edges) {
+  const from = area(file);
+  const to = targets.map(area).filter((target) => target !== from);
+  folderEdges.set(from, [...new Set([...(folderEdges.get(from) ?? []), ...to])]);
+}
+const folderCycles = cyclesOf(folderEdges);
+
+for (const cycle of moduleCycles) console.error(`import cycle between ${cycle.map(name).sort().join(', ')}`);
+for (const cycle of folderCycles) console.error(`folders importing each other: ${cycle.sort().join(', ')}`);
+for (const { file, target } of upward) {
+  console.error(`upward arrow ${area(file)} → ${area(target)}: ${name(file)} imports ${name(target)}`);
+}
+if (moduleCycles.length || folderCycles.length || upward.length) {
+  console.error(
+    `${moduleCycles.length} import cycle(s), ${folderCycles.length} circle(s) between folders, ` +
+      `${upward.length} upward arrow(s): break each (docs/architecture.md, "The house").`,
+  );
+  process.exit(1);
+}

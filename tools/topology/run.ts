@@ -1,0 +1,786 @@
+/**
+ * `npm run topology [-- --short] [-- --no-tls]`: settle on a real Temporal cluster, deployed the way
+ * docs/deployment.md says, under faults. tools/harness/cluster.ts brings up embedded PostgreSQL with
+ * Temporal's schemas (temporal-sql-tool), the four Temporal services as separate processes from
+ * tools/harness/temporal/temporal-server.yaml with mTLS on the frontend, settle's namespace and search attributes
+ * (temporal CLI) and the UI server. Then `settle migrate`, two `settle gateway`s and two
+ * `settle worker`s with a client certificate, and a recording carrier/ERP receiver.
+ *
+ * Checks, each printed PASS or FAIL (the last line is "N passed, M failed"; non-zero exit on any
+ * failure): the cluster is what the config says (four services in the membership table, their
+ * membership ports at or below 32767, 4 history shards, the namespace and its five Keyword search
+ * attributes); the UI serves and reaches the frontend; `settle migrate` applies; with mTLS, a worker
+ * and a gateway without a client certificate fail at start with a message naming TLS; an event's
+ * history as the server stores it is encrypted and the codec server decodes it for its token only
+ * (tools/harness/codec-check.ts), and headless Chromium sees the run's input decoded in the UI pointed at
+ * the codec server and only ciphertext in a second UI server without it (screenshots kept in
+ * `--screenshots=DIR`, default $TMPDIR/settle-topology-screenshots); under a load
+ * of signed events (tools/harness/provider.ts) a worker is SIGKILLed, both workers and both gateways are
+ * rolled with SIGTERM and the history service is restarted, after which every event sent was
+ * acknowledged and tools/harness/invariants.ts holds: every acknowledged event completed, one claim per
+ * event, one applied effect per idempotency key.
+ *
+ * Tracing: Jaeger (tools/harness/jaeger.ts) runs beside the cluster and the gateways and workers export to
+ * it over OTLP/HTTP (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME` per role); a signed webhook
+ * sent with a sampled `traceparent` must arrive there as one trace: the gateway's request, the
+ * workflow start and run, every activity and both downstream POSTs, the carrier and the ERP handed the
+ * same trace ID, no raw event ID or secret in any span. The sampler is `parentbased_always_off`, so
+ * only a request whose `traceparent` says sampled is recorded: the fault phase's events send none and
+ * are not exported (the workers still run the traced workflow bundle for them; that phase's checks
+ * count events, not CPU). `--no-jaeger` runs without tracing, and so does `--throughput`, whose CPU
+ * figures are the untraced capacity model. `--jaeger-ui=DIR` serves a built Jaeger UI and screenshots
+ * the trace in it.
+ *
+ * `--workers=1|2` runs one or two workers; `--throughput[=N]` measures events per second and CPU per
+ * event of each process class before the faults; `--no-faults` skips them (docs/deployment.md,
+ * "Capacity model").
+ *
+ * The first run builds the Temporal server into .tools/ (minutes; see tools/harness/binaries.ts).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client } from '@temporalio/client';
+import pg from 'pg';
+import { RecordingReceiver } from '../harness/receiver';
+import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../harness/codec-check';
+import { findChromium, viewPage } from '../harness/ui-browser';
+import { closedLoop, erpKey, makeEvent, newRunId, shipmentFor } from '../harness/load';
+import { ResourceSampler, sleep, type Child } from '../harness/processes';
+import { settleProcessEnv } from '../harness/stack';
+import { checkInvariants } from '../harness/invariants';
+import { Provider } from '../harness/provider';
+import { startCodecServer } from '../../src/codec/server';
+import { addShipments } from '../../src/db/shipments';
+import { createPool } from '../../src/db/pool';
+import { logger } from '../../src/lib/logger';
+import { PROJECT_ROOT } from '../../src/lib/paths';
+import { EncryptionCodec, StaticKeySource } from '../../src/temporal/payload-codec';
+import { TemporalCluster, type Identity } from '../harness/cluster';
+import {
+  ensureJaeger,
+  sendTracedWebhook,
+  startJaeger,
+  traceFailures,
+  waitForTrace,
+  type Jaeger,
+} from '../harness/jaeger';
+import { pollUntil, startProgram } from '../harness/programs';
+
+const short = process.argv.includes('--short');
+const tls = !process.argv.includes('--no-tls');
+/** `--workers=1|2`: how many `settle worker`s run (2 by default; the fault phase rolls them all). */
+const WORKERS = Number(
+  process.argv.find((arg) => arg.startsWith('--workers='))?.slice('--workers='.length) ?? 2,
+);
+if (!Number.isInteger(WORKERS) || WORKERS < 1 || WORKERS > 8) throw new Error('--workers must be 1 to 8');
+/**
+ * `--throughput[=N]`: before the faults, N signed events (600 by default), 50 in flight, closed loop
+ * to their ERP entry: events per second and each process class's CPU milliseconds per event, for
+ * docs/deployment.md's capacity model. `--no-faults` skips the fault phase (and its invariants).
+ */
+const throughputArg = process.argv.find((arg) => arg === '--throughput' || arg.startsWith('--throughput='));
+const THROUGHPUT_EVENTS = throughputArg
+  ? Number(throughputArg.includes('=') ? throughputArg.split('=')[1] : 600)
+  : 0;
+const faults = !process.argv.includes('--no-faults');
+/**
+ * `--no-jaeger`: no collector, no tracing in any settle process, no tracing check. `--throughput`
+ * runs without it too: a traced worker runs the traced workflow bundle for every event, sampled or not
+ * (docs/operations.md, "Tracing": about 1.6x the CPU), and its figures are the untraced capacity model.
+ */
+const jaegerOn = !process.argv.includes('--no-jaeger') && THROUGHPUT_EVENTS === 0;
+/**
+ * `--jaeger-ui=DIR`: a built Jaeger UI for Jaeger to serve (tools/harness/jaeger.ts): then headless
+ * Chromium opens the tracing check's trace in it and keeps `trace-jaeger.png` in the screenshot folder.
+ */
+const JAEGER_UI = process.argv.find((arg) => arg.startsWith('--jaeger-ui='))?.slice('--jaeger-ui='.length);
+/** Where the UI check's screenshots are kept (`--screenshots=DIR`); printed in its line. */
+const SCREENSHOT_DIR =
+  process.argv.find((arg) => arg.startsWith('--screenshots='))?.slice('--screenshots='.length) ??
+  join(tmpdir(), 'settle-topology-screenshots');
+const SEARCH_ATTRIBUTES = [
+  'ShipmentId',
+  'PaymentId',
+  'PaymentEventType',
+  'SettleOutcome',
+  'SettleDeliveryState',
+];
+/** Events per second the provider sends while the faults happen. */
+const RATE = short ? 4 : 8;
+/** Events sent at most, and waiting for an answer at most at once. */
+const MAX_EVENTS = short ? 600 : 4_000;
+const MAX_IN_FLIGHT = 24;
+/** Time for everything acknowledged to finish after the faults (a killed attempt waits 30 s). */
+const SETTLE_TIMEOUT_MS = 300_000;
+
+type Outcome = { name: string; ok: boolean; detail: string; seconds: number };
+const outcomes: Outcome[] = [];
+
+function log(message: string) {
+  process.stderr.write(`topology: ${message}\n`);
+}
+
+/** Runs one check: a thrown error or a non-empty failure list is a FAIL. Prints it at once. */
+async function check(name: string, body: () => Promise<{ failures: string[]; detail: string }>) {
+  const started = Date.now();
+  let failures: string[];
+  let detail = '';
+  try {
+    ({ failures, detail } = await body());
+  } catch (error) {
+    failures = [`threw: ${error instanceof Error ? error.message : String(error)}`];
+  }
+  const outcome = { name, ok: !failures.length, detail, seconds: (Date.now() - started) / 1000 };
+  outcomes.push(outcome);
+  process.stdout.write(`${outcome.ok ? 'PASS' : 'FAIL'}  ${name} (${outcome.seconds.toFixed(1)} s)\n`);
+  if (detail) process.stdout.write(`        ${detail}\n`);
+  for (const failure of failures) process.stdout.write(`        ✗ ${failure}\n`);
+  return outcome.ok;
+}
+
+class Topology {
+  readonly scratch = mkdtempSync(join(tmpdir(), 'settle-topology-'));
+  /** The run's payload key: every settle process encrypts, as production does with keys set. */
+  readonly payloadKey = { id: `topology-${randomBytes(3).toString('hex')}`, key: randomBytes(32) };
+  readonly payloadKeys = `${this.payloadKey.id}:${this.payloadKey.key.toString('base64')}`;
+  readonly cluster = new TemporalCluster({ scratch: this.scratch, tls, log, payloadKeys: [this.payloadKey] });
+  readonly secret = `whsec_${randomBytes(24).toString('base64')}`;
+  readonly apiToken = randomBytes(24).toString('hex');
+  readonly receiver = new RecordingReceiver();
+  /** The UI's codec server (settle codec-server's, in this process) and its token. */
+  readonly codecToken = randomBytes(24).toString('hex');
+  private codec: Awaited<ReturnType<typeof startCodecServer>> | undefined;
+  get codecUrl(): string {
+    return this.codec!.url;
+  }
+  readonly gateways: (Child | undefined)[] = [undefined, undefined];
+  readonly gatewayPorts: number[] = [];
+  readonly workers: Child[] = [];
+  /** The trace collector the gateways and workers export to (unless `--no-jaeger`). */
+  jaeger: Jaeger | undefined;
+  /** The trace the tracing check sent, for the Jaeger UI's screenshot. */
+  tracedTraceId: string | undefined;
+  private jaegerChild: Child | undefined;
+  pool!: pg.Pool;
+  client!: Client;
+  databaseUrl = '';
+  /** Every settle process this run started, alive or not: all are stopped at the end. */
+  readonly children = new Set<Child>();
+  private sends = 0;
+  private closed = false;
+
+  /** The provider alternates between the two gateways, so a retry goes to the other one. */
+  get gatewayUrl(): string {
+    this.sends += 1;
+    return `http://127.0.0.1:${this.gatewayPorts[this.sends % this.gatewayPorts.length]}`;
+  }
+
+  async start(): Promise<void> {
+    // The UI server is configured as production's: pointed at a codec server, the token in its path.
+    // The UI's origin is known once it listens; the codec server reads this list on every call.
+    const uiOrigins: string[] = [];
+    this.codec = await startCodecServer({
+      codec: new EncryptionCodec(new StaticKeySource([this.payloadKey])),
+      token: this.codecToken,
+      namespace: this.cluster.namespace,
+      corsOrigins: uiOrigins,
+      host: '127.0.0.1',
+      port: 0,
+      logger,
+    });
+    this.cluster.options.codecEndpoint = `${this.codec.url}/${this.codecToken}`;
+    await this.cluster.start();
+    uiOrigins.push(new URL(this.cluster.uiUrl).origin);
+    this.databaseUrl = this.cluster.postgres.urlFor('settle');
+    this.pool = createPool(this.databaseUrl, { max: 10 });
+    this.client = await this.cluster.connect();
+    await this.receiver.start();
+    for (let i = 0; i < 2; i += 1) this.gatewayPorts.push(await this.cluster.ports.any());
+    if (jaegerOn) {
+      this.jaeger = await startJaeger({
+        binary: await ensureJaeger((line) => process.stderr.write(`${line}\n`)),
+        dir: this.scratch,
+        ports: this.cluster.ports,
+        logFile: join(this.scratch, 'logs', 'jaeger.log'),
+        onSpawn: (child) => (this.jaegerChild = child),
+        uiAssets: JAEGER_UI,
+      });
+    }
+  }
+
+  /**
+   * The OpenTelemetry variables a deployment sets on a traced role (docs/operations.md, "Tracing"):
+   * none without Jaeger. Only a request whose `traceparent` says sampled is recorded
+   * (`parentbased_always_off`), so the load the other checks measure exports nothing.
+   */
+  tracingEnv(role: 'gateway' | 'worker'): Record<string, string> {
+    if (!this.jaeger) return {};
+    return {
+      OTEL_EXPORTER_OTLP_ENDPOINT: this.jaeger.otlpEndpoint,
+      OTEL_SERVICE_NAME: `settle-${role}`,
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=topology',
+      OTEL_TRACES_SAMPLER: 'parentbased_always_off',
+    };
+  }
+
+  /** A settle process's environment: the ordinary settle variables and Temporal's own. */
+  env(identity: Identity, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+    const inherited = Object.fromEntries(
+      Object.entries(process.env).filter(
+        ([key]) => !key.startsWith('TEMPORAL_') && !key.startsWith('SETTLE_') && !key.startsWith('OTEL_'),
+      ),
+    );
+    return {
+      ...inherited,
+      ...this.cluster.clientEnv(identity),
+      ...settleProcessEnv({
+        databaseUrl: this.databaseUrl,
+        taskQueue: 'settle',
+        secret: this.secret,
+        apiToken: this.apiToken,
+        receiverUrl: this.receiver.url,
+        scratch: this.scratch,
+        logLevel: 'info',
+        payloadKeys: this.payloadKeys,
+      }),
+      // glibc's malloc arenas, as the Dockerfile sets them.
+      MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
+      ...extra,
+    };
+  }
+
+  /** `settle <role>` in a process of its own, tracked from its start; resolves once `ready`. */
+  spawnSettle(
+    name: string,
+    args: string[],
+    env: NodeJS.ProcessEnv,
+    ready?: (child: Child) => Promise<boolean>,
+  ): Promise<Child> {
+    return startProgram({
+      name,
+      command: process.execPath,
+      args: ['--import', 'tsx', 'src/cli/main.ts', ...args],
+      env,
+      cwd: PROJECT_ROOT,
+      logFile: join(this.scratch, 'logs', `settle-${name.replace(/\W+/g, '-')}.log`),
+      ready,
+      timeoutMs: 120_000,
+      onSpawn: (child) => this.children.add(child),
+    });
+  }
+
+  /** `settle migrate`, as a deployment's one-shot step. */
+  async migrate(): Promise<string> {
+    const child = await this.spawnSettle('migrate', ['migrate'], this.env('settle'));
+    const how = await child.exited;
+    if (how !== 0) throw new Error(`settle migrate exited ${how}: ${child.output().trim()}`);
+    return child.output().trim();
+  }
+
+  async startGateway(index: number, identity: Identity = 'settle'): Promise<Child> {
+    const port = this.gatewayPorts[index]!;
+    const gateway = await this.spawnSettle(
+      `gateway-${index + 1}`,
+      ['gateway'],
+      this.env(identity, { PORT: String(port), ...this.tracingEnv('gateway') }),
+      async () => {
+        try {
+          return (await fetch(`http://127.0.0.1:${port}/readyz`)).ok;
+        } catch {
+          return false;
+        }
+      },
+    );
+    this.gateways[index] = gateway;
+    return gateway;
+  }
+
+  async startWorker(identity: Identity = 'settle'): Promise<Child> {
+    const worker = await this.spawnSettle(
+      'worker',
+      ['worker'],
+      this.env(identity, this.tracingEnv('worker')),
+      async (child) => child.output().includes('worker running'),
+    );
+    this.workers.push(worker);
+    void worker.exited.then(() => this.workers.splice(this.workers.indexOf(worker) >>> 0, 1));
+    return worker;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.children].map((child) => child.stop().catch(() => {})));
+    // After settle's processes, which send the spans they hold as they stop.
+    await this.jaegerChild?.stop().catch(() => {});
+    await this.client?.connection.close().catch(() => {});
+    await this.pool?.end().catch(() => {});
+    await this.receiver.close().catch(() => {});
+    await this.codec?.close().catch(() => {});
+    await this.cluster.stop();
+  }
+}
+
+/**
+ * Starts a settle role without a client certificate against the mTLS frontend and waits (a bound on
+ * a hang) for it to exit: it must exit non-zero with a message naming TLS.
+ */
+async function refusedWithoutCertificate(topology: Topology, role: 'worker' | 'gateway') {
+  const failures: string[] = [];
+  const port = await topology.cluster.ports.any();
+  const child = await topology.spawnSettle(
+    `${role} without a certificate`,
+    [role],
+    topology.env('none', { PORT: String(port) }),
+  );
+  // A bound on a hang: on a loaded machine a worker's start alone is slow to reach its TLS failure.
+  const how = await Promise.race([child.exited, sleep(300_000).then(() => 'still running after 300 s')]);
+  await child.kill();
+  const said = child.output();
+  const line =
+    said.split('\n').find((text) => /tls|certificate|handshake/i.test(text)) ?? said.trim().split('\n').pop();
+  if (how === 0 || typeof how === 'string') failures.push(`exited ${how}`);
+  if (!/\bTLS\b/i.test(said)) failures.push(`its output does not name TLS: ${said.trim().slice(-400)}`);
+  return { failures, detail: `exit ${how}: ${(line ?? '').trim().slice(0, 200)}` };
+}
+
+async function main() {
+  const started = Date.now();
+  const topology = new Topology();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      log(`${signal}: stopping everything this run started`);
+      void topology.close().finally(() => {
+        rmSync(topology.scratch, { recursive: true, force: true });
+        process.exit(130);
+      });
+    });
+  }
+  try {
+    log(
+      `scratch ${topology.scratch}; mTLS ${tls ? 'on' : 'off'}; tracing to Jaeger ${jaegerOn ? 'on' : 'off'}; ` +
+        `load ${loadavg()[0]!.toFixed(2)}`,
+    );
+    const up = await check(
+      'cluster: PostgreSQL, schemas, four Temporal services, namespace, UI',
+      async () => {
+        await topology.start();
+        return { failures: [], detail: `frontend ${topology.cluster.address}, UI ${topology.cluster.uiUrl}` };
+      },
+    );
+    if (!up) return;
+    await check('Temporal: four services from one config, 4 history shards, membership ports ≤ 32767', () =>
+      clusterShape(topology),
+    );
+    await check(`namespace ${topology.cluster.namespace} with its Keyword search attributes`, () =>
+      searchAttributes(topology),
+    );
+    await check('UI server: serves the UI and reaches the frontend', () => uiWorks(topology));
+    const migrated = await check('settle migrate', async () => ({
+      failures: [],
+      detail: await topology.migrate(),
+    }));
+    if (!migrated) return;
+    if (tls) {
+      await check('mTLS: a worker without a client certificate fails at start naming TLS', () =>
+        refusedWithoutCertificate(topology, 'worker'),
+      );
+      await check('mTLS: a gateway without a client certificate fails at start naming TLS', () =>
+        refusedWithoutCertificate(topology, 'gateway'),
+      );
+    }
+    const running = await check(
+      `two gateways and ${WORKERS} worker${WORKERS > 1 ? 's' : ''} start${tls ? ' with a client certificate' : ''}`,
+      async () => {
+        await Promise.all([topology.startGateway(0), topology.startGateway(1)]);
+        for (let i = 0; i < WORKERS; i += 1) await topology.startWorker();
+        return { failures: [], detail: `gateways on ${topology.gatewayPorts.join(', ')}` };
+      },
+    );
+    if (!running) return;
+    if (topology.jaeger) {
+      const jaeger = topology.jaeger;
+      await check(
+        "tracing: a webhook's traceparent reaches Jaeger as one trace, gateway to carrier and ERP",
+        () => traceArrivesWhole(topology, jaeger),
+      );
+      const traceId = topology.tracedTraceId;
+      if (JAEGER_UI && traceId)
+        await check("Jaeger's UI in headless Chromium: the trace's page shows its spans", () =>
+          jaegerShowsTrace(jaeger, traceId),
+        );
+    }
+    let marked: Awaited<ReturnType<typeof storedHistoryIsEncrypted>>['run'];
+    await check(
+      'payloads: stored encrypted by the real server, decoded by the codec server for its token only',
+      async () => {
+        const outcome = await storedHistoryIsEncrypted({
+          client: topology.client,
+          pool: topology.pool,
+          provider: new Provider(topology),
+          runId: newRunId('k'),
+          index: 0,
+          codecUrl: topology.codecUrl,
+          token: topology.codecToken,
+          namespace: topology.cluster.namespace,
+          ui: {
+            url: topology.cluster.uiUrl,
+            origin: new URL(topology.cluster.uiUrl).origin,
+            codecEndpoint: `${topology.codecUrl}/${topology.codecToken}`,
+          },
+        });
+        marked = outcome.run;
+        return outcome;
+      },
+    );
+    if (marked) {
+      const run = marked;
+      await check(
+        "the UI in headless Chromium: the run's input decoded through the codec, ciphertext without it",
+        async () => {
+          const chromium = await findChromium(log);
+          const plainUi = await topology.cluster.startUiServer('no-codec');
+          return uiShowsDecodedInput({
+            chromium,
+            namespace: topology.cluster.namespace,
+            run,
+            withCodec: topology.cluster.uiUrl,
+            withoutCodec: plainUi.url,
+            screenshotDir: SCREENSHOT_DIR,
+          });
+        },
+      );
+    }
+    if (THROUGHPUT_EVENTS > 0)
+      await check(`throughput: ${THROUGHPUT_EVENTS} events, 50 in flight, ${WORKERS} worker(s)`, () =>
+        throughput(topology, THROUGHPUT_EVENTS),
+      );
+    if (faults) await loadWithFaults(topology);
+  } finally {
+    await topology.close();
+    const failed = outcomes.filter((outcome) => !outcome.ok).length;
+    if (failed) log(`logs of the Temporal processes kept in ${topology.scratch}/logs`);
+    else rmSync(topology.scratch, { recursive: true, force: true });
+    log(`${((Date.now() - started) / 1000).toFixed(0)} s, load ${loadavg()[0]!.toFixed(2)}`);
+    process.stdout.write(`\n${outcomes.length - failed} passed, ${failed} failed\n`);
+    if (failed || !outcomes.length) process.exitCode = 1;
+  }
+}
+
+/**
+ * A closed loop of signed events through both gateways to their ERP entry, `concurrency` at a time,
+ * after a warm-up; events per second and the CPU milliseconds per event of each process class
+ * (gateways, workers, each Temporal service, PostgreSQL — Temporal's and settle's databases share
+ * it here — and this process, the load generator and receiver). A failure is an event not delivered.
+ */
+async function throughput(topology: Topology, count: number, concurrency = 50) {
+  const failures: string[] = [];
+  const provider = new Provider(topology);
+  const runId = newRunId('c');
+  const warmUp = 50;
+  await addShipments(
+    topology.pool,
+    Array.from({ length: warmUp + count }, (_, i) => shipmentFor(runId, i)),
+  );
+  const one = async (i: number) => {
+    const event = makeEvent(runId, i);
+    const reply = await provider.deliver(event, 120_000);
+    if (reply.status !== 202) return failures.push(`event ${i} answered ${reply.status}`);
+    let timer: NodeJS.Timeout | undefined;
+    const applied = await Promise.race([
+      topology.receiver.waitForApplied(erpKey(event.id)),
+      new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), 180_000))),
+    ]);
+    clearTimeout(timer);
+    if (applied === undefined) failures.push(`event ${i} not delivered within 180 s`);
+  };
+  await closedLoop(warmUp, 10, (i) => one(i).then(() => {}));
+  const targets = () => ({
+    bench: 'self' as const,
+    ...Object.fromEntries(topology.gateways.map((gateway, i) => [`gateway-${i + 1}`, gateway?.pid])),
+    ...Object.fromEntries(topology.workers.map((worker, i) => [`worker-${i + 1}`, worker.pid])),
+    ...Object.fromEntries(
+      [...topology.cluster.services].map(([service, child]) => [`temporal-${service}`, child.pid]),
+    ),
+    postgres: topology.cluster.postgresPid(),
+  });
+  const load = loadavg()[0]!;
+  const sampler = new ResourceSampler(targets);
+  const ms = await closedLoop(count, concurrency, (i) => one(warmUp + i).then(() => {}));
+  const usage = sampler.stop();
+  const rate = count / (ms / 1000);
+  const classes: Record<string, number> = {};
+  for (const [name, { cpuSeconds }] of Object.entries(usage)) {
+    const label = name.replace(/-\d+$/, '');
+    classes[label] = (classes[label] ?? 0) + (cpuSeconds * 1000) / count;
+  }
+  const total = Object.values(classes).reduce((sum, ms) => sum + ms, 0);
+  const cpuSeconds = Object.values(usage).reduce((sum, u) => sum + u.cpuSeconds, 0);
+  const result = {
+    workers: WORKERS,
+    events: count,
+    concurrency,
+    eventsPerSecond: Math.round(rate * 10) / 10,
+    cpuMsPerEvent: Object.fromEntries(
+      Object.entries(classes).map(([label, ms]) => [label, Math.round(ms * 10) / 10]),
+    ),
+    totalCpuMsPerEvent: Math.round(total * 10) / 10,
+    coresBusy: Math.round((cpuSeconds / (ms / 1000)) * 100) / 100,
+    loadAverage: [load, loadavg()[0]!].map((v) => Math.round(v * 100) / 100),
+    workerPeakRssMb: Object.entries(usage)
+      .filter(([name]) => name.startsWith('worker'))
+      .map(([, u]) => u.peakRssMb),
+  };
+  process.stdout.write(`THROUGHPUT ${JSON.stringify(result)}\n`);
+  return {
+    failures,
+    detail:
+      `${result.eventsPerSecond} events/s; CPU ms/event ` +
+      Object.entries(result.cpuMsPerEvent)
+        .map(([label, ms]) => `${label} ${ms}`)
+        .join(', ') +
+      `; total ${result.totalCpuMsPerEvent} (${result.coresBusy} cores busy); load ${result.loadAverage.join(' → ')}`,
+  };
+}
+
+/**
+ * A signed webhook with a sampled `traceparent` through one of the gateways; then Jaeger must hold
+ * the whole trace and the carrier and the ERP its trace ID (tools/harness/jaeger.ts, `traceFailures`).
+ * Keeps the trace ID for the UI check.
+ */
+async function traceArrivesWhole(topology: Topology, jaeger: Jaeger) {
+  const runId = newRunId('o');
+  await addShipments(topology.pool, [shipmentFor(runId, 0)]);
+  const event = makeEvent(runId, 0);
+  const sent = await sendTracedWebhook(topology.gatewayUrl, topology.secret, event);
+  if (sent.reply.status !== 202)
+    return { failures: [`the webhook answered ${sent.reply.status}: ${sent.reply.body}`], detail: '' };
+  // Bounds on a hang, not on the machine's speed: a loaded machine slows one event's way many times over.
+  await pollUntil(
+    'the ERP entry of the traced event',
+    async () => topology.receiver.keys.get(erpKey(event.id))?.appliedAt,
+    (at) => at !== undefined,
+    180_000,
+  );
+  const spans = await waitForTrace(jaeger.uiUrl, sent.traceId);
+  topology.tracedTraceId = sent.traceId;
+  return traceFailures({
+    ...sent,
+    spans,
+    held: await (await fetch(`${jaeger.uiUrl}/api/traces/${sent.traceId}`)).text(),
+    eventId: event.id,
+    downstream: topology.receiver.requests
+      .filter((request) => request.key.startsWith(`${event.id}:`))
+      .map((request) => ({
+        path: request.path,
+        traceparent: request.headers.traceparent as string | undefined,
+      })),
+    secrets: {
+      'the webhook secret': topology.secret,
+      'the API token': topology.apiToken,
+      'the payload key': topology.payloadKey.key.toString('base64'),
+      'the codec token': topology.codecToken,
+    },
+  });
+}
+
+/** The trace's page in Jaeger's UI: every role's spans shown by name; the screenshot is kept. */
+async function jaegerShowsTrace(jaeger: Jaeger, traceId: string) {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  const screenshot = join(SCREENSHOT_DIR, 'trace-jaeger.png');
+  const view = await viewPage({
+    chromium: await findChromium(log),
+    url: `${jaeger.uiUrl}/trace/${traceId}`,
+    expected: 'RunActivity:deliverOutboxRow',
+    screenshot,
+  });
+  const failures = view.appeared
+    ? []
+    : [`the page never showed RunActivity:deliverOutboxRow: ${view.text.slice(0, 300)}`];
+  for (const name of [
+    'settle-gateway',
+    'settle-worker',
+    'POST /webhooks/payments',
+    'RunWorkflow:paymentWorkflow',
+  ])
+    if (view.appeared && !view.text.includes(name)) failures.push(`the page does not show ${name}`);
+  return { failures, detail: `screenshot ${screenshot}` };
+}
+
+/** The cluster as Temporal's own tables record it. */
+async function clusterShape(topology: Topology) {
+  const failures: string[] = [];
+  const client = new pg.Client({ connectionString: topology.cluster.postgres.urlFor('temporal') });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ role: number; rpc_port: number; pid: number }>(
+      `SELECT role, rpc_port FROM cluster_membership WHERE record_expiry > now() ORDER BY role`,
+    );
+    const shards = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM shards');
+    const roles = new Set(rows.map((row) => row.role));
+    if (roles.size !== 4) failures.push(`${roles.size} service roles in cluster_membership, not 4`);
+    const high = rows.filter((row) => row.rpc_port > 32_767);
+    if (high.length)
+      failures.push(`membership ports above 32767: ${high.map((row) => row.rpc_port).join(', ')}`);
+    if (shards.rows[0]!.n !== 4) failures.push(`${shards.rows[0]!.n} history shards, not 4`);
+    const pids = [...topology.cluster.services.values()].map((child) => child.pid);
+    if (new Set(pids).size !== 4) failures.push('the services do not run as four processes');
+    return {
+      failures,
+      detail: `roles ${[...roles].join(',')}; membership ports ${rows.map((row) => row.rpc_port).join(', ')}; shards ${shards.rows[0]!.n}; pids ${pids.join(', ')}`,
+    };
+  } finally {
+    await client.end();
+  }
+}
+
+async function searchAttributes(topology: Topology) {
+  const response = await topology.client.connection.operatorService.listSearchAttributes({
+    namespace: topology.cluster.namespace,
+  });
+  const custom = response.customAttributes ?? {};
+  const failures = SEARCH_ATTRIBUTES.filter((name) => custom[name] === undefined).map(
+    (name) => `search attribute ${name} is missing`,
+  );
+  // IndexedValueType 2 is KEYWORD.
+  for (const name of SEARCH_ATTRIBUTES)
+    if (custom[name] !== undefined && custom[name] !== 2) failures.push(`${name} is not a Keyword`);
+  return { failures, detail: Object.keys(custom).sort().join(', ') };
+}
+
+async function uiWorks(topology: Topology) {
+  const failures: string[] = [];
+  const page = await fetch(topology.cluster.uiUrl);
+  const html = await page.text();
+  if (!page.ok || !/<html/i.test(html)) failures.push(`GET / answered ${page.status}`);
+  const api = await fetch(`${topology.cluster.uiUrl}/api/v1/namespaces/${topology.cluster.namespace}`);
+  const body = await api.text();
+  if (!api.ok || !body.includes(topology.cluster.namespace))
+    failures.push(`the UI's API for the namespace answered ${api.status}: ${body.slice(0, 300)}`);
+  return {
+    failures,
+    detail: `GET / ${page.status}, GET /api/v1/namespaces/${topology.cluster.namespace} ${api.status}`,
+  };
+}
+
+/**
+ * Signed events at RATE per second through both gateways while, in turn: a worker is SIGKILLed and
+ * replaced; both workers are rolled (a new one started, then the old one SIGTERMed); both gateways
+ * are rolled (SIGTERM, restarted on the same port); the history service is restarted. Then every
+ * event sent must be acknowledged and chaos' invariants must hold.
+ */
+async function loadWithFaults(topology: Topology) {
+  const rounds = short ? 1 : 2;
+  const runId = newRunId('t');
+  const capacity = MAX_EVENTS;
+  await addShipments(
+    topology.pool,
+    Array.from({ length: capacity }, (_, i) => shipmentFor(runId, i)),
+  );
+  const provider = new Provider(topology);
+  const faults: string[] = [];
+  const faultFailures: string[] = [];
+  let sent = 0;
+  let acknowledged = 0;
+  let pending = 0;
+  let stopped = false;
+  const inFlight: Promise<void>[] = [];
+  // Open arrivals at RATE, except that no more than MAX_IN_FLIGHT events wait for an answer at once
+  // and a late send is not made up for: on a slow (shared) machine the load eases instead of piling
+  // up faster than settle can finish it.
+  const load = (async () => {
+    const interval = 1000 / RATE;
+    let next = performance.now();
+    while (!stopped && sent < capacity) {
+      while (pending >= MAX_IN_FLIGHT && !stopped) await sleep(50);
+      const wait = next - performance.now();
+      if (wait > 1) await sleep(wait);
+      next = Math.max(next + interval, performance.now());
+      if (stopped) break;
+      const event = makeEvent(runId, sent);
+      sent += 1;
+      pending += 1;
+      inFlight.push(
+        provider.deliver(event, 180_000).then((reply) => {
+          pending -= 1;
+          if (reply.status >= 200 && reply.status < 300) acknowledged += 1;
+        }),
+      );
+    }
+    await Promise.all(inFlight);
+  })();
+  const step = async (name: string, body: () => Promise<void>) => {
+    await sleep(5_000);
+    const at = Date.now();
+    try {
+      await body();
+      faults.push(`${name} (${((Date.now() - at) / 1000).toFixed(1)} s)`);
+    } catch (error) {
+      faultFailures.push(`${name}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    log(`${name} done at event ${sent}`);
+  };
+  const expectExit = (what: string, how: number | string) => {
+    if (how !== 0) faultFailures.push(`${what} exited ${how} on SIGTERM, not 0`);
+  };
+  for (let round = 0; round < rounds; round += 1) {
+    await step('SIGKILL a worker, start a new one', async () => {
+      await topology.workers[0]!.kill();
+      await topology.startWorker();
+    });
+    await step('roll both workers (start a new one, SIGTERM an old one)', async () => {
+      for (const old of [...topology.workers]) {
+        await topology.startWorker();
+        expectExit('a worker', await old.stop(60_000));
+      }
+    });
+    await step('roll both gateways (SIGTERM, restart on the same port)', async () => {
+      for (const index of [0, 1]) {
+        expectExit(`gateway-${index + 1}`, await topology.gateways[index]!.stop(30_000));
+        await topology.startGateway(index);
+      }
+    });
+    await step('restart the Temporal history service', async () => {
+      const how = await topology.cluster.restartService('history');
+      if (how !== 0) faultFailures.push(`the history service exited ${how} on SIGTERM`);
+    });
+  }
+  await sleep(5_000);
+  stopped = true;
+  await load;
+  await check(
+    `under load: ${faults.length} faults, ${sent} signed events sent (at most ${RATE}/s, ${MAX_IN_FLIGHT} in flight)`,
+    async () => {
+      const failures = [...faultFailures];
+      if (acknowledged !== sent)
+        failures.push(`${sent - acknowledged} of ${sent} events were never acknowledged`);
+      if (provider.acknowledgedWhileDown)
+        failures.push('an event was acknowledged while a dependency was down');
+      return {
+        failures,
+        detail: `${faults.join('; ')}; acknowledged ${acknowledged}, 5xx or dropped answers retried ${provider.serverErrors}`,
+      };
+    },
+  );
+  await check('invariants: every acknowledged event completed, one claim, one effect per key', async () => {
+    const report = await checkInvariants(topology, provider, { timeoutMs: SETTLE_TIMEOUT_MS });
+    return {
+      failures: report.failures,
+      detail: Object.entries(report.figures)
+        .map(([key, value]) => `${key}=${value}`)
+        .join(' '),
+    };
+  });
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(
+    `topology failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  process.stdout.write(
+    `\n${outcomes.filter((o) => o.ok).length} passed, ${outcomes.filter((o) => !o.ok).length + 1} failed\n`,
+  );
+  process.exitCode = 1;
+});
