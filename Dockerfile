@@ -51,7 +51,7 @@ ENV HOST=0.0.0.0
 ENV SETTLE_HOME=/home/node/.settle
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
-# package-lock.json stays: it is part of the workflow bundle's key (src/worker/workflow-bundle.ts).
+# package-lock.json stays: it is part of the workflow bundle's key (src/worker-runtime/workflow-bundle.ts).
 COPY package.json package-lock.json ./
 COPY bin ./bin
 COPY --from=build /app/dist ./dist

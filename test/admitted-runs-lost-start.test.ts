@@ -13,7 +13,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { openExceptions } from '../src/app/exceptions';
 import { addShipments, findShipment } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { createWorker } from '../src/worker/run';
+import { createWorker } from '../src/worker-runtime/create-worker';
 import type { PaymentWorkflowResult } from '../src/workflows/payment';
 import {
   countRows,

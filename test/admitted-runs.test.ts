@@ -19,8 +19,8 @@ import { addShipments, findShipment } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import type { PaymentEvent } from '../src/domain/payment-event';
 import { payloadSha256 } from '../src/lib/hash';
-import { clientOnWorkerConnection, startPaymentWorkflow } from '../src/temporal/client';
-import { createWorker } from '../src/worker/run';
+import { clientOnWorkerConnection, startPaymentWorkflow } from '../src/client';
+import { createWorker } from '../src/worker-runtime/create-worker';
 import type { PaymentWorkflowResult } from '../src/workflows/payment';
 import {
   countRows,

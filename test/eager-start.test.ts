@@ -10,8 +10,8 @@ import { insertEvent } from '../src/db/events';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { payloadSha256 } from '../src/lib/hash';
-import { clientOnWorkerConnection, startPaymentWorkflow } from '../src/temporal/client';
-import { createWorker } from '../src/worker/run';
+import { clientOnWorkerConnection, startPaymentWorkflow } from '../src/client';
+import { createWorker } from '../src/worker-runtime/create-worker';
 import type { PaymentWorkflowResult } from '../src/workflows/payment';
 import { paymentEvent, startTestStack, uniqueId, type TestStack } from '../tools/harness/harness';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { connectClient } from '../src/temporal/client';
+import { connectClient } from '../src/client';
 import { ConfigError, loadConfig } from '../src/config';
 import { createPool } from '../src/db/pool';
 import { startGateway } from '../src/gateway/run';

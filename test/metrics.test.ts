@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { WorkflowIdReusePolicy } from '@temporalio/client';
-import { connectClient } from '../src/temporal/client';
+import { connectClient } from '../src/client';
 import { addShipments } from '../src/db/shipments';
 import type { SloFigures } from '../src/db/slo';
 import { paymentWorkflowId } from '../src/domain/ids';

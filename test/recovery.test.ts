@@ -17,7 +17,7 @@ import { recoverySweepFailuresTotal } from '../src/metrics/settle-metrics';
 import { RecoveryFault } from '../src/providers/recovery';
 import { STRIPE_ACTED_ON_TYPES } from '../src/providers/stripe';
 import { createStripeRecoverySource } from '../src/providers/stripe-recovery';
-import { connectClient } from '../src/temporal/client';
+import { connectClient } from '../src/client';
 import type { RecoverySweepResult } from '../src/workflows/contracts';
 import { startTestStack, uniqueId, waitFor, type TestStack } from '../tools/harness/harness';
 import { newStripeSecret, paymentIntent, postStripe, stripeEvent } from './support/providers';

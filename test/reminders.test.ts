@@ -6,7 +6,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { FastifyInstance } from 'fastify';
 import { buildGateway } from '../src/gateway/server';
 import { logger } from '../src/lib/logger';
-import { createWorker, installTemporalRuntime } from '../src/worker/run';
+import { createWorker, installTemporalRuntime } from '../src/worker-runtime/create-worker';
 import type { ReminderWorkflowResult } from '../src/workflows';
 import { createTestDatabase, newSecret, uniqueId } from '../tools/harness/harness';
 import { startReceiver, type Receiver } from '../tools/harness/receiver';

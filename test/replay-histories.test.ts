@@ -6,8 +6,8 @@ import { DeterminismViolationError } from '@temporalio/workflow';
 import { Worker } from '@temporalio/worker';
 import { parsePayloadKeys } from '../src/config/payload-keys';
 import { settleDataConverter } from '../src/temporal/data-converter';
-import { installTemporalRuntime } from '../src/worker/run';
-import { workflowBundlePath } from '../src/worker/workflow-bundle';
+import { installTemporalRuntime } from '../src/worker-runtime/create-worker';
+import { workflowBundlePath } from '../src/worker-runtime/workflow-bundle';
 
 const HISTORIES = join(__dirname, 'histories');
 // The current version's histories (`npm run record-histories`). Once a version is deployed, a change to

@@ -11,12 +11,7 @@ import {
 } from '../db/outbox';
 import { setHoldStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
-import {
-  DELIVERY_TARGETS,
-  downstreamIdempotencyKey,
-  targetSigningSecrets,
-  targetUrl,
-} from '../domain/outbox';
+import { deliveryTarget, downstreamIdempotencyKey, targetEndpoint } from '../domain/outbox';
 import { ErrorCode } from '../domain/errors';
 import type {
   CompensationInput,
@@ -36,42 +31,44 @@ import { annotateSpan } from '../lib/tracing';
 
 export type { PaymentCompensationResult, ReholdResult } from '../workflows/contracts';
 
-const CARRIER = DELIVERY_TARGETS.carrier;
-
 /**
- * Undoes a carrier release: asks the carrier to hold the shipment again, under its own idempotency key
- * (`<event id>:carrier:rehold`, signed as every carrier call is), and marks the release row
- * `compensated` and the shipment `held`. Idempotent: a row already compensated sends nothing; a
- * repeat of the call carries the same key.
+ * Undoes a delivered row by calling its target again with the target's `undo` (DELIVERY_TARGETS: the
+ * carrier holds the shipment again), under its own idempotency key (`<event id>:<target>:<keyAction>`,
+ * signed as every call to that target is), and marks the row `compensated` (and the shipment `held`
+ * when the undo holds it). The activity keeps the name its runs recorded (`reholdShipment`).
+ * Idempotent: a row already compensated sends nothing; a repeat of the call carries the same key.
  * Registered before the release runs, so it also covers a release whose outcome was ambiguous: any
  * release that was attempted at all is re-held; one never sent is left alone. A refusal (4xx) is noted
  * on the row and does not stop the rest of the compensation; 5xx and timeouts are retried.
  */
 export async function reholdShipment(deps: DeliveryDependencies, input: OutboxInput): Promise<ReholdResult> {
   const row = await findOutboxRow(deps.pool, input.outboxId);
-  if (!row || row.target !== 'carrier') {
-    throw ApplicationFailure.nonRetryable('not a carrier outbox row', ErrorCode.InvalidWorkflowInput);
+  const target = row && deliveryTarget(row.target);
+  const undo = target?.undo;
+  if (!row || !target || !undo) {
+    throw ApplicationFailure.nonRetryable(
+      'not an outbox row its target can undo',
+      ErrorCode.InvalidWorkflowInput,
+    );
   }
   annotateSpan({ shipmentId: row.shipmentId });
   if (row.status === 'compensated') return { status: 'already_compensated' };
   if (row.attempts === 0) return { status: 'never_sent' };
-  const url = targetUrl(deps.config, 'carrier');
-  const signing = targetSigningSecrets(deps.config, 'carrier');
-  if (!url || signing.secrets.length === 0) {
-    const variable = url ? signing.variable : CARRIER.variable;
-    await noteOutbox(deps.pool, row.outboxId, `re-hold not sent: ${variable} is not configured`);
-    countDelivery('carrier', CARRIER.compensation.action, 'not_configured');
+  const endpoint = targetEndpoint(deps.config, row.target);
+  if ('missing' in endpoint) {
+    await noteOutbox(deps.pool, row.outboxId, `re-hold not sent: ${endpoint.missing} is not configured`);
+    countDelivery(row.target, undo.action, 'not_configured');
     return { status: 'not_configured' };
   }
 
   const outcome = await callDownstream(
     deps.http,
     {
-      url,
-      idempotencyKey: downstreamIdempotencyKey(row.eventId, 'carrier', CARRIER.compensation.keyAction),
-      signingSecret: signing.secrets[0]!,
+      url: endpoint.url,
+      idempotencyKey: downstreamIdempotencyKey(row.eventId, row.target, undo.keyAction),
+      signingSecret: endpoint.signingSecret,
       body: JSON.stringify({
-        action: CARRIER.compensation.action,
+        action: undo.action,
         shipment_id: row.shipmentId,
         payment_id: row.body.payment_id,
         reason: 'compensation',
@@ -81,11 +78,11 @@ export async function reholdShipment(deps: DeliveryDependencies, input: OutboxIn
     },
     INTERNAL_API_POLICY,
   );
-  countDelivery('carrier', CARRIER.compensation.action, outcome);
+  countDelivery(row.target, undo.action, outcome);
   if (outcome.kind === 'delivered') {
     await withTransaction(deps.pool, async (tx) => {
-      await markOutboxCompensated(tx, row.outboxId, 'compensated: the carrier re-held the shipment');
-      await setHoldStatus(tx, row.shipmentId, 'held');
+      await markOutboxCompensated(tx, row.outboxId, undo.note);
+      if (undo.holdsShipment) await setHoldStatus(tx, row.shipmentId, 'held');
     });
     return { status: 'reheld' };
   }

@@ -11,11 +11,10 @@ import {
 } from '../db/outbox';
 import { ErrorCode } from '../domain/errors';
 import {
-  DELIVERY_TARGETS,
+  deliveryTarget,
   isDeliverable,
   OUTBOX_TARGETS,
-  targetSigningSecrets,
-  targetUrl,
+  targetEndpoint,
   type OutboxStatus,
   type OutboxTarget,
 } from '../domain/outbox';
@@ -36,7 +35,7 @@ export type { OutboxDeliveryResult } from '../workflows/contracts';
  * retry, so the receiver can refuse a repeat of an ambiguous call, and signed (Standard Webhooks, the
  * `webhook-id` being that key) with the first of the target's secrets, else SETTLE_OUTBOUND_SECRET's.
  * Every attempt is counted on the row before it is made and its failure recorded after. A 2xx marks
- * it `delivered` (a carrier release also marks the shipment `released`); a 4xx marks it `failed` and
+ * it `delivered` (a target that `releasesShipment` also marks the shipment `released`); a 4xx marks it `failed` and
  * throws non-retryable `downstream_rejected`; 5xx, timeouts and 429/503 (with their Retry-After)
  * throw retryable failures. A target with no URL or no signing secret on this worker parks the row as
  * `not_configured` (an exception, logged at warn): a replay delivers it once the target is configured.
@@ -49,15 +48,16 @@ export async function deliverOutboxRow(
   const configured = OUTBOX_TARGETS.filter((target) => isConfigured(deps, target));
   const row = await startOutboxAttempt(deps.pool, input.outboxId, configured);
   if (!row) return notAttempted(deps, input.outboxId);
-  const url = targetUrl(deps.config, row.target)!;
+  // Only a configured target's row is attempted (startOutboxAttempt picks by `configured`).
+  const endpoint = targetEndpoint(deps.config, row.target) as { url: string; signingSecret: string };
   annotateSpan({ shipmentId: row.shipmentId });
 
   const outcome = await callDownstream(
     deps.http,
     {
-      url,
+      url: endpoint.url,
       idempotencyKey: row.idempotencyKey,
-      signingSecret: targetSigningSecrets(deps.config, row.target).secrets[0]!,
+      signingSecret: endpoint.signingSecret,
       body: JSON.stringify({ action: row.action, ...row.body }),
       timeoutMs: deps.tuning.requestTimeoutMs,
       // Carrier and ERP are the operator's own APIs, often on a private network.
@@ -67,7 +67,7 @@ export async function deliverOutboxRow(
   );
   countDelivery(row.target, row.action, outcome);
   if (outcome.kind === 'delivered') {
-    const release = row.target === 'carrier' && row.action === 'release_hold';
+    const release = deliveryTarget(row.target).releasesShipment;
     await markOutboxDelivered(deps.pool, row.outboxId, release ? row.shipmentId : undefined);
     return resultFor(row, 'delivered');
   }
@@ -86,10 +86,9 @@ async function notAttempted(deps: DeliveryDependencies, outboxId: number): Promi
   if (!row) throw ApplicationFailure.nonRetryable('no such outbox row', ErrorCode.InvalidWorkflowInput);
   if (!isDeliverable(row.status)) return resultFor(row, row.status);
   // Its target is configured: the row left `pending` between the two statements and is back (a race).
-  if (isConfigured(deps, row.target)) return resultFor(row, row.status);
-  const variable = targetUrl(deps.config, row.target)
-    ? targetSigningSecrets(deps.config, row.target).variable
-    : DELIVERY_TARGETS[row.target].variable;
+  const endpoint = targetEndpoint(deps.config, row.target);
+  if (!('missing' in endpoint)) return resultFor(row, row.status);
+  const variable = endpoint.missing;
   await markOutboxNotConfigured(deps.pool, row.outboxId, `not sent: ${variable} is not configured`);
   countDelivery(row.target, row.action, 'not_configured');
   logger.warn(
@@ -101,7 +100,7 @@ async function notAttempted(deps: DeliveryDependencies, outboxId: number): Promi
 
 /** A target this worker can call: it has a URL and a secret to sign with (no call goes unsigned). */
 function isConfigured(deps: DeliveryDependencies, target: OutboxTarget): boolean {
-  return !!targetUrl(deps.config, target) && targetSigningSecrets(deps.config, target).secrets.length > 0;
+  return !('missing' in targetEndpoint(deps.config, target));
 }
 
 function resultFor(row: OutboxRow, status: OutboxStatus): OutboxDeliveryResult {

@@ -8,8 +8,13 @@ import { recordRepeatClaim } from '../db/repeats';
 import { findShipment, lockShipment, setPaymentStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
 import { paymentWorkflowId } from '../domain/ids';
-import { downstreamIdempotencyKey } from '../domain/outbox';
-import { paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
+import {
+  deliveryTarget,
+  downstreamIdempotencyKey,
+  OUTBOX_TARGETS,
+  type EffectContext,
+} from '../domain/outbox';
+import type { PaymentEvent } from '../domain/payment-event';
 import { capturesMoney, decideTransition } from '../domain/payment-rules';
 import type { OutboxEntry, ReconcileResult } from '../workflows/contracts';
 import { ErrorCode, errorCodeOf } from '../domain/errors';
@@ -47,17 +52,10 @@ export function outboxEntry(row: OutboxEntryRow): OutboxEntry {
  * failures are thrown as-is and retried. Each attempt counts itself in the reconcile metrics and logs
  * what it decided.
  */
-export async function reconcilePayment(pool: pg.Pool, rawEvent: PaymentEvent): Promise<ReconcileResult> {
+export async function reconcilePayment(pool: pg.Pool, event: PaymentEvent): Promise<ReconcileResult> {
   try {
-    const parsed = paymentEventSchema.safeParse(rawEvent);
-    if (!parsed.success) {
-      throw ApplicationFailure.nonRetryable(
-        'payment event failed validation',
-        ErrorCode.InvalidWorkflowInput,
-      );
-    }
-    const event = parsed.data;
-    const sha = payloadSha256(rawEvent);
+    // Validated once, by the workflow that passes it (workflows/payment.ts): no second parse here.
+    const sha = payloadSha256(event);
     const decision = await withTransaction(pool, (tx) => claimAndApply(tx, event, sha));
     if (decision.kind === 'refused') throw refusal(decision);
     const { result, secondsSinceReceipt } = decision;
@@ -223,30 +221,14 @@ async function applyPaymentTransition(
       ? await appendLedgerEntry(tx, { ...base, kind: 'refund', refundKey: refundKeyOf(event) })
       : undefined;
 
-  const effects: NewOutboxRow[] = [];
-  if (entry?.kind === 'capture' && shipment.holdStatus === 'held') {
-    effects.push({
-      target: 'carrier',
-      action: 'release_hold',
-      idempotencyKey: downstreamIdempotencyKey(event.id, 'carrier', 'release_hold'),
-      body: { shipment_id: shipmentId, payment_id: paymentId, reason: event.type },
-    });
-  }
-  if (entry) {
-    effects.push({
-      target: 'erp',
-      action: 'post_ledger_entry',
-      idempotencyKey: downstreamIdempotencyKey(event.id, 'erp', 'post_ledger_entry'),
-      body: {
-        entry_id: entry.entryId,
-        kind: entry.kind,
-        shipment_id: shipmentId,
-        payment_id: paymentId,
-        amount,
-        currency,
-      },
-    });
-  }
+  // One row per target the event asks something of, in the table's (delivery) order.
+  const context = { event, entry: entry as EffectContext['entry'], holdStatus: shipment.holdStatus };
+  const effects = OUTBOX_TARGETS.flatMap((target): NewOutboxRow[] => {
+    const { action, effect } = deliveryTarget(target);
+    const body = effect(context);
+    if (!body) return [];
+    return [{ target, action, idempotencyKey: downstreamIdempotencyKey(event.id, target, action), body }];
+  });
   return { outcome: 'applied', paymentStatus: transition.to, outbox: await outboxOf(effects) };
 }
 

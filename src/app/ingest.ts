@@ -1,4 +1,4 @@
-import { startPaymentWorkflow } from '../temporal/client';
+import { startPaymentWorkflow } from '../client';
 import { findEvent, insertAdmittedEvent, type EventSource } from '../db/events';
 import { recordConflict, recordRedelivery } from '../db/repeats';
 import { recordStartOutcomeUnknown } from '../db/start-outcomes';

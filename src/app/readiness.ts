@@ -22,7 +22,7 @@ export function readinessCheck(deps: Pick<Services, 'pool' | 'client'>): () => P
         () => true,
         () => false,
       ),
-      checkNamespace(deps.client, 4_000),
+      checkNamespace(deps.client, { timeoutMs: 4_000 }),
     ]);
     return { postgres, temporal: problem === undefined, problem };
   };

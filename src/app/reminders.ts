@@ -13,7 +13,7 @@ import type { ReminderRequest } from '../domain/reminder';
 import type { FieldIssue } from '../domain/untrusted-json';
 import { payloadSha256 } from '../lib/hash';
 import { assertPublicTarget } from '../lib/target-policy';
-import { startReminderWorkflow } from '../temporal/client';
+import { startReminderWorkflow } from '../client';
 import { cancelReminderSignal } from '../workflows/reminder';
 import { admitThenStart, refusedByDatabase, type Dependency } from './admit';
 import type { Services } from './services';

@@ -2,7 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type pg from 'pg';
 import type { ReconcileResult } from '../activities';
-import { startPaymentWorkflow } from '../temporal/client';
+import { startPaymentWorkflow } from '../client';
 import { findClaim, type ClaimOutcome } from '../db/claims';
 import { findEvent } from '../db/events';
 import { listOutboxForEvent } from '../db/outbox';

@@ -57,7 +57,7 @@ export async function withServices<T>(
   const { config, env } = commandConfig(options);
   const pool = createPool(config.databaseUrl, { max: 5 });
   // Loaded here, not at the top: `settle inspect` uses this module's config without the client.
-  const { connectClient } = await import('../temporal/client.js');
+  const { connectClient } = await import('../client.js');
   const client = await connectClient(config);
   try {
     return await fn({ config, pool, client, env });

@@ -18,9 +18,10 @@ import { CliError } from './errors';
 import { RoleRefusal } from '../roles/refusal';
 
 // This module and commands/ only declare the commands, their options and help: `settle --help` loads
-// commander and nothing else. Each command's implementation (actions/<name>.ts, with the Temporal SDK,
-// pg, the provider libraries it needs) is imported when that command runs. A new command is a
-// register function in commands/ whose action imports its actions/ module, and one line below.
+// commander and nothing else. Each command's implementation is imported when that command runs: a
+// role (src/worker.ts, roles/<name>.ts) straight from its command, a command with logic of its own
+// (argument checks, output) from actions/<name>.ts. A new command is a register function in
+// commands/ and one line below.
 
 // Before anything else: SIGINT and SIGTERM stop every role and command within the deadline.
 installShutdown();

@@ -2,9 +2,11 @@ import type { TLSConfig } from '@temporalio/client';
 import { z } from 'zod';
 import { parseDuration } from '../domain/duration';
 import {
+  DELIVERY_TARGETS,
   OUTBOX_TARGETS,
   targetSecretKey,
   targetSecretVariable,
+  type TargetConfigKey,
   type TargetSecretKey,
 } from '../domain/outbox';
 import { parsePayloadKeys } from './payload-keys';
@@ -134,6 +136,16 @@ const payloadKeys = z.string().transform((value, ctx) => {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const TEMPORAL_LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
+
+/** Each delivery target's URL variable (the carrier's releases and re-holds, the ERP's ledger entries). */
+function targetUrlVariables() {
+  return Object.fromEntries(
+    OUTBOX_TARGETS.map((target) => [
+      DELIVERY_TARGETS[target].configKey,
+      variable(DELIVERY_TARGETS[target].variable, httpUrl.optional()),
+    ]),
+  ) as Record<TargetConfigKey, Variable<ReturnType<typeof httpUrl.optional>>>;
+}
 
 /** SETTLE_<TARGET>_SECRET for each delivery target of src/domain/outbox.ts, as `<target>Secret`. */
 function targetSecretVariables() {
@@ -306,10 +318,8 @@ export const configVariables = {
   ...targetSecretVariables(),
   /** Bearer token for /reminders and /events. */
   apiToken: variable('SETTLE_API_TOKEN', token.optional(), { secret: true }),
-  /** Carrier API that releases and re-holds shipments. */
-  carrierUrl: variable('SETTLE_CARRIER_URL', httpUrl.optional()),
-  /** ERP API that receives ledger entries. */
-  erpUrl: variable('SETTLE_ERP_URL', httpUrl.optional()),
+  /** Each delivery target's URL (DELIVERY_TARGETS' `variable`: SETTLE_CARRIER_URL, SETTLE_ERP_URL). */
+  ...targetUrlVariables(),
   /** How long a claim is kept (ms): far longer than any provider replay horizon. */
   claimRetentionMs: variable('SETTLE_CLAIM_RETENTION', duration, { default: '90d' }),
   /** A delivery still retrying this long (ms) after it was written is listed as `delivery_stuck`. */

@@ -1,6 +1,7 @@
+import type { ReconcileOutcome } from '../domain/lifecycles';
 import type { Queryable } from './pool';
 
-export type ClaimOutcome = 'applied' | 'stale' | 'unmatched' | 'needs_review';
+export type ClaimOutcome = ReconcileOutcome;
 
 export type Claim = {
   eventId: string;

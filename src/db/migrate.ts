@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type pg from 'pg';
+import { syncGeneratedChecks } from './generated-checks';
 import { withTransaction } from './transaction';
 
 const MIGRATIONS_DIR = join(__dirname, 'migrations');
@@ -10,8 +11,9 @@ const MIGRATION_LOCK_ID = 7_420_391;
 export type MigrationResult = { applied: string[]; alreadyApplied: string[] };
 
 /**
- * Applies the numbered .sql files not yet recorded, in one transaction, under an advisory
- * lock so that several processes starting at once apply each migration once.
+ * Applies the numbered .sql files not yet recorded, then the CHECKs generated from settle's lists
+ * (generated-checks.ts), in one transaction, under an advisory lock so that several processes
+ * starting at once apply each migration once.
  */
 export async function migrate(pool: pg.Pool): Promise<MigrationResult> {
   const files = readdirSync(MIGRATIONS_DIR)
@@ -37,6 +39,7 @@ export async function migrate(pool: pg.Pool): Promise<MigrationResult> {
       await client.query('INSERT INTO schema_migrations (name) VALUES ($1::text)', [name]);
       result.applied.push(name);
     }
+    await syncGeneratedChecks(client);
     return result;
   });
 }

@@ -6,7 +6,7 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 /**
  * The reconcile path's statements are named (`{ name, text, values }`: a server-side prepared
  * statement per connection), so PostgreSQL parses and plans each once per connection rather than on
- * every call (docs/performance.md, B1 against B0, has what that saves). A name always goes with the
+ * every call (docs/performance.md has what that saves). A name always goes with the
  * same text.
  */
 export type Queryable = pg.Pool | pg.PoolClient;

@@ -1,6 +1,7 @@
 import type { Queryable } from './pool';
 
-export type PurgeResult = {
+/** What a purge removed and kept: the purge activity's and workflow's result. */
+export type PurgeSummary = {
   /** Claims older than this were eligible. */
   cutoff: string;
   claims: number;
@@ -9,6 +10,10 @@ export type PurgeResult = {
   /** Open exceptions (unmatched, needs_review) past the cutoff, kept until someone resolves them. */
   keptExceptions: number;
   dryRun: boolean;
+};
+
+/** purgeExpiredClaims' result: the summary, and how long the VACUUMs took. */
+export type PurgeResult = PurgeSummary & {
   /** Milliseconds of the two VACUUMs that make the deleted rows' space reusable (0 when nothing was deleted). */
   vacuumMs: number;
 };
@@ -25,8 +30,8 @@ const BATCH = 5_000;
  *
  * After the deletes it vacuums the tables it deleted from, so the next days' claims reuse the space:
  * without it, autovacuum (20 % of the table dead, by default) runs long after the next claims have
- * extended the files, and five fill-and-purge cycles left the claim store 4.2 times the size of one
- * (bench row RT). `db` must not be inside a transaction (VACUUM cannot run in one).
+ * extended the files, and repeated fill-and-purge cycles grow the claim store several times over
+ * (docs/performance.md, bench row RT). `db` must not be inside a transaction (VACUUM cannot run in one).
  */
 export async function purgeExpiredClaims(
   db: Queryable,
@@ -115,7 +120,7 @@ export async function purgeExpiredClaims(
     // The index pages that VACUUM emptied are deleted, not yet free: a B-tree page is recyclable only
     // once no transaction can still hold a link to it, and only a later VACUUM puts it in the
     // free-space map. Left to the next day's purge, every fill extended the indexes by its own size
-    // again (RT: claims' and events' indexes 14.7 → 29.4 MB from the second cycle on). A second pass
+    // again (bench row RT). A second pass
     // finds them recyclable now and has little else to do: nothing is dead in the heaps, their
     // emptied pages are all-visible.
     await db.query('VACUUM claims, events');

@@ -1,6 +1,7 @@
+import type { ReminderState } from '../domain/lifecycles';
 import type { Queryable } from './pool';
 
-export type ReminderState = 'scheduled' | 'processing' | 'succeeded' | 'failed' | 'cancelled';
+export type { ReminderState };
 
 export type Reminder = {
   deliveryId: string;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ErrorCode } from './errors';
+import { RECONCILE_OUTCOMES, REMINDER_STATES } from './lifecycles';
 
 /**
  * What the HTTP API answers, as zod schemas: the reply types of the gateway and `settle inspect
@@ -41,7 +42,7 @@ export const rejectedSchema = z
   })
   .describe('Every refusal and failure, whatever its status. It never repeats the URL or an ID.');
 
-export const reminderStatusSchema = z.enum(['scheduled', 'processing', 'succeeded', 'failed', 'cancelled']);
+export const reminderStatusSchema = z.enum(REMINDER_STATES);
 export const reminderScheduledSchema = z.object({
   status: z.enum(['scheduled', 'duplicate']),
   delivery_id: z.string(),
@@ -103,7 +104,7 @@ export const eventInspectionSchema = z.object({
   workflow_id: z.string(),
   payload_sha256: z.string(),
   received_at: nullable(timestamp()),
-  outcome: nullable(z.enum(['applied', 'stale', 'unmatched', 'needs_review'])),
+  outcome: nullable(z.enum(RECONCILE_OUTCOMES)),
   claimed_at: nullable(timestamp()),
   workflow: nullable(z.object({ status: z.string(), run_id: z.string() })),
   workflow_error: z

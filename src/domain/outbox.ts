@@ -1,9 +1,9 @@
 /**
  * The outbox lifecycle in one place: what a row's status means, which rows a delivery may still
  * send, and the delivery targets. Plain code, safe in the workflow bundle. The worker, the exceptions
- * view, `npm start`'s stand-in and docs/delivery.md read this; adding a target is an entry in
- * DELIVERY_TARGETS, its URL variable in src/config/schema.ts (its signing secret variable is derived
- * from the table), a migration if the database constrains targets, and its tests.
+ * view, `npm start`'s stand-in and docs/delivery.md read this. Adding a target is an entry in
+ * DELIVERY_TARGETS and its tests: reconcile, delivery, compensation, the configuration variables
+ * (src/config/schema.ts) and the database's list of targets (db/generated-checks.ts) read the table.
  *
  *   pending ──2xx──▶ delivered ──a later step refused──▶ compensated
  *      │  ▲
@@ -25,10 +25,53 @@ export function isDeliverable(status: OutboxStatus): boolean {
   return (DELIVERABLE_STATUSES as readonly OutboxStatus[]).includes(status);
 }
 
+/** What reconcile has decided for one event, inside its transaction: what a target's effect reads. */
+export type EffectContext = {
+  event: {
+    id: string;
+    type: string;
+    data: { shipment_id: string; payment_id: string; amount: number; currency: string };
+  };
+  /** The ledger entry this event appended, if any. */
+  entry?: { entryId: number; kind: 'capture' | 'refund' };
+  /** The shipment's hold before this event. */
+  holdStatus: 'held' | 'released';
+};
+
+/** How a delivered effect is undone by calling its target again (the saga's compensation). */
+type TargetUndo = {
+  /** The action asked of the target; the call's key is `<event id>:<target>:<keyAction>`. */
+  action: string;
+  keyAction: string;
+  /** The saga step's name, and the activity's summary in the Temporal UI. */
+  step: string;
+  summary: string;
+  /** The note on the row once the target confirmed the undo. */
+  note: string;
+  /** Whether the confirmed undo holds the shipment again. */
+  holdsShipment: boolean;
+};
+
+type DeliveryTarget = {
+  /** How messages name it. */
+  label: string;
+  /** The URL's environment variable; `configKey` its key in the configuration. */
+  variable: string;
+  configKey: string;
+  /** What reconcile asks of it (the outbox row's action, part of its idempotency key). */
+  action: string;
+  /** The row's body for this event, or undefined when the event asks nothing of this target. */
+  effect(context: EffectContext): Record<string, unknown> | undefined;
+  /** Whether a delivered row releases the shipment's hold (in the same statement). */
+  releasesShipment: boolean;
+  /** Its undo by a call, if any; a target without one is undone in the ledger (reversal entries). */
+  undo?: TargetUndo;
+};
+
 /**
- * The downstream APIs a payment's effects go to. `variable` is the URL's environment variable (its
- * config key is `configKey`), `actions` what reconcile may ask of it, each with the compensation that
- * undoes it, if any. The stand-in serves `/<name>` for each.
+ * The downstream APIs a payment's effects go to, in delivery order: reconcile writes one outbox row
+ * per target whose `effect` has a body, the workflow delivers them in this order and, after a refusal,
+ * undoes the delivered ones that have an `undo`, newest first. The stand-in serves `/<name>` for each.
  */
 export const DELIVERY_TARGETS = {
   carrier: {
@@ -36,24 +79,52 @@ export const DELIVERY_TARGETS = {
     variable: 'SETTLE_CARRIER_URL',
     configKey: 'carrierUrl',
     /** Release the shipment's hold once money is captured. */
-    actions: ['release_hold'],
-    /** Its undo: ask for `hold` again, under the key `<event id>:carrier:rehold`. */
-    compensation: { action: 'hold', keyAction: 'rehold' },
+    action: 'release_hold',
+    effect: ({ event, entry, holdStatus }) =>
+      entry?.kind === 'capture' && holdStatus === 'held'
+        ? { shipment_id: event.data.shipment_id, payment_id: event.data.payment_id, reason: event.type }
+        : undefined,
+    releasesShipment: true,
+    /** Ask for `hold` again, under the key `<event id>:carrier:rehold`. */
+    undo: {
+      action: 'hold',
+      keyAction: 'rehold',
+      step: 're-hold the shipment at the carrier',
+      summary: 'carrier hold · compensate: re-hold the shipment',
+      note: 'compensated: the carrier re-held the shipment',
+      holdsShipment: true,
+    },
   },
   erp: {
     label: 'ERP',
     variable: 'SETTLE_ERP_URL',
     configKey: 'erpUrl',
     /** Post each capture or refund ledger entry; a refusal is compensated by a `reversal` entry. */
-    actions: ['post_ledger_entry'],
+    action: 'post_ledger_entry',
+    effect: ({ event, entry }) =>
+      entry
+        ? {
+            entry_id: entry.entryId,
+            kind: entry.kind,
+            shipment_id: event.data.shipment_id,
+            payment_id: event.data.payment_id,
+            amount: event.data.amount,
+            currency: event.data.currency,
+          }
+        : undefined,
+    releasesShipment: false,
   },
-} as const;
+} as const satisfies Record<string, DeliveryTarget>;
 
 export type OutboxTarget = keyof typeof DELIVERY_TARGETS;
-type DeliveryTarget = (typeof DELIVERY_TARGETS)[OutboxTarget];
-export type TargetConfigKey = DeliveryTarget['configKey'];
+export type TargetConfigKey = (typeof DELIVERY_TARGETS)[OutboxTarget]['configKey'];
 
 export const OUTBOX_TARGETS = Object.keys(DELIVERY_TARGETS) as OutboxTarget[];
+
+/** A target's entry, typed as the table's rows are (optional fields included). */
+export function deliveryTarget(target: OutboxTarget): DeliveryTarget {
+  return DELIVERY_TARGETS[target];
+}
 
 /** The target's URL in a configuration, or undefined when unset. */
 export function targetUrl(
@@ -127,6 +198,21 @@ export function targetSigningSecrets(
   const own = config[targetSecretKey(target)] ?? [];
   if (own.length > 0) return { variable: targetSecretVariable(target), secrets: own };
   return { variable: OUTBOUND_SECRET_VARIABLE, secrets: config.outboundSecret ?? [] };
+}
+
+/**
+ * Where a call to `target` goes and what signs it, or the variable that is missing: its URL's, else
+ * that of the secrets it would be signed with (no call goes unsigned).
+ */
+export function targetEndpoint(
+  config: Partial<Record<TargetConfigKey, string>> & SigningSecrets,
+  target: OutboxTarget,
+): { url: string; signingSecret: string } | { missing: string } {
+  const url = targetUrl(config, target);
+  if (!url) return { missing: DELIVERY_TARGETS[target].variable };
+  const signing = targetSigningSecrets(config, target);
+  if (signing.secrets.length === 0) return { missing: signing.variable };
+  return { url, signingSecret: signing.secrets[0]! };
 }
 
 /**

@@ -1,8 +1,8 @@
 /**
  * The payment event's shape in plain code, for the workflow bundle. A workflow run evaluates its
  * bundle's modules afresh (the SDK's `reuseV8Context` gives each run a new module scope), so a
- * workflow that imported zod built zod and every schema again for each event: about a fifth of the
- * workflow thread's CPU. These checks accept exactly what `paymentEventSchema` accepts (a unit test
+ * workflow that imported zod built zod and every schema again for each event (its CPU cost is in
+ * docs/performance.md). These checks accept exactly what `paymentEventSchema` accepts (a unit test
  * holds them to it on generated values); the gateway and the reconcile activity keep using zod.
  */
 

@@ -5,7 +5,7 @@
  * flight). Whatever is still unfinished after the deadline, the process exits anyway, non-zero,
  * naming what it was waiting on; a second signal exits at once. A process that registered no stop
  * exits at once with 128 + the signal number, as Node would. The Temporal runtime is installed without
- * signal handlers of its own (src/worker/run.ts), so nothing else decides.
+ * signal handlers of its own (src/worker-runtime/create-worker.ts), so nothing else decides.
  */
 
 /** From the first signal to the forced exit: under the 10 s a supervisor gives before SIGKILL. */

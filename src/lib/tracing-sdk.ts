@@ -47,7 +47,7 @@ import { subjectOfWorkflowId } from '../domain/ids';
 import { ShipmentIdKey } from '../domain/search-attributes';
 import { shortHash } from './hash';
 import { redactIds } from './logger';
-import type { SpanFacts, Tracing, TracingSettings } from './tracing';
+import type { SpanFacts, Tracing, TracingSettings } from './tracing-contract';
 
 /** The attributes settle's spans carry about the business (docs/operations.md, "Tracing"). */
 const SPAN_ATTRIBUTES = {

@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
-// The HMAC validator by its own module: the package index loads every API client and model (about
-// 1.5 s here against 20 ms); the package declares no `exports`, so this path is public to Node.
+// The HMAC validator by its own module: the package index loads every API client and model, which
+// would slow the gateway's start (docs/performance.md, "Figures moved from src/ comments"); the
+// package declares no `exports`, so this path is public to Node.
 import HmacValidator from '@adyen/api-library/lib/src/utils/hmacValidator';
 import { isEventId } from '../domain/ids';
 import type { PaymentEventType } from '../domain/payment-event';

@@ -6,13 +6,13 @@ import { missingWebhookSecrets, startGateway, type OperatorListener } from '../g
 import { logger } from '../lib/logger';
 import { onShutdown } from '../lib/shutdown';
 import { startTracing, stopTracing } from '../lib/tracing';
-import { connectClient } from '../temporal/client';
-import { checkNamespace, probeTls, TemporalSetupError, usesTls } from '../temporal/connection';
+import { connectClient } from '../client';
+import { probeTls, requireNamespace, usesTls } from '../temporal/connection';
 import { RoleRefusal } from './refusal';
 import { listeningOn } from '../config/port-in-use';
 
 /** How long a starting gateway waits for Temporal's answer about its namespace. */
-export const GATEWAY_START_CHECK_MS = 10_000;
+const GATEWAY_START_CHECK_MS = 10_000;
 
 /** How long a stopping gateway lets open connections finish before cutting them. */
 const GATEWAY_CLOSE_GRACE_MS = 3_000;
@@ -51,8 +51,11 @@ export async function runGateway(config: Config): Promise<void> {
     client = await connectClient(config);
     // A Temporal that is down is no reason to stay down: the gateway answers 503 with Retry-After
     // meanwhile, and /readyz says why.
-    const problem = await checkNamespace(client, GATEWAY_START_CHECK_MS, usesTls(config));
-    if (problem && problem.code !== 'unreachable') throw new TemporalSetupError(problem);
+    const problem = await requireNamespace(client, {
+      timeoutMs: GATEWAY_START_CHECK_MS,
+      tls: usesTls(config),
+      unreachable: 'proceed',
+    });
     if (problem) logger.warn({ temporal: problem.code }, problem.message);
     const { app, url, operatorListener } = await listeningOn(
       'PORT',

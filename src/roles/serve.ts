@@ -3,22 +3,14 @@ import type pg from 'pg';
 import { prepareRetention } from '../app/purge-schedule';
 import type { Config } from '../config';
 import { createPool } from '../db/pool';
-import { unsetTargetVariables } from '../domain/outbox';
 import { startGateway } from '../gateway/run';
 import { logger } from '../lib/logger';
 import { onShutdown } from '../lib/shutdown';
 import { startTracing, stopTracing } from '../lib/tracing';
-import { clientOnWorkerConnection } from '../temporal/client';
-import { checkNamespace, TemporalSetupError, usesTls } from '../temporal/connection';
-import { createWorker } from '../worker/run';
-import {
-  closeGateway,
-  GATEWAY_START_CHECK_MS,
-  OPERATOR_POOL_SIZE,
-  refuseTlsRefused,
-  refuseWithoutWebhookSecrets,
-} from './gateway';
-import { RoleRefusal } from './refusal';
+import { clientOnWorkerConnection } from '../client';
+import { createWorker } from '../worker-runtime/create-worker';
+import { closeGateway, OPERATOR_POOL_SIZE, refuseTlsRefused, refuseWithoutWebhookSecrets } from './gateway';
+import { refuseWithoutTargets } from './refusal';
 import { listeningOn } from '../config/port-in-use';
 
 /** A gateway and a worker running in this process on one Temporal connection (startServe). */
@@ -45,9 +37,8 @@ export async function startServe({ config, pool }: { config: Config; pool: pg.Po
     throw error;
   });
   try {
+    // createWorker has checked the namespace (worker-runtime/create-worker.ts, connectWorker).
     const client = clientOnWorkerConnection(connection, config);
-    const problem = await checkNamespace(client, GATEWAY_START_CHECK_MS, usesTls(config));
-    if (problem) throw new TemporalSetupError(problem);
     await prepareRetention(client, config, logger);
     const { app, url, operatorListener } = await listeningOn(
       'PORT',
@@ -83,9 +74,7 @@ export async function startServe({ config, pool }: { config: Config; pool: pg.Po
  */
 export async function runServe(config: Config): Promise<void> {
   refuseWithoutWebhookSecrets(config);
-  const missing = unsetTargetVariables(config);
-  if (missing.length)
-    throw new RoleRefusal(`${missing.join(' and ')} not set: see \`settle worker --help\`.`);
+  refuseWithoutTargets(config);
   await startTracing('serve');
   const pool = createPool(config.databaseUrl);
   try {

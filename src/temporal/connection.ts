@@ -97,15 +97,21 @@ export function classifyTemporalError(
   return { code: 'unreachable', message: `Temporal at ${context.connection} is unreachable: ${detail}` };
 }
 
+export type NamespaceCheck = {
+  timeoutMs?: number;
+  /** Whether the connection uses TLS: a dropped handshake then names TLS, not "unreachable". */
+  tls?: boolean;
+  /** How a problem's message names the connection (default: the client's address). */
+  connection?: string;
+};
+
 /**
  * Asks Temporal for the namespace settle runs in (`DescribeNamespace`): undefined when it exists,
- * otherwise what is wrong. One call, within `timeoutMs`.
+ * otherwise what is wrong. One call, within `timeoutMs` (default 5 s).
  */
 export async function checkNamespace(
   client: Client,
-  timeoutMs = 5_000,
-  /** Whether the connection uses TLS: a dropped handshake then names TLS, not "unreachable". */
-  tls = false,
+  { timeoutMs = 5_000, tls = false, connection }: NamespaceCheck = {},
 ): Promise<TemporalProblem | undefined> {
   const namespace = client.options.namespace;
   try {
@@ -116,10 +122,27 @@ export async function checkNamespace(
   } catch (error) {
     return classifyTemporalError(error, {
       namespace,
-      connection: (client.connection as Connection).options.address,
+      connection: connection ?? (client.connection as Connection).options.address,
       tls,
     });
   }
+}
+
+/**
+ * A starting role's namespace check: a missing namespace, refused credentials or TLS end the start
+ * (TemporalSetupError). A Temporal that does not answer ends it too with `unreachable: 'refuse'` (a
+ * worker, which could not poll); with `'proceed'` (a gateway, which answers 503 meanwhile) the
+ * problem is returned for the caller to report.
+ */
+export async function requireNamespace(
+  client: Client,
+  check: NamespaceCheck & { unreachable: 'refuse' | 'proceed' },
+): Promise<TemporalProblem | undefined> {
+  const problem = await checkNamespace(client, check);
+  if (problem && (problem.code !== 'unreachable' || check.unreachable === 'refuse')) {
+    throw new TemporalSetupError(problem);
+  }
+  return problem;
 }
 
 /** A Temporal that cannot run settle as configured; `problem.message` names the cause. */

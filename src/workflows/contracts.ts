@@ -1,6 +1,8 @@
 import type { PaymentEvent } from '../domain/payment-event';
 import type { OutboxStatus, OutboxTarget } from '../domain/outbox';
 import type { PaymentStatus } from '../domain/payment-rules';
+import type { ReconcileOutcome, ReminderState } from '../domain/lifecycles';
+import type { PurgeSummary } from '../db/purge';
 
 /**
  * What settle writes to workflow history: each workflow's input and result, and each activity's
@@ -13,9 +15,6 @@ import type { PaymentStatus } from '../domain/payment-rules';
 
 /** The start input of `paymentWorkflow`: the event as the gateway validated it (src/domain/payment-event.ts). */
 export type PaymentWorkflowInput = { event: PaymentEvent };
-
-/** How reconcile decided: the claim's outcome. */
-type ReconcileOutcome = 'applied' | 'stale' | 'unmatched' | 'needs_review';
 
 /** One of the event's downstream effects, as the workflow needs it to deliver or undo it. */
 export type OutboxEntry = {
@@ -85,9 +84,6 @@ export type PaymentWorkflowResult = {
 /** The start input of `reminderWorkflow`. */
 export type ReminderWorkflowInput = { deliveryId: string; dueAt: string };
 
-/** The state of a reminder delivery. */
-type ReminderState = 'scheduled' | 'processing' | 'succeeded' | 'failed' | 'cancelled';
-
 /** The input of `deliverReminder`. */
 export type ReminderDeliveryInput = { deliveryId: string };
 
@@ -101,17 +97,8 @@ export type FailReminderInput = { deliveryId: string; reason: string };
 /** `failReminder`'s result. */
 export type FailReminderResult = { attempts: number };
 
-/** `purgeClaimsPastRetention`'s result, and the result of `purgeClaimsWorkflow`. */
-export type PurgeResult = {
-  /** Claims older than this were eligible. */
-  cutoff: string;
-  claims: number;
-  events: number;
-  conflicts: number;
-  /** Open exceptions (unmatched, needs_review) past the cutoff, kept until someone resolves them. */
-  keptExceptions: number;
-  dryRun: boolean;
-};
+/** `purgeClaimsPastRetention`'s result, and the result of `purgeClaimsWorkflow` (db/purge.ts). */
+export type PurgeResult = PurgeSummary;
 
 /** The input of `recoverySweepWorkflow` and `sweepProviderEvents`: the provider whose events are listed. */
 export type RecoverySweepInput = { provider: 'stripe' };

@@ -3,8 +3,8 @@ import type { PurgeActivities } from '../activities/purge-claims';
 import type { PurgeResult } from './contracts';
 
 /**
- * A day's deletes grow with the volume (at 1,000 events/s, 173 M rows: 42 to 55 minutes at the
- * 52,000 to 68,000 rows/s measured; docs/deployment.md), so no attempt is cut off at a fixed length: the
+ * A day's deletes grow with the volume (at high rates they take tens of minutes: docs/deployment.md,
+ * docs/performance.md), so no attempt is cut off at a fixed length: the
  * activity heartbeats its progress, a worker that dies is noticed within the heartbeat timeout, and
  * the retries continue where the committed batches stopped, until the next day's purge is due (the
  * Schedule skips a run while one is still going).

@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configVariables, settingsVariables } from '../../src/config/schema';
+import { DELIVERY_TARGETS, OUTBOX_TARGETS, targetUrl } from '../../src/domain/outbox';
 import { freePorts } from '../../src/lib/free-port';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import type { TestStack } from '../../tools/harness/harness';
@@ -20,8 +21,12 @@ export function stackEnv(stack: TestStack, extra: NodeJS.ProcessEnv = {}): NodeJ
     SETTLE_API_TOKEN: stack.apiToken,
     // `settle worker` refuses to start without its downstream targets and a secret to sign calls with.
     SETTLE_OUTBOUND_SECRET: stack.config.outboundSecret.join(','),
-    ...(stack.config.carrierUrl ? { SETTLE_CARRIER_URL: stack.config.carrierUrl } : {}),
-    ...(stack.config.erpUrl ? { SETTLE_ERP_URL: stack.config.erpUrl } : {}),
+    ...Object.fromEntries(
+      OUTBOX_TARGETS.flatMap((target) => {
+        const url = targetUrl(stack.config, target);
+        return url ? [[DELIVERY_TARGETS[target].variable, url]] : [];
+      }),
+    ),
     SETTLE_HOME: mkdtempSync(join(tmpdir(), 'settle-home-')),
     // What production runs at (the suite itself runs quieter).
     SETTLE_LOG_LEVEL: 'info',

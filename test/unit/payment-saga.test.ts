@@ -25,7 +25,7 @@ import { paymentWorkflowId } from '../../src/domain/ids';
 import { SETTLE_SEARCH_ATTRIBUTES } from '../../src/domain/search-attributes';
 import type { PaymentEvent } from '../../src/domain/payment-event';
 import { findTemporalTestServer } from '../../src/stack/temporal-binaries';
-import { workflowBundlePath } from '../../src/worker/workflow-bundle';
+import { workflowBundlePath } from '../../src/worker-runtime/workflow-bundle';
 import type { PaymentWorkflowResult } from '../../src/workflows';
 
 /** What the stubs answer for one run; an answer that throws is that attempt's failure. */

@@ -5,7 +5,7 @@ import { relative } from 'node:path';
 import { inspect } from 'node:util';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
-import { connectClient } from '../../src/temporal/client';
+import { connectClient } from '../../src/client';
 import { loadConfig, type Config } from '../../src/config';
 import { createPool } from '../../src/db/pool';
 import { migrate } from '../../src/db/migrate';
@@ -14,7 +14,7 @@ import { providerRouteOptions } from '../../src/gateway/providers';
 import { buildGateway } from '../../src/gateway/server';
 import { signWebhook } from '../../src/domain/webhook-signature';
 import { logger } from '../../src/lib/logger';
-import { createWorker } from '../../src/worker/run';
+import { createWorker } from '../../src/worker-runtime/create-worker';
 import type { ActivityDependencies } from '../../src/activities';
 import { afterReconcileCommit, type AfterCommit } from './after-commit';
 

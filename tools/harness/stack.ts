@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectClient } from '../../src/temporal/client';
+import { connectClient } from '../../src/client';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
 import { parsePayloadKeys, type PayloadKey } from '../../src/config/payload-keys';

@@ -20,7 +20,7 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadConfig } from '../../src/config';
 import { installShutdown } from '../../src/lib/shutdown';
-import { runWorker } from '../../src/roles/worker';
+import { runWorker } from '../../src/worker';
 import { afterReconcileCommit } from './after-commit';
 import { benchWorkerOptions } from './worker-options';
 
@@ -43,7 +43,7 @@ async function main() {
   const stopProfile = await startProfile();
   const pausePrefix = process.env.SETTLE_CHAOS_PAUSE_AFTER_COMMIT;
   const tuning = process.env.SETTLE_TEST_TUNING ? JSON.parse(process.env.SETTLE_TEST_TUNING) : undefined;
-  // SIGTERM drains, as `settle worker` does: the same role (roles/worker.ts), without its metrics
+  // SIGTERM drains, as `settle worker` does: the same role (src/worker.ts), without its metrics
   // endpoint, purge Schedule, tracing and its refusal to start without every delivery target.
   await runWorker(loadConfig(), {
     metrics: false,

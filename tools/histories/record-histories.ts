@@ -28,7 +28,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { parsePayloadKeys, type PayloadKey } from '../../src/config/payload-keys';
-import { startPaymentWorkflow } from '../../src/temporal/client';
+import { startPaymentWorkflow } from '../../src/client';
 import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
 import { insertEvent } from '../../src/db/events';
@@ -43,7 +43,7 @@ import { startEmbeddedPostgres } from '../../src/stack/embedded-postgres';
 import { findTemporalCli } from '../../src/stack/temporal-binaries';
 import { startTemporalDevServer } from '../../src/stack/temporal-dev-server';
 import { settleDataConverter } from '../../src/temporal/data-converter';
-import { createWorker } from '../../src/worker/run';
+import { createWorker } from '../../src/worker-runtime/create-worker';
 import { afterReconcileCommit } from '../harness/after-commit';
 import { startStripeApi } from '../harness/stripe-api';
 

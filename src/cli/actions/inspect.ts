@@ -7,7 +7,7 @@ export async function inspect(eventId: string, options: { json?: boolean }): Pro
   const pool = createPool(config.databaseUrl, { max: 5 });
   // The database queries start first and the Temporal client loads and connects meanwhile (its module
   // loading is most of this command's time); a client that cannot connect fails the command as before.
-  const connecting = import('../../temporal/client.js').then(({ connectClient }) => connectClient(config));
+  const connecting = import('../../client.js').then(({ connectClient }) => connectClient(config));
   let inspection: EventInspection | undefined;
   try {
     [inspection] = await Promise.all([inspectEvent(pool, connecting, eventId), connecting]);

@@ -1,5 +1,5 @@
 import { registerSearchAttributes, type SearchAttributeRegistration } from '../../app/search-attributes';
-import { connectClient } from '../../temporal/client';
+import { connectClient } from '../../client';
 import { migrate, type MigrationResult } from '../../db/migrate';
 import { resolveEnvironment } from '../../lib/dev-state';
 import { commandConfig, output, withDatabase } from '../context';

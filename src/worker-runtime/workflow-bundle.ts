@@ -2,8 +2,8 @@
  * The workflow code the worker runs: src/workflows bundled by the SDK's webpack, built once in a
  * short-lived child process and cached with the code, in the checkout's `node_modules/.cache/settle/`
  * (where webpack, babel and eslint keep theirs): every settle process of one checkout, whatever its
- * SETTLE_HOME, builds a source version's bundle once. Bundling inside the worker would cost it
- * ~120 MB of RSS that is never given back; the child's memory goes when it exits.
+ * SETTLE_HOME, builds a source version's bundle once. Bundling inside the worker would leave webpack's
+ * memory in the worker's RSS for good (docs/performance.md); the child's memory goes when it exits.
  *
  * The cache file is named by a hash of every file under src/ (type-only imports from activities
  * reach most of it anyway), the lockfile and the SDK version, so an edited workflow never runs from
@@ -11,7 +11,7 @@
  * builder reads the whole bundle or none.
  *
  * From the compiled dist/ (the image), the same code bundles dist/workflows, and `node
- * dist/worker/workflow-bundle.js --prebuild` (the image's build stage) writes the bundle into
+ * dist/worker-runtime/workflow-bundle.js --prebuild` (the image's build stage) writes the bundle into
  * dist/workflow-bundles/, where a worker finds it without writing anywhere: a read-only root
  * filesystem needs no writable cache.
  */

@@ -14,7 +14,7 @@ import { createPurgeActivities } from '../activities/purge-claims';
 import { createRecoveryActivities } from '../activities/sweep-provider-events';
 import { CONFIG_DEFAULTS, loadSettings, type Config } from '../config';
 import { createStripeRecoverySource } from '../providers/stripe-recovery';
-import { clientOnWorkerConnection } from '../temporal/client';
+import { clientOnWorkerConnection } from '../client';
 import { logger, redactIds, redactMeta } from '../lib/logger';
 import { onShutdown } from '../lib/shutdown';
 import { activeTracing } from '../lib/tracing';
@@ -24,6 +24,7 @@ import {
   describeTemporalConnection,
   temporalConnectionOptions,
   type TemporalConnectionConfig,
+  requireNamespace,
   TemporalSetupError,
   usesTls,
 } from '../temporal/connection';
@@ -92,7 +93,7 @@ export type WorkerOptions = {
   interceptors?: ActivityInterceptorsFactory[];
   /** Shorter delivery timeouts and leases for tests; production uses the defaults. */
   tuning?: ActivityDependencies['tuning'];
-  /** SDK worker settings tried by the benchmarks (proof/worker-process.ts); none in production. */
+  /** SDK worker settings tried by the benchmarks (tools/harness/worker-process.ts); none in production. */
   sdkOptions?: Pick<SdkWorkerOptions, 'maxCachedWorkflows' | 'reuseV8Context' | 'workflowThreadPoolSize'>;
 };
 
@@ -120,12 +121,15 @@ async function connectWorker(config: WorkerOptions['config']): Promise<NativeCon
     throw new TemporalSetupError(classifyTemporalError(error, context));
   }
   try {
-    await connection.withDeadline(Date.now() + CONNECT_DEADLINE_MS, () =>
-      connection.workflowService.describeNamespace({ namespace: config.temporalNamespace }),
-    );
+    await requireNamespace(clientOnWorkerConnection(connection, config), {
+      timeoutMs: CONNECT_DEADLINE_MS,
+      tls: context.tls,
+      connection: context.connection,
+      unreachable: 'refuse',
+    });
   } catch (error) {
     await connection.close().catch(() => {});
-    throw new TemporalSetupError(classifyTemporalError(error, context));
+    throw error;
   }
   return connection;
 }

@@ -7,15 +7,15 @@ import {
 } from '@temporalio/client';
 import type { SearchAttributePair } from '@temporalio/common';
 import type { NativeConnection } from '@temporalio/worker';
-import type { Config } from '../config';
-import { activeTracing } from '../lib/tracing';
-import { paymentWorkflowId, reminderWorkflowId } from '../domain/ids';
-import type { PaymentEvent } from '../domain/payment-event';
-import { temporalConnectionOptions, type TemporalConnectionConfig } from './connection';
-import { settleDataConverter, type PayloadKeysConfig } from './data-converter';
-import { bulkTaskQueue } from './task-queues';
-import { paymentStartSearchAttributes, paymentSummary, reminderSummary } from '../domain/search-attributes';
-import type { paymentWorkflow, reminderWorkflow } from '../workflows';
+import type { Config } from './config';
+import { activeTracing } from './lib/tracing';
+import { paymentWorkflowId, reminderWorkflowId } from './domain/ids';
+import type { PaymentEvent } from './domain/payment-event';
+import { temporalConnectionOptions, type TemporalConnectionConfig } from './temporal/connection';
+import { settleDataConverter, type PayloadKeysConfig } from './temporal/data-converter';
+import { bulkTaskQueue } from './temporal/task-queues';
+import { paymentStartSearchAttributes, paymentSummary, reminderSummary } from './domain/search-attributes';
+import type { paymentWorkflow, reminderWorkflow } from './workflows';
 
 /** How long a start may take before the caller treats Temporal as unavailable. */
 const START_DEADLINE_MS = 5_000;

@@ -22,10 +22,10 @@ import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { freePort } from '../src/lib/free-port';
 import { logger } from '../src/lib/logger';
-import { connectClient } from '../src/temporal/client';
+import { connectClient } from '../src/client';
 import { settleDataConverter } from '../src/temporal/data-converter';
 import { EncryptionCodec, KEY_ID_METADATA, StaticKeySource } from '../src/temporal/payload-codec';
-import { workflowBundlePath } from '../src/worker/workflow-bundle';
+import { workflowBundlePath } from '../src/worker-runtime/workflow-bundle';
 import type { PaymentWorkflowResult } from '../src/workflows';
 import {
   paymentEvent,

@@ -1,0 +1,35 @@
+import type { WorkflowClientInterceptor } from '@temporalio/client';
+import type { WorkerOptions } from '@temporalio/worker';
+import type { FastifyInstance } from 'fastify';
+
+// What lib/tracing.ts (always loaded, no OpenTelemetry) and lib/tracing-sdk.ts (loaded only when
+// tracing is on) share, so that neither imports the other's module back.
+
+/** The OTLP encodings settle exports with; gRPC is not among them (one HTTP exporter per encoding). */
+export const TRACING_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+export type TracingProtocol = (typeof TRACING_PROTOCOLS)[number];
+
+export type TracingSettings = { protocol: TracingProtocol };
+
+/** What a span may say about the business it serves: the event as its short hash, never raw. */
+export type SpanFacts = { eventId?: string; shipmentId?: string };
+
+/** What the rest of settle calls when tracing is on (implemented by ./tracing-sdk.ts). */
+export type Tracing = {
+  /** For every Temporal client: the StartWorkflow span, its context carried in the start's headers. */
+  readonly workflowClientInterceptors: WorkflowClientInterceptor[];
+  /** Adds the activity spans (RunActivity, outermost) and the workflow spans' sink to a worker's options. */
+  workerOptions<T extends Pick<WorkerOptions, 'interceptors' | 'sinks'>>(options: T): T;
+  /** A span per gateway request (probes and /metrics aside), continuing an incoming `traceparent`. */
+  instrumentGateway(app: FastifyInstance): void;
+  /** Runs one downstream POST in a client span; `call` gets the headers with `traceparent` added. */
+  downstreamCall<T extends { status: number }>(
+    url: string,
+    headers: Record<string, string>,
+    call: (headers: Record<string, string>) => Promise<T>,
+  ): Promise<T>;
+  /** Sets the facts on the active span; spans started under it in this process inherit them. */
+  annotate(facts: SpanFacts): void;
+  /** Exports what is buffered and stops, within `deadlineMs`. */
+  shutdown(deadlineMs: number): Promise<void>;
+};
