@@ -215,7 +215,10 @@ export const configVariables = {
     'SETTLE_BUILD_ID',
     z
       .string()
-      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/, 'must be letters, digits, `.`, `_` or `-`, such as 1.4.0 or 3f8ced5')
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/,
+        'must be letters, digits, `.`, `_` or `-`, such as 1.4.0 or 3f8ced5',
+      )
       .optional(),
   ),
   /** The Worker Deployment a worker with SETTLE_BUILD_ID joins. */

@@ -8,6 +8,7 @@ import { checkNamespace, TemporalSetupError, usesTls } from '../temporal/connect
 import type { WorkerOptions } from '../worker/run';
 import { RoleRefusal } from './refusal';
 import { listeningOn } from '../config/port-in-use';
+import { versionedWorkerFailure } from '../temporal/versioning';
 
 export type WorkerRoleOptions = Pick<WorkerOptions, 'interceptors' | 'tuning' | 'sdkOptions'> & {
   /** /metrics on HOST:SETTLE_METRICS_PORT (default on); the proof worker process runs without. */
@@ -76,6 +77,8 @@ export async function runWorker(config: Config, options: WorkerRoleOptions = {})
     options.onReady?.();
     try {
       await runUntilStopped(worker, 'worker (draining in-flight tasks)');
+    } catch (error) {
+      throw versionedWorkerFailure(error, config);
     } finally {
       await connection.close();
     }
