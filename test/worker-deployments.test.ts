@@ -84,8 +84,10 @@ async function postPayment(options: { held?: boolean } = {}): Promise<string> {
 const handle = (eventId: string) => stack.client.workflow.getHandle(paymentWorkflowId(eventId));
 
 /** Each of the event's downstream calls was applied once, under one key, with one body. */
-async function assertOnce(eventId: string) {
+async function assertOnce(eventId: string, buildId: string) {
   const view = (await inspectEvent(stack.pool, stack.client, eventId))!;
+  // What `settle inspect` shows: the build the run is on.
+  assert.deepEqual(view.workflow?.version, { deployment, build_id: buildId, behavior: 'pinned' });
   assert.equal(view.deliveries.length, 2);
   for (const row of view.deliveries) {
     assert.equal(row.status, 'delivered');
@@ -171,7 +173,8 @@ test('a rollout: the held run finishes on v1, new runs on v2, the reminder moves
   assert.ok(delivered.arrivals[0]! >= currentAt, 'delivered after v2 became current');
   assert.deepEqual((await historyFacts(reminderHandle)).workflowTaskFailures, []);
 
-  for (const eventId of [held, fresh]) await assertOnce(eventId);
+  await assertOnce(held, 'v1');
+  await assertOnce(fresh, 'v2');
   assert.equal(carrier.wouldHaveDoubleApplied + erp.wouldHaveDoubleApplied + hooks.wouldHaveDoubleApplied, 0);
 
   const drained = await waitDrained(stack.client, deployment, 'v1', { timeoutMs: 120_000, everyMs: 500 });
@@ -180,7 +183,7 @@ test('a rollout: the held run finishes on v1, new runs on v2, the reminder moves
   // v2 alone serves what comes next.
   const last = await postPayment();
   assert.equal(((await handle(last).result()) as PaymentWorkflowResult).outcome, 'applied');
-  await assertOnce(last);
+  await assertOnce(last, 'v2');
   const v2Detail = await describeDeploymentVersion(stack.client, deployment, 'v2');
   assert.equal(v2Detail.status, 'current');
   assert.ok(v2Detail.task_queues.some((q) => q.name === stack.taskQueue));

@@ -37,3 +37,29 @@ export function versionedWorkerFailure(error: unknown, config: VersioningConfig)
     { cause: error },
   );
 }
+
+/** Temporal's VersioningBehavior numbers (temporal.api.enums.v1), without loading the proto module. */
+const BEHAVIORS: Record<number, 'pinned' | 'auto_upgrade'> = { 1: 'pinned', 2: 'auto_upgrade' };
+
+type VersioningInfo = {
+  behavior?: number | null;
+  deploymentVersion?: { deploymentName?: string | null; buildId?: string | null } | null;
+} | null;
+
+/**
+ * The build a run is on, from DescribeWorkflowExecution's versioningInfo (what the UI shows), for
+ * `settle inspect`: `{ version }`, or nothing for a run of unversioned workers.
+ */
+export function runVersion(info: VersioningInfo | undefined): {
+  version?: { deployment: string; build_id: string; behavior: 'pinned' | 'auto_upgrade' | null };
+} {
+  const version = info?.deploymentVersion;
+  if (!version?.buildId) return {};
+  return {
+    version: {
+      deployment: version.deploymentName ?? '',
+      build_id: version.buildId,
+      behavior: (info?.behavior && BEHAVIORS[info.behavior]) || null,
+    },
+  };
+}

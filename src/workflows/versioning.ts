@@ -1,5 +1,5 @@
 import type { VersioningBehavior } from '@temporalio/common';
-import { setWorkflowOptions } from '@temporalio/workflow';
+import { setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
 import { paymentWorkflow } from './payment';
 import { purgeClaimsWorkflow } from './purge';
 import { recoverySweepWorkflow } from './recovery-sweep';
@@ -23,7 +23,15 @@ export const VERSIONING_BEHAVIORS = {
   purgeClaimsWorkflow: 'AUTO_UPGRADE',
 } as const satisfies Record<string, VersioningBehavior>;
 
-setWorkflowOptions({ versioningBehavior: VERSIONING_BEHAVIORS.paymentWorkflow }, paymentWorkflow);
-setWorkflowOptions({ versioningBehavior: VERSIONING_BEHAVIORS.recoverySweepWorkflow }, recoverySweepWorkflow);
-setWorkflowOptions({ versioningBehavior: VERSIONING_BEHAVIORS.reminderWorkflow }, reminderWorkflow);
-setWorkflowOptions({ versioningBehavior: VERSIONING_BEHAVIORS.purgeClaimsWorkflow }, purgeClaimsWorkflow);
+/**
+ * A behaviour only for a versioned worker: Temporal refuses a workflow task that names one from a
+ * worker outside a Worker Deployment (SETTLE_BUILD_ID unset), so an unversioned run declares none.
+ */
+export function versioningBehavior(behavior: VersioningBehavior) {
+  return () => (workflowInfo().currentDeploymentVersion ? { versioningBehavior: behavior } : {});
+}
+
+setWorkflowOptions(versioningBehavior(VERSIONING_BEHAVIORS.paymentWorkflow), paymentWorkflow);
+setWorkflowOptions(versioningBehavior(VERSIONING_BEHAVIORS.recoverySweepWorkflow), recoverySweepWorkflow);
+setWorkflowOptions(versioningBehavior(VERSIONING_BEHAVIORS.reminderWorkflow), reminderWorkflow);
+setWorkflowOptions(versioningBehavior(VERSIONING_BEHAVIORS.purgeClaimsWorkflow), purgeClaimsWorkflow);

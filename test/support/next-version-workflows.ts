@@ -1,5 +1,6 @@
 import { setWorkflowOptions, sleep } from '@temporalio/workflow';
 import { paymentWorkflow as releasedPaymentWorkflow } from '../../src/workflows';
+import { versioningBehavior } from '../../src/workflows/versioning';
 import type { PaymentWorkflowInput } from '../../src/workflows';
 
 export {
@@ -20,4 +21,4 @@ export async function paymentWorkflow(input: PaymentWorkflowInput) {
   await sleep('1 millisecond');
   return releasedPaymentWorkflow(input);
 }
-setWorkflowOptions({ versioningBehavior: 'PINNED' }, paymentWorkflow);
+setWorkflowOptions(versioningBehavior('PINNED'), paymentWorkflow);
