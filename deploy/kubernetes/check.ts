@@ -36,6 +36,7 @@ import { PROJECT_ROOT } from '../../src/lib/paths';
 import { SHUTDOWN_DEADLINE_MS } from '../../src/lib/shutdown';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';
 import { GO_TOOLCHAIN } from '../../topology/binaries';
+import { eachBuildProblems, rolloutProblems } from './rollout-check';
 
 /** The kustomize release that renders the manifests (v5.8.3 does not build from the module proxy). */
 export const KUSTOMIZE_VERSION = '5.8.2';
@@ -44,7 +45,7 @@ const KEDA_MODULE = 'github.com/kedacore/keda/v2';
 const HERE = join(PROJECT_ROOT, 'deploy', 'kubernetes');
 const VALIDATOR_SOURCE = join(HERE, 'validate');
 /** What `kubectl apply -k` is pointed at: the base and each overlay. */
-export const TARGETS = ['base', 'overlays/self-hosted-mtls', 'overlays/temporal-cloud'];
+export const TARGETS = ['base', 'overlays/self-hosted-mtls', 'overlays/temporal-cloud', 'overlays/rollout'];
 /** The CPU utilisation the capacity model sizes for (bench/capacity.ts, --utilisation 0.6). */
 const TARGET_CPU_UTILISATION = 60;
 /**
@@ -251,7 +252,7 @@ type PodSpec = {
   };
 };
 type Trigger = { type: string; name?: string; metadata: Record<string, string> };
-type Manifest = {
+export type Manifest = {
   apiVersion: string;
   kind: string;
   metadata: { name: string; annotations?: Record<string, string> };
@@ -723,7 +724,11 @@ function main(): number {
         detail: checked.output,
       });
       const manifests = parseManifests(rendered);
-      const problems = settingsProblems(manifests, version);
+      // A rollout (one worker Deployment per build): each build's objects as the base's, and the rollout's own.
+      const problems =
+        target === 'overlays/rollout'
+          ? [...eachBuildProblems(manifests, version, settingsProblems), ...rolloutProblems(manifests)]
+          : settingsProblems(manifests, version);
       outcomes.push({
         name: `${target}: settle's settings`,
         ok: problems.length === 0,

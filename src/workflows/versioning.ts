@@ -28,7 +28,9 @@ export const VERSIONING_BEHAVIORS = {
  * worker outside a Worker Deployment (SETTLE_BUILD_ID unset), so an unversioned run declares none.
  */
 export function versioningBehavior(behavior: VersioningBehavior) {
-  return () => (workflowInfo().currentDeploymentVersion ? { versioningBehavior: behavior } : {});
+  // An unversioned worker still reports a build (the SDK's checksum of the bundle), in no deployment.
+  return () =>
+    workflowInfo().currentDeploymentVersion?.deploymentName ? { versioningBehavior: behavior } : {};
 }
 
 setWorkflowOptions(versioningBehavior(VERSIONING_BEHAVIORS.paymentWorkflow), paymentWorkflow);
