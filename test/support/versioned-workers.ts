@@ -4,7 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { describeDeployment, type DeploymentView } from '../../src/app/deployments';
+import {
+  describeDeployment,
+  describeDeploymentVersion,
+  type DeploymentView,
+} from '../../src/app/deployments';
+import { bulkTaskQueue } from '../../src/temporal/task-queues';
 import { createWorker } from '../../src/worker/run';
 import type { TestStack } from './harness';
 import { waitFor } from './harness';
@@ -45,6 +50,19 @@ export async function startVersionedWorker(
     await waitFor(`build ${buildId} listed in ${deploymentName}`, () =>
       deploymentIfListed(stack.client, deploymentName, buildId),
     );
+    // Temporal refuses to make current a build missing a task queue the current build serves.
+    const queues = [stack.taskQueue, bulkTaskQueue(stack.taskQueue)].flatMap((name) =>
+      (['workflow', 'activity'] as const).map((type) => `${name} ${type}`),
+    );
+    await waitFor(`build ${buildId} polling ${queues.join(', ')}`, async () => {
+      // Refused (NOT_FOUND) while a task queue of the version is still being registered.
+      const version = await describeDeploymentVersion(stack.client, deploymentName, buildId).catch(
+        () => undefined,
+      );
+      if (!version) return false;
+      const polled = new Set(version.task_queues.map((q) => `${q.name} ${q.type}`));
+      return queues.every((queue) => polled.has(queue));
+    });
   } catch (error) {
     await stop();
     throw error;
