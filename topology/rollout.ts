@@ -28,7 +28,7 @@ import { paymentWorkflowId } from '../src/domain/ids';
 import { bulkTaskQueue } from '../src/temporal/task-queues';
 import { createWorker } from '../src/worker/run';
 import type { RecordingReceiver } from '../test/support/receiver';
-import { bundleWorkflows, historyFacts, runVersion } from '../test/support/versioned-workers';
+import { bundleWorkflows, historyFacts, runVersion } from '../test/support/workflow-builds';
 
 /** What the phase needs of the topology run (topology/run.ts's Topology). */
 export type RolloutTopology = {

@@ -1,9 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Client, WorkflowHandle } from '@temporalio/client';
-import { bundleWorkflowCode } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
 import {
   describeDeployment,
   describeDeploymentVersion,
@@ -13,6 +9,8 @@ import { bulkTaskQueue } from '../../src/temporal/task-queues';
 import { createWorker } from '../../src/worker/run';
 import type { TestStack } from './harness';
 import { waitFor } from './harness';
+
+export { bundleWorkflows, historyFacts, runVersion } from './workflow-builds';
 
 /** A settle worker of one build, started on a test stack's task queue; `stop()` drains it. */
 export type VersionedWorker = { buildId: string; stop(): Promise<void> };
@@ -81,49 +79,4 @@ async function deploymentIfListed(
   } catch {
     return undefined; // not yet created by the first poll
   }
-}
-
-/** Bundles a workflows module (a next build's code) into a file a worker can run. */
-export async function bundleWorkflows(workflowsPath: string): Promise<string> {
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger: quietLogger });
-  const path = join(mkdtempSync(join(tmpdir(), 'settle-next-build-')), 'workflows.js');
-  writeFileSync(path, code);
-  return path;
-}
-
-const quietLogger = {
-  log() {},
-  trace() {},
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-};
-
-/** The build a run is on, and how it follows a rollout, as Temporal describes it (what `settle inspect` shows). */
-export async function runVersion(
-  handle: WorkflowHandle,
-): Promise<{ buildId: string | undefined; behavior: string | undefined }> {
-  const { raw } = await handle.describe();
-  const info = raw.workflowExecutionInfo?.versioningInfo;
-  const behavior = info?.behavior ? ['', 'PINNED', 'AUTO_UPGRADE'][info.behavior] : undefined;
-  return { buildId: info?.deploymentVersion?.buildId ?? undefined, behavior };
-}
-
-/**
- * The history's workflow task failures (a nondeterminism error is one), and whether its first command
- * is a timer: the next build's payment code (next-version-workflows.ts) ran it, not the released code
- * (whose first command is the reconcile's marker).
- */
-export async function historyFacts(
-  handle: WorkflowHandle,
-): Promise<{ workflowTaskFailures: string[]; nextBuildCode: boolean }> {
-  const events = (await handle.fetchHistory()).events ?? [];
-  const firstTask = events.findIndex((e) => e.workflowTaskCompletedEventAttributes);
-  return {
-    workflowTaskFailures: events
-      .filter((e) => e.workflowTaskFailedEventAttributes)
-      .map((e) => e.workflowTaskFailedEventAttributes?.failure?.message ?? 'workflow task failed'),
-    nextBuildCode: firstTask >= 0 && events[firstTask + 1]?.timerStartedEventAttributes != null,
-  };
 }
