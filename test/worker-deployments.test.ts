@@ -24,6 +24,7 @@ import {
 } from './support/harness';
 import { startReceiver, type Receiver } from './support/receiver';
 import { remindersApi } from './support/reminders';
+import { runSettle, stackEnv } from './support/settle-cli';
 import {
   bundleWorkflows,
   historyFacts,
@@ -147,8 +148,15 @@ test('a rollout: the held run finishes on v1, new runs on v2, the reminder moves
   const reminderHandle = stack.client.workflow.getHandle(`reminder:${deliveryId}`);
   await waitFor('the reminder on v1', async () => (await runVersion(reminderHandle)).buildId === 'v1');
 
-  await setCurrentVersion(stack.client, deployment, 'v2');
+  // What an operator types: `settle deployment set-current`, then `describe --json`.
+  const env = stackEnv(stack, { SETTLE_DEPLOYMENT_NAME: deployment });
+  const refused = await runSettle(['deployment', 'set-current', 'v9'], env);
+  assert.equal(refused.code, 1, refused.stderr);
+  assert.match(refused.stderr, /^settle: set-current v9: /);
+  const setCurrent = await runSettle(['deployment', 'set-current', 'v2', '--json'], env);
+  assert.equal(setCurrent.code, 0, setCurrent.stderr);
   const currentAt = Date.now();
+  assert.equal(JSON.parse(setCurrent.stdout).current_build_id, 'v2');
   const view = await describeDeployment(stack.client, deployment);
   assert.equal(view.current_build_id, 'v2');
   assert.equal(view.versions.find((v) => v.build_id === 'v1')?.status, 'draining');
@@ -177,8 +185,13 @@ test('a rollout: the held run finishes on v1, new runs on v2, the reminder moves
   await assertOnce(fresh, 'v2');
   assert.equal(carrier.wouldHaveDoubleApplied + erp.wouldHaveDoubleApplied + hooks.wouldHaveDoubleApplied, 0);
 
-  const drained = await waitDrained(stack.client, deployment, 'v1', { timeoutMs: 120_000, everyMs: 500 });
-  assert.equal(drained.status, 'drained');
+  const drained = await runSettle(['deployment', 'wait-drained', 'v1', '--timeout', '2m', '--json'], env);
+  assert.equal(drained.code, 0, drained.stderr);
+  assert.equal(JSON.parse(drained.stdout).status, 'drained');
+  const stillCurrent = await waitDrained(stack.client, deployment, 'v2', { timeoutMs: 1_000 }).catch(
+    (error: unknown) => error,
+  );
+  assert.ok(stillCurrent instanceof DeploymentError && /v2 is current/.test(stillCurrent.message));
   await v1.stop();
   // v2 alone serves what comes next.
   const last = await postPayment();
