@@ -161,7 +161,11 @@ export async function rolloutUnderLoad(
     for (const worker of v1) await worker.stop(60_000);
     return {
       failures,
-      detail: `${sent + 1} events; v2 current at event ${currentAt}; the held run finished on v1; v1 drained, stopped`,
+      detail:
+        `${sent + 1} events; v2 current at event ${currentAt}; the held run finished on v1; v1 drained, ` +
+        `stopped; ${Object.entries(report.figures)
+          .map(([key, value]) => `${key}=${value}`)
+          .join(' ')}`,
     };
   } finally {
     v2Worker.shutdown();
