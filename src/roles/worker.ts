@@ -73,7 +73,13 @@ export async function runWorker(config: Config, options: WorkerRoleOptions = {})
     }
     const { interceptors, tuning, sdkOptions } = options;
     const { worker, connection } = await createWorker({ config, pool, interceptors, tuning, sdkOptions });
-    logger.info({ taskQueue: config.taskQueue }, 'worker running');
+    logger.info(
+      {
+        taskQueue: config.taskQueue,
+        ...(config.buildId ? { deployment: config.deploymentName, buildId: config.buildId } : {}),
+      },
+      'worker running',
+    );
     options.onReady?.();
     try {
       await runUntilStopped(worker, 'worker (draining in-flight tasks)');
