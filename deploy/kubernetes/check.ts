@@ -36,7 +36,7 @@ import { PROJECT_ROOT } from '../../src/lib/paths';
 import { SHUTDOWN_DEADLINE_MS } from '../../src/lib/shutdown';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';
 import { GO_TOOLCHAIN } from '../../topology/binaries';
-import { eachBuildProblems, rolloutProblems } from './rollout-check';
+import { eachBuildProblems, ROLLOUT_FAULTS, rolloutProblems } from './rollout-check';
 
 /** The kustomize release that renders the manifests (v5.8.3 does not build from the module proxy). */
 export const KUSTOMIZE_VERSION = '5.8.2';
@@ -714,6 +714,7 @@ function main(): number {
   const outcomes: Outcome[] = [];
   const root = templateCopy();
   let base: Manifest[] = [];
+  let rollout: Manifest[] = [];
   try {
     for (const target of TARGETS) {
       const rendered = render(tools.kustomize, root, target);
@@ -735,6 +736,7 @@ function main(): number {
         detail: problems.join('\n'),
       });
       if (target === 'base') base = manifests;
+      if (target === 'overlays/rollout') rollout = manifests;
     }
   } finally {
     rmSync(root, { recursive: true, force: true });
@@ -757,6 +759,15 @@ function main(): number {
     const ok = problems.some((p) => fault.expect.test(p));
     outcomes.push({
       name: `the settings check refuses ${fault.name}`,
+      ok,
+      detail: ok ? undefined : problems.join('\n') || 'no problem found',
+    });
+  }
+  for (const fault of ROLLOUT_FAULTS) {
+    const problems = rolloutProblems(fault.edit(rollout));
+    const ok = problems.some((p) => fault.expect.test(p));
+    outcomes.push({
+      name: `the rollout check refuses ${fault.name}`,
       ok,
       detail: ok ? undefined : problems.join('\n') || 'no problem found',
     });

@@ -125,3 +125,47 @@ function objectWorker(m: Manifest): string {
 function podLabels(m: Manifest): Record<string, string> {
   return (m.spec.template.metadata as { labels?: Record<string, string> }).labels ?? {};
 }
+
+/** Broken copies of the rendered rollout: each must be refused by rolloutProblems, naming its fault. */
+export const ROLLOUT_FAULTS: { name: string; expect: RegExp; edit: (m: Manifest[]) => Manifest[] }[] = [
+  {
+    name: "a ScaledObject counting another build's backlog",
+    expect: /trigger live-backlog counts build 0\.1\.0's backlog, not 0\.2\.0's/,
+    edit: (m) =>
+      editBuild(m, 'ScaledObject', 'settle-worker-0-2-0', (s) => {
+        const trigger = s.spec.triggers.find((t) => t.name === 'live-backlog')!;
+        delete trigger.metadata.workerDeploymentBuildIdFromEnv;
+        trigger.metadata.workerDeploymentBuildId = '0.1.0';
+      }),
+  },
+  {
+    name: 'a worker Deployment without SETTLE_BUILD_ID',
+    expect: /settle-worker-0-2-0: no SETTLE_BUILD_ID/,
+    edit: (m) =>
+      editBuild(m, 'Deployment', 'settle-worker-0-2-0', (d) => {
+        const settle = d.spec.template.spec.containers.find((c) => c.name === 'settle')!;
+        settle.env = settle.env?.filter((e) => e.name !== 'SETTLE_BUILD_ID');
+      }),
+  },
+  {
+    name: "a selector matching the other build's pods",
+    expect: /its selector also matches/,
+    edit: (m) =>
+      editBuild(m, 'Deployment', 'settle-worker-0-2-0', (d) => {
+        delete d.spec.selector!.matchLabels!['app.kubernetes.io/version'];
+      }),
+  },
+];
+
+function editBuild(
+  manifests: Manifest[],
+  kind: string,
+  name: string,
+  change: (m: Manifest) => void,
+): Manifest[] {
+  const copy = structuredClone(manifests);
+  const target = copy.find((m) => m.kind === kind && m.metadata.name === name);
+  if (!target) throw new Error(`no ${kind} ${name} to break`);
+  change(target);
+  return copy;
+}
