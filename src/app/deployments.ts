@@ -79,14 +79,15 @@ function time(timestamp: google.protobuf.ITimestamp | null | undefined): string 
   return new Date(Number(timestamp.seconds) * 1000 + Math.floor((timestamp.nanos ?? 0) / 1e6)).toISOString();
 }
 
-/** The gRPC status code of a refused call (the client's errors carry it as `code`). */
+/** The gRPC status code of a refused call (the client's errors carry it as `code`, or their cause's). */
 function grpcCode(error: unknown): number | undefined {
-  const code =
-    (error as { code?: unknown; cause?: { code?: unknown } })?.code ??
-    (error as { cause?: { code?: unknown } })?.cause?.code;
-  return typeof code === 'number' ? code : undefined;
+  const { code, cause } = (error ?? {}) as { code?: unknown; cause?: { code?: unknown } };
+  const found = code ?? cause?.code;
+  return typeof found === 'number' ? found : undefined;
 }
 
+/** gRPC status codes (google.rpc.Code). */
+const INVALID_ARGUMENT = 3;
 const NOT_FOUND = 5;
 const FAILED_PRECONDITION = 9;
 
@@ -103,7 +104,8 @@ async function asked<T>(what: string, deployment: string, call: () => Promise<T>
           `once a worker with SETTLE_BUILD_ID (and SETTLE_DEPLOYMENT_NAME=${deployment}) has polled.`,
       );
     }
-    if (code === FAILED_PRECONDITION) throw new DeploymentError(`${what}: Temporal refused: ${message}`);
+    if (code === FAILED_PRECONDITION || code === INVALID_ARGUMENT)
+      throw new DeploymentError(`${what}: Temporal refused: ${message}`);
     throw error;
   }
 }
