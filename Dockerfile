@@ -49,6 +49,11 @@ ENV HOST=0.0.0.0
 # settle's state folder; nothing in it is written by the production roles (the workflow bundle is in
 # dist/workflow-bundles/), so the root filesystem can be read-only.
 ENV SETTLE_HOME=/home/node/.settle
+# The build this image's workers join the Worker Deployment as (docs/deployment.md, "Upgrades"):
+# `docker build --build-arg SETTLE_BUILD_ID=$(git rev-parse --short HEAD)` (or the release version).
+# Left empty, the workers stay unversioned, as before.
+ARG SETTLE_BUILD_ID=
+ENV SETTLE_BUILD_ID=${SETTLE_BUILD_ID}
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 # package-lock.json stays: it is part of the workflow bundle's key (src/worker-runtime/workflow-bundle.ts).

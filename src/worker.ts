@@ -6,6 +6,7 @@ import { startMetricsServer } from './metrics/metrics-server';
 import type { WorkerOptions } from './worker-runtime/create-worker';
 import { refuseWithoutTargets } from './roles/refusal';
 import { listeningOn } from './config/port-in-use';
+import { versionedWorkerFailure } from './temporal/versioning';
 
 export type WorkerRoleOptions = Pick<WorkerOptions, 'interceptors' | 'tuning' | 'sdkOptions'> & {
   /** /metrics on HOST:SETTLE_METRICS_PORT (default on); the proof worker process runs without. */
@@ -58,9 +59,17 @@ export async function runWorker(config: Config, options: WorkerRoleOptions = {})
     const { worker, connection } = await createWorker({ config, pool, interceptors, tuning, sdkOptions });
     try {
       if (retention) await prepareRetention(clientOnWorkerConnection(connection, config), config, logger);
-      logger.info({ taskQueue: config.taskQueue }, 'worker running');
+      logger.info(
+        {
+          taskQueue: config.taskQueue,
+          ...(config.buildId ? { deployment: config.deploymentName, buildId: config.buildId } : {}),
+        },
+        'worker running',
+      );
       options.onReady?.();
-      await runUntilStopped(worker, 'worker (draining in-flight tasks)');
+      await runUntilStopped(worker, 'worker (draining in-flight tasks)').catch((error: unknown) => {
+        throw versionedWorkerFailure(error, config);
+      });
     } finally {
       await connection.close();
     }

@@ -148,6 +148,7 @@ describe('settle commands against a running stack', () => {
       'stats',
       'shipments',
       'example',
+      'deployment',
     ]) {
       const help = await settle([command, '--help'], env);
       assert.equal(help.code, 0, `${command} --help: ${help.stderr}`);

@@ -9,6 +9,7 @@ import { findStartOutcomeUnknown } from '../db/start-outcomes';
 import type { EventInspection } from '../domain/api-contract';
 import { paymentWorkflowId } from '../domain/ids';
 import { classifyTemporalError } from '../temporal/connection';
+import { runVersion } from '../temporal/versioning';
 
 /** The JSON of `GET /events/<id>` and `settle inspect <id> --json` (its schema: src/domain/api-contract.ts). */
 export type { EventInspection } from '../domain/api-contract';
@@ -83,7 +84,13 @@ async function describeWorkflow(
     const description = await client.connection.withDeadline(Date.now() + 3_000, () =>
       client.workflow.getHandle(workflowId).describe(),
     );
-    return { workflow: { status: description.status.name, run_id: description.runId } };
+    return {
+      workflow: {
+        status: description.status.name,
+        run_id: description.runId,
+        ...runVersion(description.raw.workflowExecutionInfo?.versioningInfo),
+      },
+    };
   } catch (error) {
     // The SDK's error classes only here: the client (and so the SDK) is loaded by then, and the
     // module stays free of it until a client is given.

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { registerCodecServer } from './commands/codec-server';
+import { registerDeployment } from './commands/deployment';
 import { registerExample } from './commands/example';
 import { registerExceptions } from './commands/exceptions';
 import { registerImport } from './commands/import';
@@ -46,6 +47,7 @@ registerPurge(program);
 registerSimulate(program);
 registerExample(program);
 registerCodecServer(program);
+registerDeployment(program);
 
 void program
   .parseAsync(process.argv)

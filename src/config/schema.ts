@@ -219,6 +219,26 @@ export const configVariables = {
   temporalNamespace: variable('TEMPORAL_NAMESPACE', z.string(), { default: 'default' }),
   /** Task queue shared by the gateway (starts) and the workers (polls). */
   taskQueue: variable('SETTLE_TASK_QUEUE', z.string(), { default: 'settle' }),
+  /**
+   * This worker's build in the Temporal Worker Deployment (docs/deployment.md, "Upgrades"); the image
+   * sets it from its version or commit. Unset: an unversioned worker, as before Worker Deployments.
+   */
+  buildId: variable(
+    'SETTLE_BUILD_ID',
+    z
+      .string()
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/,
+        'must be letters, digits, `.`, `_` or `-`, such as 1.4.0 or 3f8ced5',
+      )
+      .optional(),
+  ),
+  /** The Worker Deployment a worker with SETTLE_BUILD_ID joins. */
+  deploymentName: variable(
+    'SETTLE_DEPLOYMENT_NAME',
+    z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/, 'must be letters, digits, `.`, `_` or `-`'),
+    { default: 'settle' },
+  ),
   /** Interface the gateway and the worker's metrics endpoint listen on; the container image sets 0.0.0.0. */
   host: variable(
     'HOST',

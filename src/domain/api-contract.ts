@@ -106,7 +106,23 @@ export const eventInspectionSchema = z.object({
   received_at: nullable(timestamp()),
   outcome: nullable(z.enum(RECONCILE_OUTCOMES)),
   claimed_at: nullable(timestamp()),
-  workflow: nullable(z.object({ status: z.string(), run_id: z.string() })),
+  workflow: nullable(
+    z.object({
+      status: z.string(),
+      run_id: z.string(),
+      version: z
+        .object({
+          deployment: z.string(),
+          build_id: z.string(),
+          behavior: nullable(z.enum(['pinned', 'auto_upgrade'])),
+        })
+        .optional()
+        .describe(
+          'The Worker Deployment build the run is on (docs/operations.md, "Worker Deployments"); ' +
+            'absent for a run of unversioned workers.',
+        ),
+    }),
+  ),
   workflow_error: z
     .string()
     .optional()

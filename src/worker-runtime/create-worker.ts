@@ -31,6 +31,7 @@ import {
 import { settleDataConverter } from '../temporal/data-converter';
 import { bulkTaskQueue } from '../temporal/task-queues';
 import { workflowBundlePath } from './workflow-bundle';
+import { workerDeploymentOptions, type VersioningConfig } from '../temporal/versioning';
 
 let runtimeInstalled = false;
 
@@ -72,7 +73,8 @@ export function installTemporalRuntime(): void {
 export type WorkerOptions = {
   /** Without claimRetentionMs the worker runs no purge activity (tools replaying histories). */
   config: TemporalConnectionConfig &
-    Pick<Config, 'temporalNamespace' | 'taskQueue'> & {
+    Pick<Config, 'temporalNamespace' | 'taskQueue'> &
+    VersioningConfig & {
       claimRetentionMs?: number;
     } & Partial<
       Pick<
@@ -95,6 +97,8 @@ export type WorkerOptions = {
   tuning?: ActivityDependencies['tuning'];
   /** SDK worker settings tried by the benchmarks (tools/harness/worker-process.ts); none in production. */
   sdkOptions?: Pick<SdkWorkerOptions, 'maxCachedWorkflows' | 'reuseV8Context' | 'workflowThreadPoolSize'>;
+  /** A bundle of other workflow code (the rollout tests' next version); production runs src/workflows. */
+  workflowCodePath?: string;
 };
 
 /** Seconds a starting worker gives Temporal to answer before it gives up with the cause. */
@@ -201,17 +205,26 @@ function recoverySources(config: WorkerOptions['config']) {
 }
 
 /** The settle worker (live and bulk, polling settle's task queues); the caller runs it and closes the connection. */
-export async function createWorker({ config, pool, interceptors = [], tuning, sdkOptions }: WorkerOptions) {
+export async function createWorker({
+  config,
+  pool,
+  interceptors = [],
+  tuning,
+  sdkOptions,
+  workflowCodePath,
+}: WorkerOptions) {
   installTemporalRuntime();
   // With payload keys, payloads and failure messages are encrypted (temporal/data-converter.ts); the
   // codec runs outside the workflow sandbox, the failure converter inside too (the bundle's variant).
   const dataConverter = settleDataConverter(config);
   // With tracing on, the bundle with Temporal's workflow interceptors (workflow-bundle.ts).
   const tracing = activeTracing();
-  const codePath = await workflowBundlePath({
-    encodedFailures: dataConverter !== undefined,
-    traced: tracing !== undefined,
-  });
+  const codePath =
+    workflowCodePath ??
+    (await workflowBundlePath({
+      encodedFailures: dataConverter !== undefined,
+      traced: tracing !== undefined,
+    }));
   const connection = await connectWorker(config);
   const activities = {
     ...createActivities({
@@ -243,6 +256,8 @@ export async function createWorker({ config, pool, interceptors = [], tuning, sd
     interceptors: { activity: [activityOutcomeInterceptor, ...interceptors] },
     // Under lib/shutdown.ts's deadline: activities still running then are cancelled, so the drain ends.
     shutdownGraceTime: '4s',
+    // With SETTLE_BUILD_ID, both poll as that build of the Worker Deployment (temporal/versioning.ts).
+    workerDeploymentOptions: workerDeploymentOptions(config),
   } satisfies Partial<SdkWorkerOptions>;
   const shared = tracing ? tracing.workerOptions(untraced) : untraced;
   const live = await Worker.create({

@@ -36,6 +36,8 @@ import { PROJECT_ROOT } from '../../src/lib/paths';
 import { SHUTDOWN_DEADLINE_MS } from '../../src/lib/shutdown';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';
 import { GO_TOOLCHAIN } from '../harness/binaries';
+import type { Container, Manifest, Probe } from './manifest';
+import { eachBuildProblems, ROLLOUT_FAULTS, rolloutProblems } from './rollout-check';
 
 /** The kustomize release that renders the manifests (v5.8.3 does not build from the module proxy). */
 export const KUSTOMIZE_VERSION = '5.8.2';
@@ -44,7 +46,7 @@ const KEDA_MODULE = 'github.com/kedacore/keda/v2';
 const MANIFESTS = join(PROJECT_ROOT, 'deploy', 'kubernetes');
 const VALIDATOR_SOURCE = join(__dirname, 'validate');
 /** What `kubectl apply -k` is pointed at: the base and each overlay. */
-export const TARGETS = ['base', 'overlays/self-hosted-mtls', 'overlays/temporal-cloud'];
+export const TARGETS = ['base', 'overlays/self-hosted-mtls', 'overlays/temporal-cloud', 'overlays/rollout'];
 /** The CPU utilisation the capacity model sizes for (tools/bench/capacity.ts, --utilisation 0.6). */
 const TARGET_CPU_UTILISATION = 60;
 /**
@@ -200,72 +202,6 @@ function validate(tool: Validator, rendered: string): { ok: boolean; output: str
 
 // ---------------------------------------------------------------------------------------------
 // settle's settings, checked against its sources
-
-type EnvVar = {
-  name: string;
-  value?: string;
-  valueFrom?: {
-    secretKeyRef?: { name: string; key: string };
-    configMapKeyRef?: { name: string; key: string };
-  };
-};
-type Probe = { httpGet?: { path: string; port: string | number } };
-type Container = {
-  name: string;
-  image: string;
-  args?: string[];
-  env?: EnvVar[];
-  envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
-  ports?: { name?: string; containerPort: number }[];
-  startupProbe?: Probe;
-  readinessProbe?: Probe;
-  livenessProbe?: Probe;
-  lifecycle?: { preStop?: { sleep?: { seconds: number } } };
-  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
-  securityContext?: {
-    allowPrivilegeEscalation?: boolean;
-    readOnlyRootFilesystem?: boolean;
-    runAsNonRoot?: boolean;
-    privileged?: boolean;
-    capabilities?: { drop?: string[]; add?: string[] };
-  };
-  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
-};
-type PodSpec = {
-  containers: Container[];
-  initContainers?: Container[];
-  volumes?: {
-    name: string;
-    emptyDir?: { sizeLimit?: string };
-    secret?: { secretName: string; items?: { key: string; path: string }[] };
-  }[];
-  terminationGracePeriodSeconds?: number;
-  automountServiceAccountToken?: boolean;
-  enableServiceLinks?: boolean;
-  securityContext?: {
-    runAsNonRoot?: boolean;
-    runAsUser?: number;
-    runAsGroup?: number;
-    seccompProfile?: { type: string };
-  };
-};
-type Trigger = { type: string; name?: string; metadata: Record<string, string> };
-type Manifest = {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; annotations?: Record<string, string> };
-  data?: Record<string, string>;
-  spec: {
-    template: { metadata: { annotations?: Record<string, string> }; spec: PodSpec };
-    scaleTargetRef: { name: string };
-    minReplicas?: number;
-    minReplicaCount?: number;
-    metrics?: { resource?: { name: string; target: { averageUtilization?: number } } }[];
-    triggers: Trigger[];
-    maxUnavailable?: number | string;
-    selector?: { matchLabels?: Record<string, string> };
-  };
-};
 
 export function parseManifests(rendered: string): Manifest[] {
   return parseAllDocuments(rendered).map((doc) => doc.toJS() as Manifest);
@@ -712,6 +648,7 @@ function main(): number {
   const outcomes: Outcome[] = [];
   const root = templateCopy();
   let base: Manifest[] = [];
+  let rollout: Manifest[] = [];
   try {
     for (const target of TARGETS) {
       const rendered = render(tools.kustomize, root, target);
@@ -722,13 +659,18 @@ function main(): number {
         detail: checked.output,
       });
       const manifests = parseManifests(rendered);
-      const problems = settingsProblems(manifests, version);
+      // A rollout (one worker Deployment per build): each build's objects as the base's, and the rollout's own.
+      const problems =
+        target === 'overlays/rollout'
+          ? [...eachBuildProblems(manifests, version, settingsProblems), ...rolloutProblems(manifests)]
+          : settingsProblems(manifests, version);
       outcomes.push({
         name: `${target}: settle's settings`,
         ok: problems.length === 0,
         detail: problems.join('\n'),
       });
       if (target === 'base') base = manifests;
+      if (target === 'overlays/rollout') rollout = manifests;
     }
   } finally {
     rmSync(root, { recursive: true, force: true });
@@ -751,6 +693,15 @@ function main(): number {
     const ok = problems.some((p) => fault.expect.test(p));
     outcomes.push({
       name: `the settings check refuses ${fault.name}`,
+      ok,
+      detail: ok ? undefined : problems.join('\n') || 'no problem found',
+    });
+  }
+  for (const fault of ROLLOUT_FAULTS) {
+    const problems = rolloutProblems(fault.edit(rollout));
+    const ok = problems.some((p) => fault.expect.test(p));
+    outcomes.push({
+      name: `the rollout check refuses ${fault.name}`,
       ok,
       detail: ok ? undefined : problems.join('\n') || 'no problem found',
     });

@@ -31,6 +31,9 @@
  * figures are the untraced capacity model. `--jaeger-ui=DIR` serves a built Jaeger UI and screenshots
  * the trace in it.
  *
+ * `--rollout` adds, last, a rollout of workflow code with Worker Deployments under load
+ * (tools/topology/rollout.ts); with `--no-faults --short` it is nearly alone.
+ *
  * `--workers=1|2` runs one or two workers; `--throughput[=N]` measures events per second and CPU per
  * event of each process class before the faults; `--no-faults` skips them (docs/deployment.md,
  * "Capacity model").
@@ -67,6 +70,7 @@ import {
   type Jaeger,
 } from '../harness/jaeger';
 import { pollUntil, startProgram } from '../harness/programs';
+import { rolloutUnderLoad } from './rollout';
 
 const short = process.argv.includes('--short');
 const tls = !process.argv.includes('--no-tls');
@@ -85,6 +89,8 @@ const THROUGHPUT_EVENTS = throughputArg
   ? Number(throughputArg.includes('=') ? throughputArg.split('=')[1] : 600)
   : 0;
 const faults = !process.argv.includes('--no-faults');
+/** `--rollout`: last, a rollout of workflow code with Worker Deployments under load (tools/topology/rollout.ts). */
+const rollout = process.argv.includes('--rollout');
 /**
  * `--no-jaeger`: no collector, no tracing in any settle process, no tracing check. `--throughput`
  * runs without it too: a traced worker runs the traced workflow bundle for every event, sampled or not
@@ -297,11 +303,11 @@ class Topology {
     return gateway;
   }
 
-  async startWorker(identity: Identity = 'settle'): Promise<Child> {
+  async startWorker(identity: Identity = 'settle', extraEnv: Record<string, string> = {}): Promise<Child> {
     const worker = await this.spawnSettle(
       'worker',
       ['worker'],
-      this.env(identity, this.tracingEnv('worker')),
+      this.env(identity, { ...this.tracingEnv('worker'), ...extraEnv }),
       async (child) => child.output().includes('worker running'),
     );
     this.workers.push(worker);
@@ -458,6 +464,10 @@ async function main() {
         throughput(topology, THROUGHPUT_EVENTS),
       );
     if (faults) await loadWithFaults(topology);
+    if (rollout)
+      await check('rollout under load: v1 to v2 with Worker Deployments (tools/topology/rollout.ts)', () =>
+        rolloutUnderLoad(topology, new Provider(topology), { rate: RATE, events: short ? 150 : 600, log }),
+      );
   } finally {
     await topology.close();
     const failed = outcomes.filter((outcome) => !outcome.ok).length;

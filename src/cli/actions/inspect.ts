@@ -35,7 +35,12 @@ export function renderInspection(view: EventInspection): string {
     `payload     sha256 ${view.payload_sha256}`,
     `workflow    ${view.workflow_id}   ${
       view.workflow
-        ? `${view.workflow.status} (run ${view.workflow.run_id})`
+        ? `${view.workflow.status} (run ${view.workflow.run_id}${
+            view.workflow.version
+              ? `, build ${view.workflow.version.build_id} of ${view.workflow.version.deployment}` +
+                (view.workflow.version.behavior ? `, ${view.workflow.version.behavior}` : '')
+              : ''
+          })`
         : view.workflow_error
           ? `unknown: ${view.workflow_error_message ?? view.workflow_error}`
           : 'no longer kept by Temporal (the claim still decides)'
