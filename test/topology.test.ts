@@ -95,11 +95,11 @@ describe('docker-compose.yml', () => {
       assert.equal(
         join(PROJECT_ROOT, mount.split(':')[0]!),
         SERVER_CONFIG_TEMPLATE,
-        `${name}'s config is tools/harness/temporal/temporal-server.yaml, the topology run's`,
+        `${name}'s config is deploy/temporal/temporal-server.yaml, the topology run's`,
       );
       assert.ok(
         service.volumes!.some((volume) => join(PROJECT_ROOT, volume.split(':')[0]!) === DYNAMIC_CONFIG),
-        `${name} mounts tools/harness/temporal/dynamicconfig.yaml`,
+        `${name} mounts deploy/temporal/dynamicconfig.yaml`,
       );
       assert.equal(service.depends_on?.['temporal-schema']?.condition, 'service_completed_successfully');
       const own = ['TEMPORAL_SERVICES', 'TEMPORAL_SERVER_CONFIG_FILE_PATH', 'TEMPORAL_ALLOW_NO_AUTH'];
@@ -124,14 +124,12 @@ describe('docker-compose.yml', () => {
     const schema = services['temporal-schema']!;
     assert.equal(schema.image, `temporalio/admin-tools:${TEMPORAL_SERVER_VERSION}`);
     assert.equal(schema.depends_on?.postgres?.condition, 'service_healthy');
-    assert.ok(
-      schema.volumes!.some((volume) => volume.startsWith('./tools/harness/temporal/setup-schema.sh:')),
-    );
+    assert.ok(schema.volumes!.some((volume) => volume.startsWith('./deploy/temporal/setup-schema.sh:')));
     assert.match(schema.entrypoint!.join(' '), /setup-schema\.sh/);
     const namespace = services['temporal-namespace']!;
     assert.equal(namespace.image, `temporalio/admin-tools:${TEMPORAL_SERVER_VERSION}`);
     assert.ok(
-      namespace.volumes!.some((volume) => volume.startsWith('./tools/harness/temporal/setup-namespace.sh:')),
+      namespace.volumes!.some((volume) => volume.startsWith('./deploy/temporal/setup-namespace.sh:')),
     );
     assert.match(namespace.entrypoint!.join(' '), /setup-namespace\.sh/);
     assert.equal(
@@ -149,10 +147,7 @@ describe('docker-compose.yml', () => {
         services[name]!.depends_on?.['temporal-namespace']?.condition,
         'service_completed_successfully',
       );
-    const script = readFileSync(
-      join(PROJECT_ROOT, 'tools', 'harness', 'temporal', 'setup-namespace.sh'),
-      'utf8',
-    );
+    const script = readFileSync(join(PROJECT_ROOT, 'deploy', 'temporal', 'setup-namespace.sh'), 'utf8');
     for (const attribute of [
       'ShipmentId',
       'PaymentId',
@@ -178,10 +173,7 @@ describe('docker-compose.yml', () => {
     );
     assert.match(services.temporal!.environment!.POSTGRES_PWD!, /^\$\{TEMPORAL_DB_PASSWORD:\?/);
     assert.equal(services['temporal-schema']!.environment!.POSTGRES_USER, temporalUser);
-    const roles = readFileSync(
-      join(PROJECT_ROOT, 'tools', 'harness', 'temporal', 'postgres-roles.sh'),
-      'utf8',
-    );
+    const roles = readFileSync(join(PROJECT_ROOT, 'deploy', 'temporal', 'postgres-roles.sh'), 'utf8');
     assert.doesNotMatch(roles, /SUPERUSER/);
     assert.match(roles, /REVOKE ALL ON DATABASE settle FROM PUBLIC/);
     // The unauthenticated frontend, PostgreSQL and the workers' metrics stay on compose's network.

@@ -2,13 +2,13 @@
  * A real Temporal cluster on this machine, set up the way docs/deployment.md tells a deployment to:
  *   1. PostgreSQL (here the embedded one settle's tests use) and settle's own database;
  *   2. Temporal's persistence and visibility schemas applied by temporal-sql-tool
- *      (tools/harness/temporal/setup-schema.sh, the script docker-compose.yml runs);
+ *      (deploy/temporal/setup-schema.sh, the script docker-compose.yml runs);
  *   3. the four Temporal services (frontend, history, matching, worker), each a process of its own,
- *      all reading ONE config, tools/harness/temporal/temporal-server.yaml (also docker-compose.yml's), rendered
+ *      all reading ONE config, deploy/temporal/temporal-server.yaml (also docker-compose.yml's), rendered
  *      by temporal-server from the environment; 4 history shards; optional mTLS on the frontend
  *      with certificates generated for the run;
  *   4. settle's namespace and search attributes created with the temporal CLI
- *      (tools/harness/temporal/setup-namespace.sh, also docker-compose.yml's);
+ *      (deploy/temporal/setup-namespace.sh, also docker-compose.yml's);
  *   5. the standalone UI server, connected to the frontend like any client.
  * Every port is picked free at run time. `stop()` stops everything it started.
  */
@@ -29,16 +29,10 @@ export const TEMPORAL_SERVICES = ['history', 'matching', 'frontend', 'worker'] a
 export type TemporalService = (typeof TEMPORAL_SERVICES)[number];
 
 /** The one config template (docker-compose.yml mounts the same file). */
-export const SERVER_CONFIG_TEMPLATE = join(
-  PROJECT_ROOT,
-  'tools',
-  'harness',
-  'temporal',
-  'temporal-server.yaml',
-);
-export const DYNAMIC_CONFIG = join(PROJECT_ROOT, 'tools', 'harness', 'temporal', 'dynamicconfig.yaml');
-const SETUP_SCHEMA = join(PROJECT_ROOT, 'tools', 'harness', 'temporal', 'setup-schema.sh');
-const SETUP_NAMESPACE = join(PROJECT_ROOT, 'tools', 'harness', 'temporal', 'setup-namespace.sh');
+export const SERVER_CONFIG_TEMPLATE = join(PROJECT_ROOT, 'deploy', 'temporal', 'temporal-server.yaml');
+export const DYNAMIC_CONFIG = join(PROJECT_ROOT, 'deploy', 'temporal', 'dynamicconfig.yaml');
+const SETUP_SCHEMA = join(PROJECT_ROOT, 'deploy', 'temporal', 'setup-schema.sh');
+const SETUP_NAMESPACE = join(PROJECT_ROOT, 'deploy', 'temporal', 'setup-namespace.sh');
 
 export type ClusterOptions = {
   scratch: string;
@@ -69,7 +63,7 @@ export class TemporalCluster {
   /** Every UI server started (the cluster's own first), stopped with the cluster. */
   private readonly uis: Child[] = [];
   private serverPorts: Record<string, number> = {};
-  /** The frontend's Prometheus endpoint (PROMETHEUS_ENDPOINT of tools/harness/temporal/temporal-server.yaml). */
+  /** The frontend's Prometheus endpoint (PROMETHEUS_ENDPOINT of deploy/temporal/temporal-server.yaml). */
   private frontendMetricsPort = 0;
   private uiPort = 0;
   private readonly log: (line: string) => void;
@@ -101,7 +95,7 @@ export class TemporalCluster {
     for (const service of TEMPORAL_SERVICES)
       this.serverPorts[`${service.toUpperCase()}_MEMBERSHIP_PORT`] = await this.ports.membership();
     this.address = `127.0.0.1:${this.serverPorts.FRONTEND_GRPC_PORT}`;
-    this.log('schemas: tools/harness/temporal/setup-schema.sh (temporal-sql-tool)');
+    this.log('schemas: deploy/temporal/setup-schema.sh (temporal-sql-tool)');
     await runProgram(
       'setup-schema',
       'sh',
@@ -122,7 +116,7 @@ export class TemporalCluster {
     );
 
     // 4. Namespace and search attributes.
-    this.log(`namespace ${this.namespace}: tools/harness/temporal/setup-namespace.sh (temporal CLI)`);
+    this.log(`namespace ${this.namespace}: deploy/temporal/setup-namespace.sh (temporal CLI)`);
     await runProgram(
       'setup-namespace',
       'sh',
@@ -144,7 +138,7 @@ export class TemporalCluster {
     }
   }
 
-  /** What every temporal-server process reads (tools/harness/temporal/temporal-server.yaml's variables). */
+  /** What every temporal-server process reads (deploy/temporal/temporal-server.yaml's variables). */
   serverEnv(): NodeJS.ProcessEnv {
     const certs = this.certs;
     return {

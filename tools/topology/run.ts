@@ -2,7 +2,7 @@
  * `npm run topology [-- --short] [-- --no-tls]`: settle on a real Temporal cluster, deployed the way
  * docs/deployment.md says, under faults. tools/harness/cluster.ts brings up embedded PostgreSQL with
  * Temporal's schemas (temporal-sql-tool), the four Temporal services as separate processes from
- * tools/harness/temporal/temporal-server.yaml with mTLS on the frontend, settle's namespace and search attributes
+ * deploy/temporal/temporal-server.yaml with mTLS on the frontend, settle's namespace and search attributes
  * (temporal CLI) and the UI server. Then `settle migrate`, two `settle gateway`s and two
  * `settle worker`s with a client certificate, and a recording carrier/ERP receiver.
  *

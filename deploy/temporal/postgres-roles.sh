@@ -3,7 +3,7 @@
 # /docker-entrypoint-initdb.d, as the superuser, once, on an empty data folder): settle's role and
 # Temporal's role, each with its own password and nothing more. settle owns the `settle` database,
 # which no other role may connect to; Temporal may create its own two databases (temporal-sql-tool's
-# create-database in tools/harness/temporal/setup-schema.sh) and owns them. Neither is a superuser.
+# create-database in deploy/temporal/setup-schema.sh) and owns them. Neither is a superuser.
 # Sourced by the entrypoint (POSIX sh, no `exit`): SETTLE_DB_PASSWORD, TEMPORAL_DB_PASSWORD.
 set -eu
 psql -v ON_ERROR_STOP=1 --dbname postgres \

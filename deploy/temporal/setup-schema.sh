@@ -4,7 +4,7 @@
 # temporal-sql-tool. Safe to run again: an existing database only gets the missing schema versions
 # (how an upgrade of the server applies its schema changes, before the new server starts).
 # Run by docker-compose.yml's `temporal-schema` service (temporalio/admin-tools) and by
-# `npm run topology` (tools/topology/run.ts), with the same variables as tools/harness/temporal/temporal-server.yaml:
+# `npm run topology` (tools/topology/run.ts), with the same variables as deploy/temporal/temporal-server.yaml:
 #   POSTGRES_SEEDS, DB_PORT (5432), POSTGRES_USER, POSTGRES_PWD, DBNAME (temporal),
 #   VISIBILITY_DBNAME (temporal_visibility), TEMPORAL_SCHEMA_DIR (/etc/temporal/schema),
 #   TEMPORAL_SQL_TOOL (temporal-sql-tool).
