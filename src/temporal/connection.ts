@@ -122,7 +122,9 @@ export async function checkNamespace(
   } catch (error) {
     return classifyTemporalError(error, {
       namespace,
-      connection: connection ?? (client.connection as Connection).options.address,
+      // A client on a worker's NativeConnection (`settle serve`, `npm start`) has no options to name.
+      connection:
+        connection ?? (client.connection as Partial<Connection>).options?.address ?? 'its configured address',
       tls,
     });
   }
