@@ -15,7 +15,7 @@ const workflowPatterns = [
     message: 'Import activities as types only; no I/O modules in workflows.',
   },
   {
-    // Each run evaluates the bundle's modules again: zod and its schemas cost ~5 ms of CPU per event.
+    // Each run evaluates the bundle's modules again, so zod and its schemas would cost CPU per event.
     group: ['zod', 'zod/*', '../domain/payment-event', '../domain/reminder'],
     allowTypeImports: true,
     message: 'No zod in the workflow bundle: check workflow input with domain/payment-event-shape.ts.',
