@@ -10,6 +10,7 @@ import {
   postEvent,
   shipmentFor,
 } from '../harness/load';
+import { within } from '../harness/processes';
 import type { ProofStack } from '../harness/stack';
 
 /** Longest an event may take from its webhook to its ERP delivery before the run counts it lost. */
@@ -45,12 +46,11 @@ async function sendAndFollow(stack: ProofStack, event: PaymentEvent, sample: Sam
   const reply = await postEvent(stack.gatewayUrl, stack.secret, event);
   sample.ackMs = reply.ms;
   if (reply.status !== 202) return false;
-  let timer: NodeJS.Timeout | undefined;
-  const deliveredAt = await Promise.race([
+  const deliveredAt = await within(
     stack.receiver.waitForApplied(erpKey(event.id)),
-    new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), EVENT_DEADLINE_MS))),
-  ]);
-  clearTimeout(timer);
+    EVENT_DEADLINE_MS,
+    undefined,
+  );
   sample.deliveredAt = deliveredAt;
   return deliveredAt !== undefined;
 }

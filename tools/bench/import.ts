@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { addShipments } from '../../src/db/shipments';
 import type { PaymentEvent } from '../../src/domain/payment-event';
 import { erpKey, makeEvent, newRunId, shipmentFor } from '../harness/load';
-import { spawnTs } from '../harness/processes';
+import { spawnTs, within } from '../harness/processes';
 import type { ProofStack } from '../harness/stack';
 
 /** How long the report's events may take to be delivered after the import ends. */
@@ -65,10 +65,11 @@ export async function benchImport(
   }
 
   const deadline = Date.now() + DRAIN_DEADLINE_MS;
-  const delivered = await Promise.race([
+  const delivered = await within(
     Promise.all(events.map((event) => stack.receiver.waitForApplied(erpKey(event.id)))),
-    new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), deadline - Date.now()).unref()),
-  ]);
+    deadline - Date.now(),
+    undefined,
+  );
   const lastAt = delivered ? Math.max(...delivered) : Date.now();
   const undelivered = events.filter(
     (event) => stack.receiver.keys.get(erpKey(event.id))?.applied !== 1,

@@ -50,7 +50,7 @@ import { RecordingReceiver } from '../harness/receiver';
 import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../harness/codec-check';
 import { findChromium, viewPage } from '../harness/ui-browser';
 import { closedLoop, erpKey, makeEvent, newRunId, shipmentFor } from '../harness/load';
-import { ResourceSampler, sleep, type Child } from '../harness/processes';
+import { ResourceSampler, sleep, within, type Child } from '../harness/processes';
 import { settleProcessEnv } from '../harness/stack';
 import { checkInvariants } from '../harness/invariants';
 import { Provider } from '../harness/provider';
@@ -342,7 +342,7 @@ async function refusedWithoutCertificate(topology: Topology, role: 'worker' | 'g
     topology.env('none', { PORT: String(port) }),
   );
   // A bound on a hang: on a loaded machine a worker's start alone is slow to reach its TLS failure.
-  const how = await Promise.race([child.exited, sleep(300_000).then(() => 'still running after 300 s')]);
+  const how = await within(child.exited, 300_000, 'still running after 300 s');
   await child.kill();
   const said = child.output();
   const line =
@@ -498,12 +498,7 @@ async function throughput(topology: Topology, count: number, concurrency = 50) {
     const event = makeEvent(runId, i);
     const reply = await provider.deliver(event, 120_000);
     if (reply.status !== 202) return failures.push(`event ${i} answered ${reply.status}`);
-    let timer: NodeJS.Timeout | undefined;
-    const applied = await Promise.race([
-      topology.receiver.waitForApplied(erpKey(event.id)),
-      new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), 180_000))),
-    ]);
-    clearTimeout(timer);
+    const applied = await within(topology.receiver.waitForApplied(erpKey(event.id)), 180_000, undefined);
     if (applied === undefined) failures.push(`event ${i} not delivered within 180 s`);
   };
   await closedLoop(warmUp, 10, (i) => one(i).then(() => {}));

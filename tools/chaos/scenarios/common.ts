@@ -2,7 +2,7 @@ import pg from 'pg';
 import { addShipments } from '../../../src/db/shipments';
 import type { PaymentEvent } from '../../../src/domain/payment-event';
 import { erpKey, makeEvent, newRunId, shipmentFor } from '../../harness/load';
-import { HANG_BOUND_MS, sleep } from '../../harness/processes';
+import { HANG_BOUND_MS, sleep, within } from '../../harness/processes';
 import type { ProofStack } from '../../harness/stack';
 import type { Provider } from '../../harness/provider';
 
@@ -90,12 +90,11 @@ export async function waitForDelivered(
   events: PaymentEvent[],
   timeoutMs: number,
 ): Promise<number> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
+  await within(
     Promise.all(events.map((event) => stack.receiver.waitForApplied(erpKey(event.id)))),
-    new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
-  ]);
-  clearTimeout(timer);
+    timeoutMs,
+    undefined,
+  );
   return events.filter((event) => stack.receiver.keys.get(erpKey(event.id))?.applied === 1).length;
 }
 

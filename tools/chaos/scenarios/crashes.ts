@@ -1,7 +1,7 @@
 import { paymentWorkflowId } from '../../../src/domain/ids';
 import type { PaymentWorkflowResult } from '../../../src/workflows';
 import { openLoop } from '../../harness/load';
-import { HANG_BOUND_MS, sleep } from '../../harness/processes';
+import { HANG_BOUND_MS, sleep, within } from '../../harness/processes';
 import {
   checker,
   countWhere,
@@ -96,7 +96,7 @@ export const gracefulShutdown: Scenario = {
     worker.process.kill('SIGTERM');
     await sleep(1_000);
     await hold.release();
-    const exit = await Promise.race([worker.exited, sleep(HANG_BOUND_MS).then(() => 'timeout')]);
+    const exit = await within(worker.exited, HANG_BOUND_MS, 'timeout');
     const drainMs = Date.now() - signalledAt;
     const committedByDrainingWorker = await countWhere(stack, 'claims', events);
     check(waiting === events.length, `only ${waiting} activities were in flight at SIGTERM`);
