@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { google, temporal } from '@temporalio/proto';
+import { GrpcStatus } from '../temporal/grpc-status';
 
 /**
  * The Worker Deployment settle's versioned workers join (SETTLE_BUILD_ID, SETTLE_DEPLOYMENT_NAME), as
@@ -86,11 +87,6 @@ function grpcCode(error: unknown): number | undefined {
   return typeof found === 'number' ? found : undefined;
 }
 
-/** gRPC status codes (google.rpc.Code). */
-const INVALID_ARGUMENT = 3;
-const NOT_FOUND = 5;
-const FAILED_PRECONDITION = 9;
-
 /** Turns Temporal's refusals of these calls into DeploymentErrors naming what to do. */
 async function asked<T>(what: string, deployment: string, call: () => Promise<T>): Promise<T> {
   try {
@@ -98,13 +94,13 @@ async function asked<T>(what: string, deployment: string, call: () => Promise<T>
   } catch (error) {
     const code = grpcCode(error);
     const message = error instanceof Error ? error.message : String(error);
-    if (code === NOT_FOUND) {
+    if (code === GrpcStatus.NOT_FOUND) {
       throw new DeploymentError(
         `${what}: Temporal knows no such Worker Deployment or version (${message}). A version exists ` +
           `once a worker with SETTLE_BUILD_ID (and SETTLE_DEPLOYMENT_NAME=${deployment}) has polled.`,
       );
     }
-    if (code === FAILED_PRECONDITION || code === INVALID_ARGUMENT)
+    if (code === GrpcStatus.FAILED_PRECONDITION || code === GrpcStatus.INVALID_ARGUMENT)
       throw new DeploymentError(`${what}: Temporal refused: ${message}`);
     throw error;
   }

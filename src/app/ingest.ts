@@ -9,6 +9,7 @@ import { startOutcomeUnknownTotal } from '../metrics/settle-metrics';
 import { admitThenStart, refusedByDatabase } from './admit';
 import { annotateSpan } from '../lib/tracing';
 import type { Services } from './services';
+import { GrpcStatus } from '../temporal/grpc-status';
 
 export type IngestOutcome =
   | { status: 'accepted'; eventId: string; workflowId: string; runId: string }
@@ -127,10 +128,6 @@ async function admitUnlessKnown(
   }
 }
 
-const GRPC_CANCELLED = 1;
-const GRPC_DEADLINE_EXCEEDED = 4;
-const GRPC_UNAVAILABLE = 14;
-
 /**
  * A start that may have been made durable although settle never heard back: the deadline passed, or
  * the connection broke after the request went out. Temporal refusing before (no connection at all)
@@ -139,7 +136,7 @@ const GRPC_UNAVAILABLE = 14;
 function startOutcomeUnknown(error: unknown): boolean {
   const cause = (error as { cause?: unknown }).cause ?? error;
   const code = (cause as { code?: unknown }).code;
-  if (code === GRPC_DEADLINE_EXCEEDED || code === GRPC_CANCELLED) return true;
+  if (code === GrpcStatus.DEADLINE_EXCEEDED || code === GrpcStatus.CANCELLED) return true;
   const details = cause instanceof Error ? cause.message : String(cause);
-  return code === GRPC_UNAVAILABLE && !/No connection established|ECONNREFUSED|connect/i.test(details);
+  return code === GrpcStatus.UNAVAILABLE && !/No connection established|ECONNREFUSED|connect/i.test(details);
 }

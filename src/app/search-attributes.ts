@@ -1,8 +1,8 @@
 import type { Client } from '@temporalio/client';
 import { SETTLE_SEARCH_ATTRIBUTES } from '../domain/search-attributes';
+import { GrpcStatus } from '../temporal/grpc-status';
 
 /** gRPC's ALREADY_EXISTS: another process registered the attribute between our list and add. */
-const GRPC_ALREADY_EXISTS = 6;
 /** temporal.api.enums.v1.IndexedValueType: settle's attributes are all Keyword. */
 const INDEXED_VALUE_TYPE_KEYWORD = 2;
 
@@ -40,7 +40,7 @@ export async function registerSearchAttributes(
     await operator.addSearchAttributes({ namespace, searchAttributes: missing });
     result.added.push(...Object.keys(missing));
   } catch (error) {
-    if ((error as { code?: number }).code !== GRPC_ALREADY_EXISTS) throw error;
+    if ((error as { code?: number }).code !== GrpcStatus.ALREADY_EXISTS) throw error;
     result.present.push(...Object.keys(missing));
   }
   return result;

@@ -3,6 +3,7 @@ import type { NativeConnectionOptions } from '@temporalio/worker';
 import { isIP } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { Config } from '../config';
+import { GrpcStatus } from './grpc-status';
 
 export type TemporalConnectionConfig = Pick<
   Config,
@@ -51,9 +52,6 @@ export type TemporalProblem = {
   message: string;
 };
 
-const GRPC_NOT_FOUND = 5;
-const GRPC_PERMISSION_DENIED = 7;
-const GRPC_UNAUTHENTICATED = 16;
 const TLS_FAILURE = /\b(ssl|tls|certificate|handshake|eproto|alpn)\b/i;
 /** A frontend that is simply not there (down, or not yet up): nothing is wrong with settle's settings. */
 const NOT_THERE =
@@ -66,7 +64,7 @@ export function classifyTemporalError(
 ): TemporalProblem {
   const code = (error as { code?: unknown }).code;
   const detail = error instanceof Error ? error.message : String(error);
-  if (code === GRPC_NOT_FOUND || /namespace .*not found/i.test(detail)) {
+  if (code === GrpcStatus.NOT_FOUND || /namespace .*not found/i.test(detail)) {
     return {
       code: 'namespace_not_found',
       message:
@@ -74,13 +72,13 @@ export function classifyTemporalError(
         `(temporal operator namespace create --namespace ${context.namespace}) or set TEMPORAL_NAMESPACE`,
     };
   }
-  if (code === GRPC_UNAUTHENTICATED) {
+  if (code === GrpcStatus.UNAUTHENTICATED) {
     return {
       code: 'unauthenticated',
       message: `Temporal at ${context.connection} refused settle's credentials (TEMPORAL_API_KEY or the TLS client certificate): ${detail}`,
     };
   }
-  if (code === GRPC_PERMISSION_DENIED) {
+  if (code === GrpcStatus.PERMISSION_DENIED) {
     return {
       code: 'permission_denied',
       message: `Temporal at ${context.connection} denies settle access to namespace "${context.namespace}": ${detail}`,
