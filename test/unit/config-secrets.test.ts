@@ -1,5 +1,5 @@
 /**
- * Secret variables (README, "Secrets"): each can be read from <NAME>_FILE, each has a minimum
+ * Secret variables (docs/configuration.md, "Secrets"): each can be read from <NAME>_FILE, each has a minimum
  * strength, and no value published in the repository's documentation is accepted. Every table here is
  * built from the schema (`secret: true`), so a secret variable added later is covered without an edit.
  */
@@ -78,7 +78,7 @@ function strongValue(name: string, key: keyof typeof configVariables): { value: 
 const scratch = () => mkdtempSync(join(tmpdir(), 'settle-secret-file-'));
 
 describe('<NAME>_FILE, for every secret variable', () => {
-  test('the schema marks the secrets the README lists', () => {
+  test('the schema marks the secrets docs/configuration.md lists', () => {
     assert.deepEqual(
       SECRETS.map((s) => s.name).sort(),
       [
@@ -96,13 +96,13 @@ describe('<NAME>_FILE, for every secret variable', () => {
         'SETTLE_WEBHOOK_SECRETS',
       ].filter((name) => SECRETS.some((s) => s.name === name)),
     );
-    const readme = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('\n### Secrets'));
+    const doc = readFileSync(join(PROJECT_ROOT, 'docs/configuration.md'), 'utf8');
+    const start = doc.indexOf('\n## Secrets');
+    assert.ok(start >= 0, 'docs/configuration.md has no "## Secrets" section');
+    const end = doc.indexOf('\n## ', start + 1);
+    const section = doc.slice(start, end < 0 ? undefined : end);
     for (const { name } of SECRETS) {
-      assert.ok(
-        section.slice(0, section.indexOf('\n## ')).includes(`\`${name}\``),
-        `README, "Secrets": ${name}`,
-      );
+      assert.ok(section.includes(`\`${name}\``), `docs/configuration.md, "Secrets": ${name}`);
     }
   });
 

@@ -1,6 +1,6 @@
 /**
- * The configuration schema, without PostgreSQL or Temporal: defaults, a bad value named, the README
- * and .env.example in step with the schema, and development secrets only where they belong.
+ * The configuration schema, without PostgreSQL or Temporal: defaults, a bad value named,
+ * docs/configuration.md and .env.example in step with the schema, and development secrets only where they belong.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -155,10 +155,15 @@ describe('config schema', () => {
   });
 });
 
-/** The README's configuration table: each variable with its default cell. */
-function readmeTable(): { readme: string; defaults: Map<string, string> } {
-  const readme = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('\n## Configuration'));
+/** Where the variables are listed: the agreement below follows it. */
+const CONFIGURATION_DOC = 'docs/configuration.md';
+
+/** docs/configuration.md's table ("Variables"): each variable with its default cell. */
+function configurationTable(): { doc: string; defaults: Map<string, string> } {
+  const doc = readFileSync(join(PROJECT_ROOT, CONFIGURATION_DOC), 'utf8');
+  const start = doc.indexOf('\n## Variables');
+  assert.ok(start >= 0, `${CONFIGURATION_DOC} has no "## Variables" section`);
+  const section = doc.slice(start);
   const table = section.slice(0, section.indexOf('\n## ', 1));
   const defaults = new Map<string, string>();
   for (const line of table.split('\n').filter((row) => row.startsWith('| `'))) {
@@ -171,7 +176,7 @@ function readmeTable(): { readme: string; defaults: Map<string, string> } {
       previous = name;
     }
   }
-  return { readme, defaults };
+  return { doc, defaults };
 }
 
 /** .env.example's variables and their example values (a commented `NAME=` line counts). */
@@ -190,13 +195,13 @@ describe('config documentation', () => {
   const operatorSet = all.filter((v) => !v.system).map((v) => v.name);
   const documented = [...new Set([...operatorSet, ...TEMPORAL_VARIABLES, ...TRACING_VARIABLES])];
 
-  test("every variable is in the README's table and in .env.example, and nothing else is", () => {
-    const { defaults } = readmeTable();
+  test(`every variable is in ${CONFIGURATION_DOC}'s table and in .env.example, and nothing else is`, () => {
+    const { defaults } = configurationTable();
     const example = envExample();
     assert.deepEqual(
       documented.filter((name) => !defaults.has(name)),
       [],
-      'missing from the README table',
+      `missing from the table of ${CONFIGURATION_DOC}`,
     );
     assert.deepEqual(
       documented.filter((name) => !example.has(name)),
@@ -206,7 +211,7 @@ describe('config documentation', () => {
     assert.deepEqual(
       [...defaults.keys()].filter((name) => !documented.includes(name)),
       [],
-      'unknown in README',
+      `unknown in ${CONFIGURATION_DOC}`,
     );
     assert.deepEqual(
       [...example.keys()].filter((name) => !documented.includes(name)),
@@ -215,22 +220,23 @@ describe('config documentation', () => {
     );
   });
 
-  test('each default is the one the README shows and .env.example sets', () => {
-    const { defaults } = readmeTable();
+  test(`each default is the one ${CONFIGURATION_DOC} shows and .env.example sets`, () => {
+    const { defaults } = configurationTable();
     const example = envExample();
     for (const v of all.filter((v) => v.default !== undefined && !v.system)) {
       assert.ok(
         defaults.get(v.name)?.includes(`\`${v.default}\``),
-        `README: ${v.name} defaults to ${v.default}`,
+        `${CONFIGURATION_DOC}: ${v.name} defaults to ${v.default}`,
       );
       assert.equal(example.get(v.name), v.default, `.env.example: ${v.name}`);
     }
   });
 
-  test('the system variables settle reads are named in the README', () => {
-    const { readme } = readmeTable();
+  test(`the system variables settle reads are named in ${CONFIGURATION_DOC}`, () => {
+    const { doc } = configurationTable();
     const system = [...all.filter((v) => v.system).map((v) => v.name), ...TEMPORAL_SYSTEM_VARIABLES];
-    for (const name of system) assert.ok(readme.includes(`\`${name}\``), `${name} is not in the README`);
+    for (const name of system)
+      assert.ok(doc.includes(`\`${name}\``), `${name} is not in ${CONFIGURATION_DOC}`);
   });
 });
 
