@@ -70,7 +70,7 @@ test(
     // The purge's own VACUUMs are what this checks. An autovacuum that starts mid-cycle (migration
     // 010 sets 1 % thresholds) holds a snapshot through its ANALYZE, and while it does, no index
     // page the purge's VACUUM deleted can be recycled yet: that cycle's fill would extend the
-    // indexes whatever the purge did (docs/deployment.md, "Retention by DELETE").
+    // indexes whatever the purge did (docs/capacity.md, "Retention by DELETE").
     await db.pool.query(`ALTER TABLE claims SET (autovacuum_enabled = false)`);
     await db.pool.query(`ALTER TABLE events SET (autovacuum_enabled = false)`);
     const young = 'young-claim';

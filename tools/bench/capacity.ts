@@ -1,5 +1,5 @@
 /**
- * `npx tsx tools/bench/capacity.ts [results-file] [--row=P@50] [--utilisation=0.6]`: docs/deployment.md's
+ * `npx tsx tools/bench/capacity.ts [results-file] [--row=P@50] [--utilisation=0.6]`: docs/capacity.md's
  * capacity model from a bench results file (tools/bench/results-cluster.json by default, written by
  * `npm run bench -- --server=cluster`): the CPU milliseconds per event each process class used in a
  * row, and the cores each class needs at 100, 1,000 and 10,000 events/s at the given utilisation

@@ -590,7 +590,7 @@ async function settledActions(cluster: TemporalCluster): Promise<Map<string, num
 
 /**
  * What the server counted between two reads, per event: its total (`serverActionsPerEvent`, beside
- * the histories' count by Temporal Cloud's rules: docs/deployment.md, "Temporal actions") and each
+ * the histories' count by Temporal Cloud's rules: docs/capacity.md, "Temporal actions") and each
  * type's count for the log.
  */
 function serverActions(before: Map<string, number>, after: Map<string, number>, events: number) {

@@ -1,6 +1,6 @@
 /**
  * `npm run compose:check [-- --no-tls] [-- --keep-logs] [-- --prepare]`: docker-compose.yml run as a
- * user runs it, then checked (docs/deployment.md, "Docker Compose").
+ * user runs it, then checked (docs/compose.md).
  *
  * 1. The engine (Debian's docker.io and dockerd when none answers), the Compose plugin (built from
  *    the Go module proxy when missing), the base images and settle's image

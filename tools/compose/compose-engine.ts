@@ -260,7 +260,7 @@ async function serverTools() {
 }
 
 /**
- * The equivalents by the exact tag docker-compose.yml pins (docs/deployment.md, "Docker Compose", says where
+ * The equivalents by the exact tag docker-compose.yml pins (docs/compose.md says where
  * each tag was checked against its publisher's build files and what each equivalent reproduces).
  */
 const EQUIVALENTS: Record<string, Equivalent> = {

@@ -35,7 +35,7 @@
  * (tools/topology/rollout.ts); with `--no-faults --short` it is nearly alone.
  *
  * `--workers=1|2` runs one or two workers; `--throughput[=N]` measures events per second and CPU per
- * event of each process class before the faults; `--no-faults` skips them (docs/deployment.md,
+ * event of each process class before the faults; `--no-faults` skips them (docs/capacity.md,
  * "Capacity model").
  *
  * The first run builds the Temporal server into .tools/ (minutes; see tools/harness/binaries.ts).
@@ -82,7 +82,7 @@ if (!Number.isInteger(WORKERS) || WORKERS < 1 || WORKERS > 8) throw new Error('-
 /**
  * `--throughput[=N]`: before the faults, N signed events (600 by default), 50 in flight, closed loop
  * to their ERP entry: events per second and each process class's CPU milliseconds per event, for
- * docs/deployment.md's capacity model. `--no-faults` skips the fault phase (and its invariants).
+ * docs/capacity.md's capacity model. `--no-faults` skips the fault phase (and its invariants).
  */
 const throughputArg = process.argv.find((arg) => arg === '--throughput' || arg.startsWith('--throughput='));
 const THROUGHPUT_EVENTS = throughputArg
