@@ -23,7 +23,15 @@ import {
   type TestStack,
 } from '../tools/harness/harness';
 import { startReceiver } from '../tools/harness/receiver';
-import { finished, runSettle, spawnSettle, stackEnv, watchOutput, type CliRun } from './support/settle-cli';
+import {
+  finished,
+  listenPortEnv,
+  runSettle,
+  spawnSettle,
+  stackEnv,
+  watchOutput,
+  type CliRun,
+} from './support/settle-cli';
 
 /** What the issue asks of every process: stopped within 10 s of the signal. */
 const STOP_BUDGET_MS = 10_000;
@@ -388,21 +396,16 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
   for (const signal of SIGNALS) {
     test(`settle start under requests: ${signal} stops the gateway, the worker and the dev servers`, async () => {
       const startHome = mkdtempSync(join(tmpdir(), 'settle-home-'));
-      const ports = {
-        gateway: await freePort(),
-        postgres: await freePort(),
-        temporal: await freePort(),
-        temporalUi: await freePort(),
-        downstream: await freePort(),
-      };
+      // A free port for every listener settle start opens (the codec server's too: its fixed default
+      // was taken by another settle start on the machine, and the start died before its banner).
+      const portEnv = await listenPortEnv();
+      const ports = Object.fromEntries(
+        Object.entries(portEnv).map(([name, port]) => [name, Number(port)]),
+      ) as Record<string, number>;
       const secret = newSecret();
       const { child, run, output, until } = spawnWithOutput(['start'], {
         SETTLE_HOME: startHome,
-        PORT: String(ports.gateway),
-        SETTLE_DEV_POSTGRES_PORT: String(ports.postgres),
-        SETTLE_DEV_TEMPORAL_PORT: String(ports.temporal),
-        SETTLE_DEV_TEMPORAL_UI_PORT: String(ports.temporalUi),
-        SETTLE_DEV_DOWNSTREAM_PORT: String(ports.downstream),
+        ...portEnv,
         SETTLE_WEBHOOK_SECRETS: secret,
         DATABASE_URL: '',
         TEMPORAL_ADDRESS: '',
@@ -416,7 +419,7 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
           async () => output.text.includes('Ctrl-C stops everything'),
           300_000,
         );
-        const gateway = { gatewayUrl: `http://127.0.0.1:${ports.gateway}`, secret };
+        const gateway = { gatewayUrl: `http://127.0.0.1:${ports.PORT}`, secret };
         // The worker has runs in flight when the signal comes.
         const posting = (load = postUntilStopped(gateway, 4));
         await until('events to be accepted', async () => {
