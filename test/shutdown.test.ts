@@ -23,7 +23,15 @@ import {
   type TestStack,
 } from '../tools/harness/harness';
 import { startReceiver } from '../tools/harness/receiver';
-import { finished, runSettle, spawnSettle, stackEnv, type CliRun } from './support/settle-cli';
+import {
+  finished,
+  listenPortEnv,
+  runSettle,
+  spawnSettle,
+  stackEnv,
+  watchOutput,
+  type CliRun,
+} from './support/settle-cli';
 
 /** What the issue asks of every process: stopped within 10 s of the signal. */
 const STOP_BUDGET_MS = 10_000;
@@ -47,32 +55,76 @@ function env(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return stackEnv(stack, { SETTLE_HOME: home, SETTLE_METRICS_PORT: '0', ...extra });
 }
 
-/** Spawns a command and collects its combined output as it comes. */
+/**
+ * Spawns a command and collects its combined output as it comes. `until` waits on a condition while
+ * the command runs: it fails at once, with the command's last output, when the command exits first
+ * (a command that died at start is not waited on for the whole hang bound).
+ */
 function spawnWithOutput(args: string[], environment: NodeJS.ProcessEnv) {
   const child = spawnSettle(args, environment);
   const run = finished(child);
-  const output = { text: '' };
-  child.stdout.on('data', (chunk: Buffer) => (output.text += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output.text += chunk.toString()));
-  return { child, run, output };
+  const output = watchOutput(child);
+  const until = <T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs?: number) =>
+    waitFor(
+      what,
+      async () => {
+        const exited = child.exitCode !== null || child.signalCode !== null;
+        const value = await probe();
+        if (value || !exited) return value;
+        throw new Error(
+          `${child.spawnargs.slice(1).join(' ')} exited (code ${child.exitCode}, signal ${child.signalCode}) ` +
+            `before ${what}; its last output:\n${output.text.slice(-3000)}`,
+        );
+      },
+      timeoutMs,
+    );
+  return { child, run, output, until };
 }
+
+/** Every stop this file measured, printed at the end: the longest is the one the 10 s promise is about. */
+const stops: {
+  what: string;
+  signal: NodeJS.Signals;
+  ms: number;
+  code: number | null;
+  forced?: string;
+}[] = [];
+after(() => {
+  const sorted = [...stops].sort((a, b) => b.ms - a.ms);
+  const rows = sorted.map(
+    (stop) =>
+      `  ${String(stop.ms).padStart(6)} ms  ${stop.what} (${stop.signal}, code ${stop.code})${stop.forced ? `: ${stop.forced}` : ''}`,
+  );
+  process.stderr.write(`shutdown test: ${stops.length} stops, longest first\n${rows.join('\n')}\n`);
+});
 
 /** Sends `signal` and measures how long the process takes to exit. */
 async function stopWith(
   child: ChildProcessWithoutNullStreams,
   run: Promise<CliRun>,
   signal: NodeJS.Signals,
-): Promise<CliRun & { ms: number }> {
+): Promise<CliRun & { ms: number; signalled: NodeJS.Signals }> {
   const sent = Date.now();
   child.kill(signal);
   const result = await run;
-  return { ...result, ms: Date.now() - sent };
+  return { ...result, ms: Date.now() - sent, signalled: signal };
 }
 
-function assertStopped(result: CliRun & { ms: number }, what: string) {
+function assertStopped(result: CliRun & { ms: number; signalled: NodeJS.Signals }, what: string) {
+  stops.push({
+    what,
+    signal: result.signalled,
+    ms: result.ms,
+    code: result.code,
+    // What lib/shutdown.ts names when a stop outlasts its deadline.
+    forced: /still waiting on .*/.exec(result.stderr)?.[0],
+  });
   // Exited by itself (a code), not killed by the signal's default action, and in time.
   assert.notEqual(result.code, null, `${what} was killed by ${result.signal}\n${result.stderr}`);
   assert.ok(result.ms < STOP_BUDGET_MS, `${what} took ${result.ms} ms to stop\n${result.stderr}`);
+  // Stopped by its own stops, not by lib/shutdown.ts's forced exit: a wait that outlasted its bound
+  // (a drain waiting on an in-flight activity) is named there, and fails here.
+  assert.doesNotMatch(result.stderr, /still waiting on/, `${what} was stopped by the deadline`);
 }
 
 /** Whether something accepts TCP connections on the port (a stopped process's port refuses). */
@@ -87,23 +139,39 @@ function listening(port: number): Promise<boolean> {
   });
 }
 
-/** Whether any stored event's ID matches the LIKE pattern. */
-/** `clients` senders posting webhooks back to back, each until `stop()` or until its post fails (the gateway is gone). */
+/**
+ * `clients` senders posting webhooks back to back, each until `stop()` or until its post fails (the
+ * gateway is gone). `gaveUp()` names why every sender stopped before `stop()`: a wait on `accepted()`
+ * fails with it at once, rather than waiting its whole bound on senders that no longer send.
+ */
 function postUntilStopped(
   gateway: { gatewayUrl: string; secret: string },
   clients: number,
-): { accepted(): number; stop(): Promise<void> } {
+): { accepted(): number; gaveUp(): string | undefined; stop(): Promise<void> } {
   let load = true;
   let accepted = 0;
+  let sending = clients;
+  let lastError: unknown;
   const senders = Array.from({ length: clients }, async () => {
-    while (load) {
-      const posted = await postWebhook(gateway, paymentEvent()).catch(() => undefined);
-      if (!posted) return;
-      if (posted.status === 202) accepted += 1;
+    try {
+      while (load) {
+        const posted = await postWebhook(gateway, paymentEvent()).catch((error: unknown) => {
+          lastError = error;
+          return undefined;
+        });
+        if (!posted) return;
+        if (posted.status === 202) accepted += 1;
+      }
+    } finally {
+      sending -= 1;
     }
   });
   return {
     accepted: () => accepted,
+    gaveUp: () =>
+      load && sending === 0
+        ? `every sender stopped after ${accepted} accepted: ${String((lastError as Error | undefined)?.cause ?? lastError)}`
+        : undefined,
     async stop() {
       load = false;
       await Promise.all(senders);
@@ -111,6 +179,7 @@ function postUntilStopped(
   };
 }
 
+/** Whether any stored event's ID matches the LIKE pattern. */
 async function eventsLike(pattern: string): Promise<boolean> {
   const { rows } = await stack.pool.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM events WHERE event_id LIKE $1`,
@@ -139,7 +208,7 @@ describe('a Temporal that cannot run settle', () => {
   test('a worker on a missing namespace exits non-zero within 10 s, naming the namespace', async () => {
     const namespace = `missing-${randomUUID().slice(0, 8)}`;
     // Downstream URLs set (nothing is delivered): only the namespace is missing.
-    const { run, output } = spawnWithOutput(
+    const { run, output, until } = spawnWithOutput(
       ['worker'],
       env({
         TEMPORAL_NAMESPACE: namespace,
@@ -148,7 +217,7 @@ describe('a Temporal that cannot run settle', () => {
       }),
     );
     // Timed from the worker being up (its metrics endpoint), not from Node and tsx loading.
-    await waitFor('the worker to start', async () => output.text.includes('worker metrics listening'));
+    await until('the worker to start', async () => output.text.includes('worker metrics listening'));
     const up = Date.now();
     const result = await run;
     assert.ok(Date.now() - up < STOP_BUDGET_MS, `exited ${Date.now() - up} ms after start`);
@@ -203,7 +272,7 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
       // A downstream of its own: nothing held open by an earlier test stands in the way.
       const hanging = await startReceiver(() => ({ status: 200, hang: true }));
       after(() => hanging.close());
-      const { child, run, output } = spawnWithOutput(
+      const { child, run, output, until } = spawnWithOutput(
         ['worker'],
         env({
           SETTLE_CARRIER_URL: hanging.url,
@@ -211,11 +280,11 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
           SETTLE_ALLOW_PRIVATE_TARGETS: 'true',
         }),
       );
-      await waitFor('the worker to run', async () => output.text.includes('worker running'));
+      await until('the worker to run', async () => output.text.includes('worker running'));
       const before = hanging.requests.length;
       const posted = await postWebhook(stack, paymentEvent({ shipmentId }));
       assert.equal(posted.status, 202);
-      await waitFor(
+      await until(
         'a delivery held open by the downstream',
         async () => hanging.requests.length > before,
         300_000,
@@ -226,11 +295,11 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
 
     test(`gateway under requests: ${signal}`, async () => {
       const port = await freePort();
-      const { child, run, output } = spawnWithOutput(['gateway'], env({ PORT: String(port) }));
-      await waitFor('the gateway to listen', async () => output.text.includes('gateway listening'));
+      const { child, run, output, until } = spawnWithOutput(['gateway'], env({ PORT: String(port) }));
+      await until('the gateway to listen', async () => output.text.includes('gateway listening'));
       const gateway = { gatewayUrl: `http://127.0.0.1:${port}`, secret: stack.secret };
       const load = postUntilStopped(gateway, 8);
-      await waitFor('requests to be answered', async () =>
+      await until('requests to be answered', async () =>
         output.text.includes('"route":"/webhooks/payments"'),
       );
       const result = await stopWith(child, run, signal);
@@ -243,7 +312,7 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
       const port = await freePort();
       const downstream = await startReceiver(() => ({ status: 200 }));
       after(() => downstream.close());
-      const { child, run, output } = spawnWithOutput(
+      const { child, run, output, until } = spawnWithOutput(
         ['serve'],
         env({
           PORT: String(port),
@@ -252,16 +321,16 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
           SETTLE_ALLOW_PRIVATE_TARGETS: 'true',
         }),
       );
-      await waitFor('serve to listen', async () => output.text.includes('gateway listening'));
+      await until('serve to listen', async () => output.text.includes('gateway listening'));
       const gateway = { gatewayUrl: `http://127.0.0.1:${port}`, secret: stack.secret };
       // Its own worker applies what its gateway accepted (this suite runs no other worker).
       const shipmentId = uniqueId('SHP');
       await addShipments(stack.pool, [shipmentId]);
       const first = paymentEvent({ shipmentId });
       assert.equal((await postWebhook(gateway, first)).status, 202);
-      await waitFor('the first event to be claimed', () => eventsClaimed(first.id));
+      await until('the first event to be claimed', () => eventsClaimed(first.id));
       const load = postUntilStopped(gateway, 4);
-      await waitFor('requests to be answered', async () =>
+      await until('requests to be answered', async () =>
         output.text.includes('"route":"/webhooks/payments"'),
       );
       const result = await stopWith(child, run, signal);
@@ -274,9 +343,9 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
       const eventId = await storedEventWithoutWorker();
       // The replay's PostgreSQL sessions carry this name (libpq's PGAPPNAME, honoured by pg).
       const applicationName = uniqueId('replay');
-      const { child, run } = spawnWithOutput(['replay', eventId], env({ PGAPPNAME: applicationName }));
+      const { child, run, until } = spawnWithOutput(['replay', eventId], env({ PGAPPNAME: applicationName }));
       // The replay has read the event; from there it waits on a run that no worker will ever finish.
-      await waitFor(
+      await until(
         'the replay to read the event',
         async () => {
           const { rows } = await stack.pool.query<{ n: number }>(
@@ -303,8 +372,8 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
         JSON.stringify(paymentEvent({ id: `${prefix}_${i}` })),
       );
       writeFileSync(file, `${lines.join('\n')}\n`);
-      const { child, run } = spawnWithOutput(['import', file, '--json', '--max-backlog', '10'], env());
-      await waitFor('lines to be imported', () => eventsLike(`${prefix}_%`));
+      const { child, run, until } = spawnWithOutput(['import', file, '--json', '--max-backlog', '10'], env());
+      await until('lines to be imported', () => eventsLike(`${prefix}_%`));
       const result = await stopWith(child, run, signal);
       assertStopped(result, 'import');
       rmSync(dir, { recursive: true, force: true });
@@ -312,12 +381,12 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
 
     test(`simulate at a rate: ${signal}`, async () => {
       const runId = `sim${randomUUID().slice(0, 8)}`;
-      const { child, run } = spawnWithOutput(
+      const { child, run, until } = spawnWithOutput(
         // A rate well below what the gateway takes on a loaded machine: in flight, not a backlog.
         ['simulate', '--gateway', stack.gatewayUrl, '--count', '100000', '--rate', '5', '--run-id', runId],
         env(),
       );
-      await waitFor('simulated events to arrive', () => eventsLike(`evt_${runId}_%`));
+      await until('simulated events to arrive', () => eventsLike(`evt_${runId}_%`));
       const result = await stopWith(child, run, signal);
       assertStopped(result, 'simulate');
       assert.match(result.stdout, /stopped early/, result.stderr);
@@ -327,21 +396,16 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
   for (const signal of SIGNALS) {
     test(`settle start under requests: ${signal} stops the gateway, the worker and the dev servers`, async () => {
       const startHome = mkdtempSync(join(tmpdir(), 'settle-home-'));
-      const ports = {
-        gateway: await freePort(),
-        postgres: await freePort(),
-        temporal: await freePort(),
-        temporalUi: await freePort(),
-        downstream: await freePort(),
-      };
+      // A free port for every listener settle start opens (the codec server's too: its fixed default
+      // was taken by another settle start on the machine, and the start died before its banner).
+      const portEnv = await listenPortEnv();
+      const ports = Object.fromEntries(
+        Object.entries(portEnv).map(([name, port]) => [name, Number(port)]),
+      ) as Record<string, number>;
       const secret = newSecret();
-      const { child, run, output } = spawnWithOutput(['start'], {
+      const { child, run, output, until } = spawnWithOutput(['start'], {
         SETTLE_HOME: startHome,
-        PORT: String(ports.gateway),
-        SETTLE_DEV_POSTGRES_PORT: String(ports.postgres),
-        SETTLE_DEV_TEMPORAL_PORT: String(ports.temporal),
-        SETTLE_DEV_TEMPORAL_UI_PORT: String(ports.temporalUi),
-        SETTLE_DEV_DOWNSTREAM_PORT: String(ports.downstream),
+        ...portEnv,
         SETTLE_WEBHOOK_SECRETS: secret,
         DATABASE_URL: '',
         TEMPORAL_ADDRESS: '',
@@ -350,15 +414,19 @@ describe('every process stops within 10 s of SIGTERM and of SIGINT while busy', 
       });
       let load: ReturnType<typeof postUntilStopped> | undefined;
       try {
-        await waitFor(
+        await until(
           'settle start to run',
           async () => output.text.includes('Ctrl-C stops everything'),
           300_000,
         );
-        const gateway = { gatewayUrl: `http://127.0.0.1:${ports.gateway}`, secret };
+        const gateway = { gatewayUrl: `http://127.0.0.1:${ports.PORT}`, secret };
         // The worker has runs in flight when the signal comes.
         const posting = (load = postUntilStopped(gateway, 4));
-        await waitFor('events to be accepted', async () => posting.accepted() >= 10);
+        await until('events to be accepted', async () => {
+          const gaveUp = posting.gaveUp();
+          if (gaveUp) throw new Error(gaveUp);
+          return posting.accepted() >= 10;
+        });
         const result = await stopWith(child, run, signal);
         assertStopped(result, 'settle start');
         for (const [name, port] of Object.entries(ports)) {

@@ -7,6 +7,7 @@ import { signWebhook } from '../domain/webhook-signature';
 import { HttpRequestError, type HttpClient, type HttpFailureKind, type HttpResponse } from '../lib/http';
 import { retryAfterMs } from '../lib/retry-after';
 import { deliveriesTotal } from '../metrics/settle-metrics';
+import { untilDrained } from '../lib/shutdown';
 
 /** What the delivery activities need from the configuration; unset targets are reported, not fatal. */
 export type DownstreamConfig = Partial<Pick<Config, TargetConfigKey | 'allowPrivateTargets'>> &
@@ -119,7 +120,7 @@ export async function callDownstream(
       body: request.body,
       timeoutMs: request.timeoutMs,
       allowPrivateTargets: request.allowPrivateTargets,
-      signal: context.cancellationSignal,
+      signal: untilDrained(context.cancellationSignal),
     });
   } catch (error) {
     if (error instanceof HttpRequestError && error.kind === 'target_refused') {

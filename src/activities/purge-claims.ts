@@ -4,6 +4,7 @@ import { purgeExpiredClaims } from '../db/purge';
 import type { PurgeResult } from '../workflows/contracts';
 import { logger } from '../lib/logger';
 import { purgedClaimsTotal } from '../metrics/settle-metrics';
+import { untilDrained } from '../lib/shutdown';
 
 /** Well inside the workflow's heartbeat timeout (src/workflows/purge.ts). */
 const HEARTBEAT_EVERY_MS = 20_000;
@@ -34,7 +35,7 @@ export function createPurgeActivities({
             progress = done;
             context.heartbeat(progress);
           },
-          signal: context.cancellationSignal,
+          signal: untilDrained(context.cancellationSignal),
         });
       } finally {
         clearInterval(beat);

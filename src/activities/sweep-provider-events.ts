@@ -5,6 +5,7 @@ import { logger } from '../lib/logger';
 import { recoverySweepFailuresTotal } from '../metrics/settle-metrics';
 import { RecoveryFault, type RecoverySource } from '../providers/recovery';
 import type { RecoveryActivities, RecoverySweepInput, RecoverySweepResult } from '../workflows/contracts';
+import { untilDrained } from '../lib/shutdown';
 
 /** Well inside the workflow's heartbeat timeout (src/workflows/recovery-sweep.ts), and above one request's. */
 const HEARTBEAT_EVERY_MS = 10_000;
@@ -45,7 +46,7 @@ export function createRecoveryActivities(
       const beat = setInterval(() => context.heartbeat(progress), HEARTBEAT_EVERY_MS);
       try {
         const summary = await recoverMissedEvents(deps, source, {
-          signal: context.cancellationSignal,
+          signal: untilDrained(context.cancellationSignal),
           onProgress: (done) => {
             progress = { listed: done.listed, admitted: done.admitted };
             context.heartbeat(progress);

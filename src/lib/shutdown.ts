@@ -24,6 +24,23 @@ let installed = false;
 export const stopping: AbortSignal = controller.signal;
 
 /**
+ * From the first signal to the end of a worker's drain (its `shutdownGraceTime`): what it still runs
+ * then is cancelled, so the drain ends before the deadline with time to report the cancelled attempts.
+ */
+export const DRAIN_GRACE_MS = SHUTDOWN_DEADLINE_MS / 2;
+const drainController = new AbortController();
+
+/**
+ * `signal` (an activity's cancellation), aborted too once a stopping process's drain grace is over.
+ * Temporal cancels a durable activity at the worker's shutdownGraceTime but not a local one, which
+ * the drain would wait on for its whole timeout (a delivery's 15 s request, past the deadline): every
+ * activity's I/O takes this signal, so no in-flight attempt outlasts the drain.
+ */
+export function untilDrained(signal: AbortSignal): AbortSignal {
+  return AbortSignal.any([signal, drainController.signal]);
+}
+
+/**
  * Registers a graceful stop, run on the first signal; the process waits for the promise it returns
  * (up to the deadline). Returns the function that unregisters it once the part has stopped on its own.
  */
@@ -62,6 +79,10 @@ function onSignal(signal: StopSignal) {
   );
   // The timer alone never keeps the process alive; anything else that does, it ends.
   deadline.unref();
+  setTimeout(
+    () => drainController.abort(new Error(`${signal}: drain grace of ${DRAIN_GRACE_MS / 1000} s over`)),
+    DRAIN_GRACE_MS,
+  ).unref();
   for (const entry of [...stops].reverse()) {
     void Promise.resolve()
       .then(entry.stop)
@@ -72,6 +93,24 @@ function onSignal(signal: StopSignal) {
         entry.done = true;
         stops.delete(entry);
       });
+  }
+}
+
+/**
+ * `work`'s result, or `otherwise` once `ms` have passed, whichever comes first: the bound every wait
+ * of a stop path puts on what it waits for (a child's exit, a drain, a server's close), so the caller
+ * can name what outlasted it. The timer is cleared either way, so the bound never holds the process
+ * open once the work is done.
+ */
+export async function within<T, U>(work: Promise<T>, ms: number, otherwise: U): Promise<T | U> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      work,
+      new Promise<U>((resolve) => (timer = setTimeout(() => resolve(otherwise), ms))),
+    ]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -26,6 +26,8 @@ export type DevDownstream = {
  * short hash only (keys carry event IDs) and says whether its signature verified. Kept in memory.
  */
 const PATHS = OUTBOX_TARGETS.map((target) => `/${target}`).join(' or ');
+/** How long a stopping stand-in lets open requests finish before cutting their connections. */
+const CLOSE_GRACE_MS = 1_000;
 
 export async function startDevDownstream(
   port: number,
@@ -94,6 +96,12 @@ export async function startDevDownstream(
   });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    async close() {
+      const closing = new Promise<void>((resolve) => server.close(() => resolve()));
+      // A delivery still open (a worker that outlasted its drain) would hold close() open: cut it.
+      const cut = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
+      await closing;
+      clearTimeout(cut);
+    },
   };
 }

@@ -14,7 +14,7 @@ import {
 } from '../domain/outbox';
 import { LISTENER_SETTINGS } from '../lib/listener-limits';
 import { logger } from '../lib/logger';
-import { onShutdown, SHUTDOWN_DEADLINE_MS } from '../lib/shutdown';
+import { onShutdown, SHUTDOWN_DEADLINE_MS, stopping, within } from '../lib/shutdown';
 import { startDevDownstream, type DevDownstream } from './dev-downstream';
 import { clearRunningStack, loadOrCreateDevSecrets, writeRunningStack } from '../lib/dev-state';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres';
@@ -26,14 +26,15 @@ import { listeningOn } from '../config/port-in-use';
 
 /** The share of the shutdown deadline (lib/shutdown.ts) settle's own parts get to drain. */
 const PARTS_STOP_BUDGET_MS = SHUTDOWN_DEADLINE_MS / 2;
+/** The servers' share, after the parts': each server named in the log when it outlasts it. */
+const SERVERS_STOP_BUDGET_MS = SHUTDOWN_DEADLINE_MS / 2 - 500;
 /** How long the Temporal dev server gets after SIGTERM before SIGKILL. */
 const SERVER_STOP_GRACE_MS = SHUTDOWN_DEADLINE_MS / 4;
+/** How long each of PostgreSQL's stop steps gets (fast, then immediate shutdown, then SIGKILL). */
+const POSTGRES_STOP_STEP_MS = SHUTDOWN_DEADLINE_MS / 8;
 
-function waitAtMost(work: Promise<unknown>, ms: number): Promise<unknown> {
-  let timer: NodeJS.Timeout | undefined;
-  const elapsed = new Promise((resolve) => (timer = setTimeout(resolve, ms)));
-  return Promise.race([work, elapsed]).finally(() => clearTimeout(timer));
-}
+/** One thing `settle start` stops, named for the log when it outlasts its share of the deadline. */
+type Part = { name: string; stop: () => Promise<void> };
 
 /**
  * `settle start` / `npm start`: everything on one machine. An embedded PostgreSQL and a Temporal dev
@@ -63,30 +64,67 @@ export async function runDevStack(): Promise<void> {
   fill('SETTLE_CODEC_TOKEN', secrets.codecToken);
 
   // settle's own parts (gateway, worker, pool), stopped in reverse order of start; then the servers
-  // they use (stand-in downstream, Temporal, PostgreSQL), together.
-  const cleanups: (() => Promise<void>)[] = [];
-  const serverStops: (() => Promise<void>)[] = [];
-  const warnFailed = (error: unknown) => logger.warn({ err: String(error) }, 'stop step failed');
+  // they use (stand-in downstream, Temporal, PostgreSQL), together. Every wait is bounded, and what
+  // outlasts its bound is named: a stop that ends at lib/shutdown.ts's deadline says why.
+  const cleanups: Part[] = [];
+  const serverStops: Part[] = [];
+  const warnFailed = (name: string) => (error: unknown) =>
+    logger.warn({ part: name, err: String(error) }, 'stop step failed');
   const stopAll = async () => {
     const parts = cleanups.splice(0).reverse();
+    let current: string | undefined;
     const inOrder = (async () => {
-      for (const cleanup of parts) await cleanup().catch(warnFailed);
+      for (const part of parts) {
+        current = part.name;
+        await part.stop().catch(warnFailed(part.name));
+      }
+      current = undefined;
     })();
     // A drain that outlasts its share of the shutdown deadline must not leave the servers running.
-    await waitAtMost(inOrder, PARTS_STOP_BUDGET_MS);
-    await Promise.all(serverStops.splice(0).map((stop) => stop().catch(warnFailed)));
+    if (
+      !(await within(
+        inOrder.then(() => true),
+        PARTS_STOP_BUDGET_MS,
+        false,
+      ))
+    ) {
+      logger.warn(
+        { part: current, budgetMs: PARTS_STOP_BUDGET_MS },
+        'still stopping after its share of the shutdown deadline; stopping the servers anyway',
+      );
+    }
+    await Promise.all(
+      serverStops.splice(0).map(async (server) => {
+        const stopped = server.stop().then(() => true, warnFailed(server.name));
+        if ((await within(stopped, SERVERS_STOP_BUDGET_MS, 'late')) === 'late') {
+          logger.warn(
+            { server: server.name, budgetMs: SERVERS_STOP_BUDGET_MS },
+            'server still stopping after its share of the shutdown deadline',
+          );
+        }
+      }),
+    );
   };
-  // Ctrl-C or SIGTERM (lib/shutdown.ts) stops it all.
+  // Ctrl-C or SIGTERM (lib/shutdown.ts) stops it all: what has started at once, and a start still
+  // under way at its next step (each `checkpoint`), which stops what it started since.
+  let startSettled!: () => void;
+  const started = new Promise<void>((resolve) => (startSettled = resolve));
   const stopped = new Promise<void>((resolve) => {
     onShutdown('settle start (gateway, worker, Temporal dev server, PostgreSQL)', () =>
-      stopAll().then(resolve),
+      stopAll()
+        .then(() => started)
+        .then(resolve),
     );
   });
+  const checkpoint = () => {
+    if (stopping.aborted) throw stopping.reason;
+  };
 
   try {
     // Before any Temporal client or worker is made; its spans flush after the parts have stopped.
     await startTracing('start', env);
-    cleanups.push(() => stopTracing());
+    cleanups.push({ name: 'tracing', stop: () => stopTracing() });
+    checkpoint();
     // First, so the UI can be started pointed at it (the browser calls it, not the dev server).
     const codecConfig = loadCodecConfig(env);
     const uiOrigins = [
@@ -94,7 +132,8 @@ export async function runDevStack(): Promise<void> {
       `http://localhost:${settings.devTemporalUiPort}`,
     ];
     const codec = await startCodec(codecConfig, uiOrigins);
-    serverStops.push(() => codec.close());
+    serverStops.push({ name: 'codec server', stop: () => codec.close() });
+    checkpoint();
     // The dev server's UI has no sign-in, so no access token to pass and no header to set: its
     // endpoint carries the token as a path segment (docs/operations.md, "Payment data in Temporal").
     const uiCodecEndpoint = `${codec.url}/${codecConfig.codecToken!}`;
@@ -103,8 +142,9 @@ export async function runDevStack(): Promise<void> {
     if (!env.DATABASE_URL) {
       const port = settings.devPostgresPort;
       postgres = await startEmbeddedPostgres({ dataDir: join(dir, 'postgres'), port });
-      serverStops.push(() => postgres!.stop());
+      serverStops.push({ name: 'PostgreSQL', stop: () => postgres!.stop(POSTGRES_STOP_STEP_MS) });
       await postgres.createDatabase('settle');
+      checkpoint();
       env.DATABASE_URL = postgres.urlFor('settle');
     }
     let temporal: DevServer | undefined;
@@ -120,8 +160,12 @@ export async function runDevStack(): Promise<void> {
         sqlitePragmas: ['journal_mode=wal', 'synchronous=full'],
         namespace: env.TEMPORAL_NAMESPACE || 'default',
       });
-      serverStops.push(() => temporal!.stop(SERVER_STOP_GRACE_MS));
+      serverStops.push({
+        name: 'Temporal dev server',
+        stop: () => temporal!.stop(SERVER_STOP_GRACE_MS),
+      });
       env.TEMPORAL_ADDRESS = temporal.address;
+      checkpoint();
     }
 
     // The stand-ins take the place of whichever target is unset: the worker needs every one.
@@ -134,7 +178,7 @@ export async function runDevStack(): Promise<void> {
         settings.devDownstreamPort,
         startDevDownstream(settings.devDownstreamPort, signing, loadConfigPart(LISTENER_SETTINGS, env)),
       );
-      serverStops.push(() => downstream!.close());
+      serverStops.push({ name: 'stand-in downstream', stop: () => downstream!.close() });
       for (const target of OUTBOX_TARGETS)
         env[DELIVERY_TARGETS[target].variable] ||= `${downstream.url}/${target}`;
     }
@@ -142,13 +186,15 @@ export async function runDevStack(): Promise<void> {
     // settle's own dev server takes a plain connection; any other Temporal, its whole configuration.
     const config = loadConfig(env, { temporal: temporal ? 'dev-stack' : 'environment' });
     const pool = createPool(config.databaseUrl);
-    cleanups.push(() => pool.end());
+    cleanups.push({ name: 'PostgreSQL pool', stop: () => pool.end() });
     const migrations = await migrate(pool);
+    checkpoint();
 
     // The gateway and the worker in this process on one Temporal connection, as `settle serve`
     // (roles/serve.ts): each new run's first task goes straight back to this worker (eager start).
     const serve = await startServe({ config, pool });
-    cleanups.push(() => serve.stop());
+    cleanups.push({ name: 'gateway and worker', stop: () => serve.stop() });
+    checkpoint();
 
     writeRunningStack({
       pid: process.pid,
@@ -161,7 +207,7 @@ export async function runDevStack(): Promise<void> {
       taskQueue: config.taskQueue,
       devPayloadKey,
     });
-    cleanups.push(async () => clearRunningStack());
+    cleanups.push({ name: 'running-stack file', stop: async () => clearRunningStack() });
 
     process.stdout.write(
       [
@@ -184,8 +230,12 @@ export async function runDevStack(): Promise<void> {
     );
   } catch (error) {
     await stopAll();
+    startSettled();
+    // Stopped by a signal while starting: a stop, not a failure.
+    if (stopping.aborted) return;
     throw error;
   }
+  startSettled();
   await stopped;
 }
 

@@ -1,14 +1,31 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
+import { logger } from '../lib/logger';
+import { within } from '../lib/shutdown';
 
 export type EmbeddedDatabase = {
   port: number;
   /** A connection string for the named database on this server. */
   urlFor(database: string): string;
   createDatabase(name: string): Promise<void>;
-  stop(): Promise<void>;
+  /**
+   * Fast shutdown (SIGINT: sessions ended, a checkpoint), immediate shutdown (SIGQUIT, recovered from
+   * the WAL at the next start) after `graceMs`, SIGKILL after as long again; resolves once the
+   * postmaster has exited. Each step past its bound is named through `onLog`.
+   */
+  stop(graceMs?: number): Promise<void>;
 };
+
+/** How long each step of `stop` gets before the next, unless `stop` is given a grace. */
+const STOP_GRACE_MS = 10_000;
+/** Each signal of a stop, and what follows when the postmaster outlasts its grace. */
+const STOP_STEPS = [
+  ['SIGINT', 'immediate shutdown (SIGQUIT)'],
+  ['SIGQUIT', 'SIGKILL'],
+  ['SIGKILL', undefined],
+] as const;
 
 const USER = 'postgres';
 const PASSWORD = 'postgres';
@@ -44,25 +61,27 @@ export async function startEmbeddedPostgres(options: {
     onError: (error) => options.onLog?.(String(error)),
   });
   if (!existsSync(join(options.dataDir, 'PG_VERSION'))) await server.initialise();
+  // The postmaster is the package's child (it spawns `postgres` itself, no pg_ctl in between), read
+  // when needed: it exists from the start's first step, before the server is ready.
+  const postmaster = () => (server as unknown as { process?: ChildProcess }).process;
+  const running = (child: ChildProcess | undefined): child is ChildProcess =>
+    child?.pid !== undefined && child.exitCode === null && child.signalCode === null;
+  // Whatever ends this process (a forced exit at the shutdown deadline, a signal during the start
+  // included), PostgreSQL ends too: SIGQUIT is its immediate shutdown.
+  const quitOnExit = () => {
+    const child = postmaster();
+    if (running(child)) child.kill('SIGQUIT');
+  };
+  process.once('exit', quitOnExit);
   try {
     await server.start();
   } catch {
+    quitOnExit();
+    process.removeListener('exit', quitOnExit);
     throw new Error(
       `PostgreSQL did not start on port ${options.port} with data in ${options.dataDir} (is the port in use?).`,
     );
   }
-  // Whatever ends this process (a forced exit at the shutdown deadline included), PostgreSQL ends too:
-  // SIGQUIT is its immediate shutdown (the next start recovers from the WAL, as after a crash).
-  const postmasterPid = readPostmasterPid(options.dataDir);
-  const quitOnExit = () => {
-    if (postmasterPid === undefined) return;
-    try {
-      process.kill(postmasterPid, 'SIGQUIT');
-    } catch {
-      // Already gone.
-    }
-  };
-  process.once('exit', quitOnExit);
   const urlFor = (database: string) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/${database}`;
   return {
     port: options.port,
@@ -77,21 +96,23 @@ export async function startEmbeddedPostgres(options: {
         await client.end();
       }
     },
-    stop: async () => {
-      await server.stop();
+    stop: async (graceMs = STOP_GRACE_MS) => {
+      // Not the package's stop(): it listens for the exit after signalling, so a postmaster that had
+      // already exited (crashed, or killed with its process group) is waited on for ever, unbounded.
+      const child = postmaster();
+      const exited = new Promise<boolean>((resolve) => child?.once('exit', () => resolve(true)));
+      for (const [signal, next] of STOP_STEPS) {
+        if (!running(child)) break;
+        child.kill(signal);
+        if (await within(exited, graceMs, false)) break;
+        logger.warn(
+          { port: options.port, pid: child.pid, graceMs },
+          `PostgreSQL still running after ${signal}${next ? `; ${next}` : '; leaving it'}`,
+        );
+      }
       process.removeListener('exit', quitOnExit);
     },
   };
-}
-
-/** The postmaster's PID: the first line of `postmaster.pid` in the data folder while it runs. */
-function readPostmasterPid(dataDir: string): number | undefined {
-  try {
-    const pid = Number.parseInt(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]!, 10);
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**

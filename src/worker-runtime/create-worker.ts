@@ -16,7 +16,7 @@ import { CONFIG_DEFAULTS, loadSettings, type Config } from '../config';
 import { createStripeRecoverySource } from '../providers/stripe-recovery';
 import { clientOnWorkerConnection } from '../client';
 import { logger, redactIds, redactMeta } from '../lib/logger';
-import { onShutdown } from '../lib/shutdown';
+import { DRAIN_GRACE_MS, onShutdown } from '../lib/shutdown';
 import { activeTracing } from '../lib/tracing';
 import { startDrainingTemporalMetrics, temporalMetricsBuffer } from '../metrics/temporal-metrics';
 import {
@@ -254,8 +254,9 @@ export async function createWorker({
     dataConverter,
     activities,
     interceptors: { activity: [activityOutcomeInterceptor, ...interceptors] },
-    // Under lib/shutdown.ts's deadline: activities still running then are cancelled, so the drain ends.
-    shutdownGraceTime: '4s',
+    // Under lib/shutdown.ts's deadline: activities still running then are cancelled (local ones by
+    // untilDrained, same grace), so the drain ends.
+    shutdownGraceTime: DRAIN_GRACE_MS,
     // With SETTLE_BUILD_ID, both poll as that build of the Worker Deployment (temporal/versioning.ts).
     workerDeploymentOptions: workerDeploymentOptions(config),
   } satisfies Partial<SdkWorkerOptions>;

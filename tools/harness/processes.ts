@@ -104,22 +104,8 @@ export function childHandle(
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/**
- * `work`'s result, or `otherwise` once `ms` have passed, whichever comes first. The timer is cleared
- * either way, so a bound on a hang never keeps the process alive after the work is done (a bare
- * `Promise.race([work, sleep(ms)])` holds the event loop for the whole bound).
- */
-export async function within<T, U>(work: Promise<T>, ms: number, otherwise: U): Promise<T | U> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      work,
-      new Promise<U>((resolve) => (timer = setTimeout(() => resolve(otherwise), ms))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+/** The stop path's bound on a wait (src/lib/shutdown.ts), for the proof suites' waits too. */
+export { within } from '../../src/lib/shutdown';
 
 type ProcStat = {
   pid: number;
