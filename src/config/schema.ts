@@ -10,6 +10,7 @@ import {
   type TargetSecretKey,
 } from '../domain/outbox';
 import { parsePayloadKeys } from './payload-keys';
+import { varied } from './secret-strength';
 
 // Every environment variable settle reads is declared here, once; the `Config` and `Settings` types
 // are inferred from these declarations. A new variable is one entry below, plus its row in the
@@ -53,13 +54,7 @@ export const STRIPE_SECRET_MIN_CHARACTERS = 24;
 export const ADYEN_HMAC_KEY_HEX_DIGITS = 64;
 /** Bearer tokens (SETTLE_API_TOKEN, SETTLE_CODEC_TOKEN): at least this long. */
 export const TOKEN_MIN_CHARACTERS = 32;
-/**
- * Every secret's random part has at least this many different characters: a repeated or counted
- * pattern (`aaaa…`, `0123…0123`) has the length of a secret and none of its entropy.
- */
-export const SECRET_MIN_DISTINCT = 8;
-
-const varied = (text: string) => new Set(text).size >= SECRET_MIN_DISTINCT;
+export { SECRET_MIN_DISTINCT } from './secret-strength';
 /** Adyen's basic-auth password: at least this long. */
 export const BASIC_AUTH_PASSWORD_MIN_CHARACTERS = 16;
 

@@ -193,6 +193,7 @@ describe('a minimum strength for every secret', () => {
 
   const whsec = (bytes: number) => `whsec_${randomBytes(bytes).toString('base64')}`;
   const token = (length: number) => randomBytes(length).toString('hex').slice(0, length);
+  const payloadKey = (bytes: Buffer, id = 'k1') => `${id}:${bytes.toString('base64')}`;
   const EDGES: { name: string; weak: string[]; strong: string[] }[] = [
     ...['SETTLE_WEBHOOK_SECRETS', 'SETTLE_OUTBOUND_SECRET', 'SETTLE_CARRIER_SECRET', 'SETTLE_ERP_SECRET'].map(
       (name) => ({
@@ -215,6 +216,22 @@ describe('a minimum strength for every secret', () => {
       name: 'SETTLE_ADYEN_BASIC_AUTH',
       weak: [`adyen:${token(15)}`, token(40), `:${token(20)}`],
       strong: [`adyen:${token(16)}`],
+    },
+    {
+      // Each key's 32 bytes: a repeated pattern (all zeros, `abab…`, seven values cycled) is refused
+      // as a token's characters are, alone or second in a rotation list.
+      name: 'SETTLE_PAYLOAD_KEYS',
+      weak: [
+        payloadKey(Buffer.alloc(32)),
+        payloadKey(Buffer.from('ab'.repeat(16))),
+        payloadKey(Buffer.from(Array.from({ length: 32 }, (_, i) => i % 7))),
+        `${payloadKey(randomBytes(32))},${payloadKey(Buffer.alloc(32, 0xff), 'k2')}`,
+      ],
+      strong: [
+        payloadKey(randomBytes(32)),
+        payloadKey(Buffer.from(Array.from({ length: 32 }, (_, i) => i % 8))),
+        `${payloadKey(randomBytes(32))},${payloadKey(randomBytes(32), 'k2')}`,
+      ],
     },
     ...['SETTLE_API_TOKEN', 'SETTLE_CODEC_TOKEN'].map((name) => ({
       name,
