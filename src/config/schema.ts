@@ -429,6 +429,8 @@ export const TEMPORAL_VARIABLES = [
   'TEMPORAL_ADDRESS',
   'TEMPORAL_NAMESPACE',
   'TEMPORAL_API_KEY',
+  // settle's own addition: TEMPORAL_API_KEY read from a file (temporal-profile.ts).
+  'TEMPORAL_API_KEY_FILE',
   'TEMPORAL_TLS',
   'TEMPORAL_TLS_CLIENT_CERT_PATH',
   'TEMPORAL_TLS_CLIENT_CERT_DATA',
