@@ -325,10 +325,16 @@ export const configVariables = {
     z.enum(['live', 'test'], { message: 'must be live or test' }).optional(),
   ),
   /**
-   * Standard Webhooks secrets that sign every downstream call (carrier, ERP, reminders), comma-separated:
+   * Standard Webhooks secrets that sign the calls to settle's own targets (carrier, ERP), comma-separated:
    * the first signs, the others are listed for the receiver, which verifies with each while rotating.
    */
   outboundSecret: variable('SETTLE_OUTBOUND_SECRET', standardWebhooksSecrets, { secret: true }),
+  /**
+   * Standard Webhooks secrets that sign the renewal reminders, and only them (the first signs): every
+   * customer verifying a reminder holds it, so it must never verify a carrier or ERP call (load.ts
+   * refuses one shared with SETTLE_OUTBOUND_SECRET or a target's). Unset: reminders are held, not sent.
+   */
+  reminderSecret: variable('SETTLE_REMINDER_SECRET', standardWebhooksSecrets, { secret: true }),
   /** Each delivery target's own signing secrets, SETTLE_<TARGET>_SECRET: in place of SETTLE_OUTBOUND_SECRET. */
   ...targetSecretVariables(),
   /** Bearer token for /reminders and /events. */

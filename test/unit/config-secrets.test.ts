@@ -91,6 +91,7 @@ describe('<NAME>_FILE, for every secret variable', () => {
         'SETTLE_ERP_SECRET',
         'SETTLE_OUTBOUND_SECRET',
         'SETTLE_PAYLOAD_KEYS',
+        'SETTLE_REMINDER_SECRET',
         'SETTLE_STRIPE_API_KEY',
         'SETTLE_STRIPE_WEBHOOK_SECRETS',
         'SETTLE_WEBHOOK_SECRETS',
@@ -195,13 +196,17 @@ describe('a minimum strength for every secret', () => {
   const token = (length: number) => randomBytes(length).toString('hex').slice(0, length);
   const payloadKey = (bytes: Buffer, id = 'k1') => `${id}:${bytes.toString('base64')}`;
   const EDGES: { name: string; weak: string[]; strong: string[] }[] = [
-    ...['SETTLE_WEBHOOK_SECRETS', 'SETTLE_OUTBOUND_SECRET', 'SETTLE_CARRIER_SECRET', 'SETTLE_ERP_SECRET'].map(
-      (name) => ({
-        name,
-        weak: [whsec(23), `${whsec(32)},${whsec(23)}`, 'whsec_not*base64*at*all*but*long*enough'],
-        strong: [whsec(24), `${whsec(32)},${whsec(24)}`],
-      }),
-    ),
+    ...[
+      'SETTLE_WEBHOOK_SECRETS',
+      'SETTLE_OUTBOUND_SECRET',
+      'SETTLE_CARRIER_SECRET',
+      'SETTLE_ERP_SECRET',
+      'SETTLE_REMINDER_SECRET',
+    ].map((name) => ({
+      name,
+      weak: [whsec(23), `${whsec(32)},${whsec(23)}`, 'whsec_not*base64*at*all*but*long*enough'],
+      strong: [whsec(24), `${whsec(32)},${whsec(24)}`],
+    })),
     {
       name: 'SETTLE_STRIPE_WEBHOOK_SECRETS',
       weak: [`whsec_${token(23)}`, `sk_live_${token(40)}`],
@@ -276,7 +281,12 @@ const placeholder = (value: string) => value === '' || /[…$<>{}]|\.\.\./.test(
 function documentedSecrets(): { where: string; value: string; variables: string[] }[] {
   const found: { where: string; value: string; variables: string[] }[] = [];
   const whsecVariables = SECRETS.map((s) => s.name).filter((name) =>
-    ['SETTLE_WEBHOOK_SECRETS', 'SETTLE_STRIPE_WEBHOOK_SECRETS', 'SETTLE_OUTBOUND_SECRET'].includes(name),
+    [
+      'SETTLE_WEBHOOK_SECRETS',
+      'SETTLE_STRIPE_WEBHOOK_SECRETS',
+      'SETTLE_OUTBOUND_SECRET',
+      'SETTLE_REMINDER_SECRET',
+    ].includes(name),
   );
   for (const file of documentationFiles()) {
     const lines = readFileSync(join(PROJECT_ROOT, file), 'utf8').split('\n');
