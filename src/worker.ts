@@ -34,6 +34,13 @@ export type WorkerRoleOptions = Pick<WorkerOptions, 'interceptors' | 'tuning' | 
 export async function runWorker(config: Config, options: WorkerRoleOptions = {}): Promise<void> {
   const { metrics: withMetrics = true, retention = true, tracing = true, requireTargets = true } = options;
   if (requireTargets) refuseWithoutTargets(config);
+  if (!config.reminderSecret?.length) {
+    // Not a refusal: payments need no reminder secret. Never signed with SETTLE_OUTBOUND_SECRET instead.
+    logger.warn(
+      { variable: 'SETTLE_REMINDER_SECRET' },
+      'SETTLE_REMINDER_SECRET is not set: due reminders are held (not_configured, retried) until it is',
+    );
+  }
   if (tracing) await startTracing('worker');
   const pool = createPool(config.databaseUrl);
   const metrics = withMetrics

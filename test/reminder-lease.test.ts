@@ -22,20 +22,20 @@ type Attempt = {
 };
 
 test('a reminder whose worker vanished while processing is delivered by another attempt after the lease expires, same delivery ID, one effect', async () => {
-  const outboundSecret = newSecret();
+  const reminderSecret = newSecret();
   const receiver: Receiver = await startReceiver((_request, index) =>
     index === 0 ? { status: 200, apply: true, hang: true } : { status: 200 },
   );
   closers.push(() => receiver.close());
   const stack: TestStack = await startTestStack({
     worker: false,
-    config: { outboundSecret: [outboundSecret] },
+    config: { reminderSecret: [reminderSecret] },
     tuning: { reminderLeaseMs: LEASE_MS, requestTimeoutMs: 5_000 },
   });
   closers.push(() => stack.close());
   let child: ChildWorker | undefined = await startChildWorker(
     stack,
-    { SETTLE_OUTBOUND_SECRET: outboundSecret, SETTLE_ALLOW_PRIVATE_TARGETS: 'true' },
+    { SETTLE_REMINDER_SECRET: reminderSecret, SETTLE_ALLOW_PRIVATE_TARGETS: 'true' },
     { reminderLeaseMs: LEASE_MS, requestTimeoutMs: LEASE_MS - 1_000 },
   );
   closers.push(() => child?.kill() ?? Promise.resolve());
@@ -78,7 +78,7 @@ test('a reminder whose worker vanished while processing is delivered by another 
   );
 
   assert.equal(receiver.requests.length, 2);
-  for (const request of receiver.requests) assertSignedDelivery(request, key, outboundSecret);
+  for (const request of receiver.requests) assertSignedDelivery(request, key, reminderSecret);
   assert.deepEqual(receiver.effects, [key]);
 
   const [first, second] = done.body.attempts as Attempt[];

@@ -13,7 +13,7 @@ import { startReceiver, type Receiver } from '../tools/harness/receiver';
 import { assertSignedDelivery, remindersApi, type ApiResult } from './support/reminders';
 
 const DAY = 86_400_000;
-const outboundSecret = newSecret();
+const reminderSecret = newSecret();
 const apiToken = randomBytes(24).toString('hex');
 
 let env: TestWorkflowEnvironment;
@@ -45,7 +45,7 @@ before(async () => {
       temporalAddress: env.address,
       temporalNamespace: 'default',
       taskQueue,
-      outboundSecret: [outboundSecret],
+      reminderSecret: [reminderSecret],
       allowPrivateTargets: true,
     },
     pool: database.pool,
@@ -176,7 +176,9 @@ describe('a reminder', () => {
     assert.equal(scheduledAt.length, 1);
     assert.ok(scheduledAt[0]! >= Date.parse(body.due_at), 'delivered before it was due');
     assert.equal(receiver.requests.length, 1);
-    assertSignedDelivery(receiver.requests[0]!, key, outboundSecret);
+    assertSignedDelivery(receiver.requests[0]!, key, reminderSecret);
+    // Its signed body names who it is for: this webhook URL, so no other receiver takes it as its own.
+    assert.equal(receiver.requests[0]!.json.audience, body.webhook_url);
     assert.equal(receiver.requests[0]!.json.contract_id, body.contract_id);
     assert.deepEqual(receiver.requests[0]!.json.payload, body.payload);
 
@@ -220,7 +222,7 @@ describe('a reminder', () => {
     assert.deepEqual(await result(key), { state: 'failed', attempts: 1 });
     assert.equal((await deliveriesScheduledAt(key)).length, 1);
     assert.equal(receiver.requests.length, 1);
-    assertSignedDelivery(receiver.requests[0]!, key, outboundSecret);
+    assertSignedDelivery(receiver.requests[0]!, key, reminderSecret);
     const view = await get(key);
     assert.equal(view.body.status, 'failed');
     assert.match(String(view.body.last_error), /^HTTP 410/);

@@ -19,8 +19,10 @@ import {
   postWebhook,
   startTestStack,
   uniqueId,
+  waitFor,
   type TestStack,
 } from '../tools/harness/harness';
+import { remindersApi } from './support/reminders';
 import {
   startReceiver,
   type Behaviour,
@@ -36,7 +38,8 @@ afterEach(async () => {
 type Setup = { stack: TestStack; carrier: Receiver; erp: Receiver; shipmentId: string };
 
 async function setUp(
-  signing: Pick<Config, 'outboundSecret'> & Partial<Pick<Config, 'carrierSecret' | 'erpSecret'>>,
+  signing: Pick<Config, 'outboundSecret'> &
+    Partial<Pick<Config, 'carrierSecret' | 'erpSecret' | 'reminderSecret'>>,
   behaviours: { carrier?: Behaviour; erp?: Behaviour } = {},
 ): Promise<Setup> {
   const carrier = await startReceiver(behaviours.carrier);
@@ -140,6 +143,105 @@ describe('signed carrier and ERP calls', () => {
   });
 });
 
+/** Schedules a reminder due now to `receiver` and waits until the run has finished with it. */
+async function remindNow(stack: TestStack, receiver: Receiver) {
+  const key = uniqueId('rem');
+  const body = {
+    contract_id: uniqueId('CT'),
+    due_at: new Date().toISOString(),
+    webhook_url: `${receiver.url}/hooks/renewal`,
+    payload: { plan: 'yearly' },
+  };
+  const scheduled = await remindersApi(stack.gatewayUrl, stack.apiToken, 'POST', '/reminders', { key, body });
+  assert.equal(scheduled.status, 202, JSON.stringify(scheduled.body));
+  return { key, body };
+}
+
+/** The request re-sent, byte for byte with its signature headers, to `url`: what a replay is. */
+async function replay(request: ReceivedRequest, url: string): Promise<number> {
+  const headers = Object.fromEntries(
+    ['content-type', 'idempotency-key', 'webhook-id', 'webhook-timestamp', 'webhook-signature'].map(
+      (name) => [name, String(request.headers[name])],
+    ),
+  );
+  const response = await fetch(url, { method: 'POST', headers, body: request.body });
+  await response.body?.cancel();
+  return response.status;
+}
+
+describe('reminders are signed with SETTLE_REMINDER_SECRET, every call naming its audience', () => {
+  test('a reminder verifies with its own secret only and names its webhook URL; carrier and ERP calls name theirs', async () => {
+    const [outbound, reminder] = [newSecret(), newSecret()];
+    const setup = await setUp({ outboundSecret: [outbound], reminderSecret: [reminder] });
+    setup.carrier.secrets = [outbound];
+    setup.erp.secrets = [outbound];
+    const customer = await startReceiver(undefined, [reminder]);
+    cleanups.push(() => customer.close());
+
+    const { eventId } = await settle(setup);
+    const { key, body } = await remindNow(setup.stack, customer);
+    const [delivered] = await waitFor(
+      'the reminder',
+      async () => customer.requests.length > 0 && customer.requests,
+    );
+    assert.equal(delivered!.headers['webhook-id'], key);
+    assert.ok(delivered!.verified, 'the customer verifies with SETTLE_REMINDER_SECRET');
+    assert.ok(
+      !verifiesWith(delivered!, outbound),
+      'a reminder never verifies with the carrier and ERP secret',
+    );
+    assert.equal(delivered!.json.audience, body.webhook_url);
+
+    const [release] = setup.carrier.requests;
+    const [entry] = setup.erp.requests;
+    assert.equal(release!.json.audience, 'carrier');
+    assert.equal(entry!.json.audience, 'erp');
+    assert.ok(!verifiesWith(release!, reminder) && !verifiesWith(entry!, reminder));
+    assert.equal(release!.headers['webhook-id'], `${eventId}:carrier:release_hold`);
+  });
+
+  test('a replayed reminder, or a carrier call replayed to the ERP, is refused by a receiver that checks', async () => {
+    const [outbound, reminder] = [newSecret(), newSecret()];
+    // The stand-in verifies as a well-kept carrier and ERP do: signature, then audience.
+    const standIn = await startDevDownstream(0, { outboundSecret: [outbound] });
+    cleanups.push(() => standIn.close());
+    const setup = await setUp({ outboundSecret: [outbound], reminderSecret: [reminder] });
+    const customer = await startReceiver(undefined, [reminder]);
+    cleanups.push(() => customer.close());
+    await settle(setup);
+    await remindNow(setup.stack, customer);
+    const [delivered] = await waitFor(
+      'the reminder',
+      async () => customer.requests.length > 0 && customer.requests,
+    );
+
+    // The customer holds the reminders' secret and re-sends what it got to the carrier and the ERP.
+    assert.equal(await replay(delivered!, `${standIn.url}/carrier`), 401);
+    assert.equal(await replay(delivered!, `${standIn.url}/erp`), 401);
+    // Both targets share SETTLE_OUTBOUND_SECRET here: the signature verifies, the audience does not.
+    const [release] = setup.carrier.requests;
+    assert.equal(await replay(release!, `${standIn.url}/erp`), 401);
+    assert.equal(await replay(release!, `${standIn.url}/carrier`), 200, 'sent where it was for, it is taken');
+  });
+
+  test('without SETTLE_REMINDER_SECRET a due reminder is held, naming it, and never signed with SETTLE_OUTBOUND_SECRET', async () => {
+    const setup = await setUp({ outboundSecret: [newSecret()], reminderSecret: [] });
+    const customer = await startReceiver();
+    cleanups.push(() => customer.close());
+    const { key } = await remindNow(setup.stack, customer);
+    const held = await waitFor('the reminder to be held', async () => {
+      const { rows } = await setup.stack.pool.query<{ state: string; last_error: string | null }>(
+        'SELECT state, last_error FROM reminders WHERE delivery_id = $1::text',
+        [key],
+      );
+      return rows[0]?.last_error ? rows[0] : undefined;
+    });
+    assert.equal(held.state, 'processing');
+    assert.match(held.last_error!, /SETTLE_REMINDER_SECRET is not configured/);
+    assert.equal(customer.requests.length, 0);
+  });
+});
+
 describe("npm start's stand-in downstream", () => {
   test('applies a call signed with the target secret, refuses an unsigned or wrongly signed one with 401', async () => {
     const [global, erpOwn] = [newSecret(), newSecret()];
@@ -147,7 +249,7 @@ describe("npm start's stand-in downstream", () => {
     cleanups.push(() => standIn.close());
     const call = async (target: string, secret: string | undefined) => {
       const key = `evt_${randomBytes(6).toString('hex')}:${target}:x`;
-      const body = JSON.stringify({ action: 'x' });
+      const body = JSON.stringify({ action: 'x', audience: target });
       const response = await fetch(`${standIn.url}/${target}`, {
         method: 'POST',
         headers: {

@@ -131,6 +131,61 @@ describe('Temporal connection options from the environment', () => {
         assert.equal(call.authorization, 'Bearer secret-api-key');
       }
     });
+
+    test('TEMPORAL_API_KEY_FILE: the key read from its file, trimmed, sent the same way', async () => {
+      const file = join(mkdtempSync(join(tmpdir(), 'settle-temporal-key-')), 'api-key');
+      writeFileSync(file, '  file-api-key\n');
+      const config = loadConfig({
+        ...BASE,
+        TEMPORAL_ADDRESS: endpoint.address,
+        TEMPORAL_API_KEY_FILE: file,
+        TEMPORAL_TLS: 'false',
+      });
+      assert.equal(temporalConnectionOptions(config).apiKey, 'file-api-key');
+      const before = endpoint.calls.length;
+      await connectBoth(config);
+      const calls = endpoint.calls.slice(before);
+      assert.ok(calls.length >= 2, JSON.stringify(calls));
+      for (const call of calls) assert.equal(call.authorization, 'Bearer file-api-key');
+    });
+  });
+
+  test('TEMPORAL_API_KEY_FILE: like an API key, it turns TLS on; a bad file stops the start naming it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'settle-temporal-key-'));
+    const file = join(dir, 'api-key');
+    writeFileSync(file, 'cloud-key\n');
+    const address = { TEMPORAL_ADDRESS: 'ns.acct.tmprl.cloud:7233' };
+    assert.deepEqual(
+      temporalConnectionOptions(loadConfig({ ...BASE, ...address, TEMPORAL_API_KEY_FILE: file })),
+      {
+        address: 'ns.acct.tmprl.cloud:7233',
+        apiKey: 'cloud-key',
+        tls: true,
+      },
+    );
+    assert.deepEqual(blamed({ ...address, TEMPORAL_API_KEY_FILE: join(dir, 'missing') }), [
+      'TEMPORAL_API_KEY_FILE',
+    ]);
+    assert.deepEqual(blamed({ ...address, TEMPORAL_API_KEY_FILE: file, TEMPORAL_API_KEY: 'k1' }), [
+      'TEMPORAL_API_KEY_FILE',
+    ]);
+    writeFileSync(join(dir, 'two-lines'), 'cloud-key\nsecond-line\n');
+    assert.deepEqual(blamed({ ...address, TEMPORAL_API_KEY_FILE: join(dir, 'two-lines') }), [
+      'TEMPORAL_API_KEY_FILE',
+    ]);
+    // An empty file is an unset key, as for every <NAME>_FILE.
+    writeFileSync(join(dir, 'empty'), '\n');
+    assert.equal(
+      temporalConnectionOptions(
+        loadConfig({ ...BASE, ...address, TEMPORAL_API_KEY_FILE: join(dir, 'empty') }),
+      ).apiKey,
+      undefined,
+    );
+    // No message prints the key.
+    assert.throws(
+      () => loadConfig({ ...BASE, ...address, TEMPORAL_API_KEY_FILE: join(dir, 'two-lines') }),
+      (error) => error instanceof ConfigError && !error.message.includes('cloud-key'),
+    );
   });
 
   test('TLS from certificate and key paths', () => {

@@ -26,6 +26,8 @@ type ExportedSpan = {
   parentSpanId: string;
   name: string;
   attributes: Record<string, unknown>;
+  /** The span contexts it links to (traceId and spanId, hex). */
+  links: { traceId: string; spanId: string }[];
   resource: Record<string, unknown>;
 };
 
@@ -83,6 +85,7 @@ type ExportRequest = {
         parentSpanId?: string;
         name: string;
         attributes?: KeyValue[];
+        links?: { traceId: string; spanId: string }[];
       }[];
     }[];
   }[];
@@ -120,6 +123,10 @@ function spansOf(request: ExportRequest): ExportedSpan[] {
         parentSpanId: hexId(span.parentSpanId),
         name: span.name,
         attributes: attributesOf(span.attributes),
+        links: (span.links ?? []).map((link) => ({
+          traceId: hexId(link.traceId),
+          spanId: hexId(link.spanId),
+        })),
         resource,
       })),
     );
@@ -200,7 +207,7 @@ async function sendEvent(traceparent: string) {
     ...stack.config.outboundSecret,
     payloadKeys[0]!.key.toString('base64'),
   ];
-  return { event, shipmentId, carrier, erp, secrets: secrets.filter(Boolean) };
+  return { stack, event, shipmentId, carrier, erp, secrets: secrets.filter(Boolean) };
 }
 
 function newTraceparent(): { traceparent: string; traceId: string } {
@@ -248,7 +255,7 @@ test('with tracing off, no OpenTelemetry SDK or exporter loads, nothing is sent,
 });
 
 for (const protocol of ['http/json', 'http/protobuf'] as const) {
-  test(`with ${protocol}, a webhook's traceparent continues through the gateway, workflow, activities and downstream calls`, async () => {
+  test(`with ${protocol}, a webhook starts settle's own trace (its traceparent a link), carried through the workflow, activities and downstream calls`, async () => {
     await stopTracing();
     const collector = new OtlpReceiver();
     await collector.start();
@@ -262,10 +269,26 @@ for (const protocol of ['http/json', 'http/protobuf'] as const) {
     });
     assert.ok(await startTracing('test'));
 
-    const { traceparent, traceId } = newTraceparent();
-    const { event, shipmentId, carrier, erp, secrets } = await sendEvent(traceparent);
+    const incoming = newTraceparent();
+    const { stack, event, shipmentId, carrier, erp, secrets } = await sendEvent(incoming.traceparent);
 
-    // Every downstream request carries the trace on.
+    // The webhook's signature is not checked when its span starts: whoever sent it does not choose
+    // settle's trace. The gateway's span is a root of a new trace, linked to the sender's context.
+    const hash = shortHash(event.id);
+    const gateway = await waitFor('the gateway span', async () =>
+      collector.spans.find(
+        (span) => span.name === 'POST /webhooks/payments' && span.attributes['settle.event.hash'] === hash,
+      ),
+    );
+    const traceId = gateway.traceId;
+    assert.notEqual(traceId, incoming.traceId, "a webhook's traceparent chose settle's trace");
+    assert.equal(gateway.parentSpanId, '', 'the gateway span has a parent');
+    assert.deepEqual(gateway.links, [
+      { traceId: incoming.traceId, spanId: incoming.traceparent.split('-')[2]! },
+    ]);
+    assert.ok(!collector.spans.some((span) => span.traceId === incoming.traceId));
+
+    // Every downstream request carries settle's trace on.
     assert.deepEqual(traceIdOf(carrier), [traceId]);
     assert.deepEqual(traceIdOf(erp), [traceId]);
 
@@ -302,11 +325,34 @@ for (const protocol of ['http/json', 'http/protobuf'] as const) {
     assert.deepEqual(new Set(parents), new Set(posts.map((span) => span.spanId)));
     const deliveries = new Set(named('RunActivity:deliverOutboxRow').map((span) => span.spanId));
     assert.ok(posts.every((span) => deliveries.has(span.parentSpanId)));
-    // The gateway's span continues the provider's: its parent is the incoming traceparent's span.
-    assert.equal(named('POST /webhooks/payments')[0]!.parentSpanId, traceparent.split('-')[2]);
+
+    // A caller presenting the bearer token continues its trace; without it (401), a new trace again.
+    const ask = async (token: string | undefined) => {
+      const { traceparent, traceId: theirs } = newTraceparent();
+      const response = await fetch(`${stack.gatewayUrl}/events/${encodeURIComponent(event.id)}`, {
+        headers: { traceparent, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      });
+      await response.body?.cancel();
+      const span = await waitFor('the /events span', async () =>
+        collector.spans.find(
+          (found) =>
+            found.name === 'GET /events/:eventId' &&
+            (found.traceId === theirs || found.links.some((link) => link.traceId === theirs)),
+        ),
+      );
+      return { status: response.status, span, traceparent, theirs };
+    };
+    const authenticated = await ask(stack.apiToken);
+    assert.equal(authenticated.status, 200);
+    assert.equal(authenticated.span.traceId, authenticated.theirs);
+    assert.equal(authenticated.span.parentSpanId, authenticated.traceparent.split('-')[2]);
+    assert.deepEqual(authenticated.span.links, []);
+    const anonymous = await ask(undefined);
+    assert.equal(anonymous.status, 401);
+    assert.notEqual(anonymous.span.traceId, anonymous.theirs);
+    assert.equal(anonymous.span.parentSpanId, '');
 
     // The event by its short hash and the shipment, on the gateway, the workflow and every activity.
-    const hash = shortHash(event.id);
     for (const name of [
       'POST /webhooks/payments',
       'StartWorkflow:paymentWorkflow',

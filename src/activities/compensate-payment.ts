@@ -11,7 +11,7 @@ import {
 } from '../db/outbox';
 import { setHoldStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
-import { deliveryTarget, downstreamIdempotencyKey, targetEndpoint } from '../domain/outbox';
+import { callAudience, deliveryTarget, downstreamIdempotencyKey, targetEndpoint } from '../domain/outbox';
 import { ErrorCode } from '../domain/errors';
 import type {
   CompensationInput,
@@ -67,12 +67,13 @@ export async function reholdShipment(deps: DeliveryDependencies, input: OutboxIn
       url: endpoint.url,
       idempotencyKey: downstreamIdempotencyKey(row.eventId, row.target, undo.keyAction),
       signingSecret: endpoint.signingSecret,
-      body: JSON.stringify({
+      audience: callAudience({ target: row.target }),
+      body: {
         action: undo.action,
         shipment_id: row.shipmentId,
         payment_id: row.body.payment_id,
         reason: 'compensation',
-      }),
+      },
       timeoutMs: deps.tuning.requestTimeoutMs,
       allowPrivateTargets: true,
     },

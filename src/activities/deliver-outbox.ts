@@ -14,6 +14,7 @@ import {
   deliveryTarget,
   isDeliverable,
   OUTBOX_TARGETS,
+  callAudience,
   targetEndpoint,
   type OutboxStatus,
   type OutboxTarget,
@@ -58,7 +59,8 @@ export async function deliverOutboxRow(
       url: endpoint.url,
       idempotencyKey: row.idempotencyKey,
       signingSecret: endpoint.signingSecret,
-      body: JSON.stringify({ action: row.action, ...row.body }),
+      audience: callAudience({ target: row.target }),
+      body: { action: row.action, ...row.body },
       timeoutMs: deps.tuning.requestTimeoutMs,
       // Carrier and ERP are the operator's own APIs, often on a private network.
       allowPrivateTargets: true,

@@ -16,6 +16,7 @@ import type {
   ReminderDeliveryResult,
 } from '../workflows/contracts';
 import { ErrorCode } from '../domain/errors';
+import { callAudience, REMINDER_SECRET_VARIABLE } from '../domain/outbox';
 import {
   callDownstream,
   countDelivery,
@@ -41,7 +42,8 @@ type Lease =
  * vanished), so this attempt throws retryable `lease_held` with the lease's remainder as the retry
  * delay. Otherwise it takes the lease and POSTs with `webhook-id` and `Idempotency-Key` equal to the
  * delivery ID on every attempt and a Standard Webhooks signature made fresh for each (the first of
- * SETTLE_OUTBOUND_SECRET's secrets signs, as for every downstream call: downstream.ts). 2xx: `succeeded`.
+ * SETTLE_REMINDER_SECRET's secrets signs, never the carrier's and ERP's SETTLE_OUTBOUND_SECRET; the
+ * body's `audience` is the webhook URL: downstream.ts). 2xx: `succeeded`.
  * 410 Gone or a refused (private) target: `failed`, no retry. Anything else: recorded, lease released,
  * retried with backoff (429/503 after their Retry-After).
  */
@@ -72,9 +74,9 @@ export async function deliverReminder(
   }
 
   const { reminder, attempt } = lease;
-  const secret = deps.config.outboundSecret?.[0];
+  const secret = deps.config.reminderSecret?.[0];
   if (!secret) {
-    const error = 'not sent: SETTLE_OUTBOUND_SECRET is not configured';
+    const error = `not sent: ${REMINDER_SECRET_VARIABLE} is not configured`;
     countDelivery('customer', 'renewal_reminder', 'not_configured');
     await finishReminderAttempt(deps.pool, reminder.deliveryId, attempt, {
       state: 'processing',
@@ -84,19 +86,20 @@ export async function deliverReminder(
     throw ApplicationFailure.retryable(error, ErrorCode.NotConfigured);
   }
 
-  const body = JSON.stringify({
+  const body = {
     type: 'contract.renewal_due',
     delivery_id: reminder.deliveryId,
     contract_id: reminder.contractId,
     due_at: reminder.dueAt.toISOString(),
     payload: reminder.payload,
-  });
+  };
   const outcome = await callDownstream(
     deps.http,
     {
       url: reminder.webhookUrl,
       idempotencyKey: reminder.deliveryId,
       signingSecret: secret,
+      audience: callAudience({ webhookUrl: reminder.webhookUrl }),
       body,
       timeoutMs: deps.tuning.requestTimeoutMs,
       allowPrivateTargets: deps.config.allowPrivateTargets ?? false,

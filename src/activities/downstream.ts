@@ -71,8 +71,10 @@ export type DownstreamRequest = {
   idempotencyKey: string;
   /** Signs the call (the first of a variable's secrets: see targetSigningSecrets). */
   signingSecret: string;
-  /** JSON text, sent as is and signed. */
-  body: string;
+  /** Who the call is for (callAudience): the body's `audience`, so the signature covers it. */
+  audience: string;
+  /** The body's fields: sent as JSON with `audience` added (signedBody), and signed. */
+  body: Record<string, unknown>;
   timeoutMs: number;
   allowPrivateTargets: boolean;
 };
@@ -81,13 +83,21 @@ export type DownstreamRequest = {
 const HEARTBEAT_EVERY_MS = 1_000;
 
 /**
+ * The JSON text of a call: its fields and, last and always, `audience`, naming the receiver the call
+ * is signed for (a field of the same name in `body` cannot override it).
+ */
+export function signedBody(request: Pick<DownstreamRequest, 'audience' | 'body'>): string {
+  return JSON.stringify({ ...request.body, audience: request.audience });
+}
+
+/**
  * The headers of every call settle makes downstream (carrier, ERP, a customer's reminder endpoint):
  * JSON, the `Idempotency-Key`, and a Standard Webhooks signature (`webhook-id` = the idempotency key,
  * `webhook-timestamp` = now, `webhook-signature` = `v1,<base64 HMAC-SHA256 of id.timestamp.body>`),
  * made fresh for each attempt so a retry is never refused as stale.
  */
 export function signedCallHeaders(
-  request: Pick<DownstreamRequest, 'idempotencyKey' | 'signingSecret' | 'body'>,
+  request: Pick<DownstreamRequest, 'idempotencyKey' | 'signingSecret'> & { body: string },
   at: Date = new Date(),
 ): Record<string, string> {
   return {
@@ -99,7 +109,7 @@ export function signedCallHeaders(
 }
 
 /**
- * Makes one call, signed (signedCallHeaders), and classifies the answer. Never throws: the caller
+ * Makes one call, its body naming its audience (signedBody) and signed (signedCallHeaders), and classifies the answer. Never throws: the caller
  * records the outcome on its delivery record first, then throws `failureFor(outcome)` so Temporal
  * retries (or not).
  */
@@ -113,11 +123,12 @@ export async function callDownstream(
   const heartbeat = context.info.isLocal
     ? undefined
     : setInterval(() => context.heartbeat(), HEARTBEAT_EVERY_MS);
+  const body = signedBody(request);
   let response: HttpResponse;
   try {
     response = await http.post(request.url, {
-      headers: signedCallHeaders(request),
-      body: request.body,
+      headers: signedCallHeaders({ ...request, body }),
+      body,
       timeoutMs: request.timeoutMs,
       allowPrivateTargets: request.allowPrivateTargets,
       signal: untilDrained(context.cancellationSignal),

@@ -46,6 +46,7 @@ export function createPurgeActivities({
           component: 'retention',
           claims: result.claims,
           events: result.events,
+          providerExceptions: result.providerExceptions,
           keptExceptions: result.keptExceptions,
         },
         'expired claims purged',
@@ -55,6 +56,7 @@ export function createPurgeActivities({
         claims: result.claims,
         events: result.events,
         conflicts: result.conflicts,
+        providerExceptions: result.providerExceptions,
         keptExceptions: result.keptExceptions,
         dryRun: result.dryRun,
       };

@@ -11,6 +11,7 @@ import {
   type Variable,
 } from './schema';
 import { loadTemporalProfile, type TemporalSettings } from './temporal-profile';
+import { REMINDER_SECRET_VARIABLE, TARGET_SECRET_KEYS, type SigningSecrets } from '../domain/outbox';
 
 type Variables = Record<string, Variable>;
 type Parsed<V extends Variables> = { [K in keyof V]: z.output<V[K]['schema']> };
@@ -193,9 +194,24 @@ export function loadConfig(
  * applies it; so does the gateway's start, for a configuration built by other means.
  */
 export function combinationIssues(
-  config: Pick<Config, 'adyenHmacKeys' | 'adyenBasicAuth' | 'adyenAllowNoBasicAuth'>,
+  config: Pick<Config, 'adyenHmacKeys' | 'adyenBasicAuth' | 'adyenAllowNoBasicAuth'> & SigningSecrets,
 ): ConfigError['issues'] {
   const issues: ConfigError['issues'] = [];
+  // Every customer verifying a reminder holds SETTLE_REMINDER_SECRET: shared with the carrier's or the
+  // ERP's, it would let any of them sign a call that releases a shipment or posts a ledger entry.
+  const trusted = new Map<string, string>();
+  for (const key of ['outboundSecret', ...TARGET_SECRET_KEYS] as const) {
+    for (const secret of config[key] ?? []) trusted.set(secret, configVariables[key].name);
+  }
+  const shared = (config.reminderSecret ?? []).map((secret) => trusted.get(secret)).filter(Boolean);
+  if (shared.length > 0) {
+    issues.push({
+      variable: REMINDER_SECRET_VARIABLE,
+      message:
+        `shares a secret with ${[...new Set(shared)].join(' and ')}: every customer holds the reminders' ` +
+        'secret, so it must be one of its own (generate one)',
+    });
+  }
   // The HMAC covers only some fields of an item, and none of the batch: basic auth keeps everyone
   // but Adyen from sending at all, so going without it is an operator's explicit choice.
   if (config.adyenHmacKeys.length > 0 && !config.adyenBasicAuth && !config.adyenAllowNoBasicAuth) {

@@ -1,3 +1,5 @@
+import { SECRET_MIN_DISTINCT, varied } from './secret-strength';
+
 /** One key of the payload codec (temporal/payload-codec.ts): its ID, written into every payload it encrypts. */
 export type PayloadKey = { id: string; key: Buffer };
 
@@ -31,6 +33,13 @@ export function parsePayloadKeys(text: string): { keys: PayloadKey[] } | { probl
     if (key.length !== PAYLOAD_KEY_BYTES) {
       return {
         problem: `key "${id}" must be the base64 of ${PAYLOAD_KEY_BYTES} random bytes (openssl rand -base64 32)`,
+      };
+    }
+    // The same rule as every other secret's random part: 32 bytes of one repeated pattern (all zeros,
+    // `abab…`) have the length of a key and none of its entropy.
+    if (!varied(key)) {
+      return {
+        problem: `key "${id}" must be the base64 of ${PAYLOAD_KEY_BYTES} random bytes, at least ${SECRET_MIN_DISTINCT} of them different (openssl rand -base64 32)`,
       };
     }
     if (keys.some((known) => known.id === id)) return { problem: `key ID "${id}" appears twice` };

@@ -10,6 +10,7 @@ import {
   type TargetSecretKey,
 } from '../domain/outbox';
 import { parsePayloadKeys } from './payload-keys';
+import { varied } from './secret-strength';
 
 // Every environment variable settle reads is declared here, once; the `Config` and `Settings` types
 // are inferred from these declarations. A new variable is one entry below, plus its row in the
@@ -53,13 +54,7 @@ export const STRIPE_SECRET_MIN_CHARACTERS = 24;
 export const ADYEN_HMAC_KEY_HEX_DIGITS = 64;
 /** Bearer tokens (SETTLE_API_TOKEN, SETTLE_CODEC_TOKEN): at least this long. */
 export const TOKEN_MIN_CHARACTERS = 32;
-/**
- * Every secret's random part has at least this many different characters: a repeated or counted
- * pattern (`aaaa…`, `0123…0123`) has the length of a secret and none of its entropy.
- */
-export const SECRET_MIN_DISTINCT = 8;
-
-const varied = (text: string) => new Set(text).size >= SECRET_MIN_DISTINCT;
+export { SECRET_MIN_DISTINCT } from './secret-strength';
 /** Adyen's basic-auth password: at least this long. */
 export const BASIC_AUTH_PASSWORD_MIN_CHARACTERS = 16;
 
@@ -330,10 +325,16 @@ export const configVariables = {
     z.enum(['live', 'test'], { message: 'must be live or test' }).optional(),
   ),
   /**
-   * Standard Webhooks secrets that sign every downstream call (carrier, ERP, reminders), comma-separated:
+   * Standard Webhooks secrets that sign the calls to settle's own targets (carrier, ERP), comma-separated:
    * the first signs, the others are listed for the receiver, which verifies with each while rotating.
    */
   outboundSecret: variable('SETTLE_OUTBOUND_SECRET', standardWebhooksSecrets, { secret: true }),
+  /**
+   * Standard Webhooks secrets that sign the renewal reminders, and only them (the first signs): every
+   * customer verifying a reminder holds it, so it must never verify a carrier or ERP call (load.ts
+   * refuses one shared with SETTLE_OUTBOUND_SECRET or a target's). Unset: reminders are held, not sent.
+   */
+  reminderSecret: variable('SETTLE_REMINDER_SECRET', standardWebhooksSecrets, { secret: true }),
   /** Each delivery target's own signing secrets, SETTLE_<TARGET>_SECRET: in place of SETTLE_OUTBOUND_SECRET. */
   ...targetSecretVariables(),
   /** Bearer token for /reminders and /events. */
@@ -434,6 +435,8 @@ export const TEMPORAL_VARIABLES = [
   'TEMPORAL_ADDRESS',
   'TEMPORAL_NAMESPACE',
   'TEMPORAL_API_KEY',
+  // settle's own addition: TEMPORAL_API_KEY read from a file (temporal-profile.ts).
+  'TEMPORAL_API_KEY_FILE',
   'TEMPORAL_TLS',
   'TEMPORAL_TLS_CLIENT_CERT_PATH',
   'TEMPORAL_TLS_CLIENT_CERT_DATA',

@@ -22,6 +22,48 @@ export type TemporalSettings = {
 
 const TEMPORAL_FLAG_VALUES = ['true', 'false', '1', '0'];
 
+/** The file form of TEMPORAL_API_KEY, as every secret of settle's has one (load.ts: <NAME>_FILE). */
+export const TEMPORAL_API_KEY_FILE = 'TEMPORAL_API_KEY_FILE';
+
+/**
+ * `env` with TEMPORAL_API_KEY read from the file TEMPORAL_API_KEY_FILE names (a mounted Secret), its
+ * content trimmed, as settle reads every <NAME>_FILE: an empty file is an unset key; both set, or a
+ * file that cannot be read, is an issue naming TEMPORAL_API_KEY_FILE. No message prints the key.
+ */
+function withApiKeyFile(
+  env: Record<string, string>,
+  issues: { variable: string; message: string }[],
+): Record<string, string> {
+  const file = env[TEMPORAL_API_KEY_FILE];
+  if (!file) return env;
+  if (env.TEMPORAL_API_KEY) {
+    issues.push({
+      variable: TEMPORAL_API_KEY_FILE,
+      message: 'is set together with TEMPORAL_API_KEY: set one of them',
+    });
+    return env;
+  }
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
+    issues.push({ variable: TEMPORAL_API_KEY_FILE, message: `cannot be read: ${code} (${file})` });
+    return env;
+  }
+  const key = text.trim();
+  if (!key) return env;
+  // Also refused by the SDK later, with a message that names no variable: a key is one header value.
+  if (/[\r\n]/.test(key)) {
+    issues.push({
+      variable: TEMPORAL_API_KEY_FILE,
+      message: `holds more than one line (${file}): it must hold the key alone`,
+    });
+    return env;
+  }
+  return { ...env, TEMPORAL_API_KEY: key };
+}
+
 /** Temporal's default config file location on Linux (what the Temporal CLI and SDKs read). */
 function defaultTemporalConfigFile(env: Record<string, string>): string | undefined {
   const configHome =
@@ -37,13 +79,14 @@ function defaultTemporalConfigFile(env: Record<string, string>): string | undefi
  * Temporal's own environment configuration (@temporalio/envconfig, as the Temporal CLI reads it):
  * the profile TEMPORAL_PROFILE (default `default`) of the TOML file TEMPORAL_CONFIG_FILE (default
  * ~/.config/temporalio/temporal.toml, if present), each key overridden by its variable:
- * TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS, TEMPORAL_TLS_CLIENT_CERT_PATH
+ * TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY (or TEMPORAL_API_KEY_FILE), TEMPORAL_TLS, TEMPORAL_TLS_CLIENT_CERT_PATH
  * / _DATA, TEMPORAL_TLS_CLIENT_KEY_PATH / _DATA, TEMPORAL_TLS_SERVER_CA_CERT_PATH / _DATA,
  * TEMPORAL_TLS_SERVER_NAME, TEMPORAL_GRPC_META_<header>. Certificates and keys are read and parsed
  * here, so a missing file or a bad PEM stops the process at start naming its variable.
  */
-export function loadTemporalProfile(env: Record<string, string>): TemporalSettings {
+export function loadTemporalProfile(given: Record<string, string>): TemporalSettings {
   const issues: { variable: string; message: string }[] = [];
+  const env = withApiKeyFile(given, issues);
   for (const variable of ['TEMPORAL_TLS', 'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION']) {
     if (env[variable] !== undefined && !TEMPORAL_FLAG_VALUES.includes(env[variable])) {
       issues.push({ variable, message: 'must be true or false' });

@@ -7,6 +7,12 @@ export type PurgeSummary = {
   claims: number;
   events: number;
   conflicts: number;
+  /**
+   * Provider exceptions (raw provider items settle could not apply, which can hold customers' emails
+   * and billing details) whose last delivery was before the cutoff: dropped, listed or not. Absent
+   * from the results of purges recorded in workflow histories before settle dropped them.
+   */
+  providerExceptions?: number;
   /** Open exceptions (unmatched, needs_review) past the cutoff, kept until someone resolves them. */
   keptExceptions: number;
   dryRun: boolean;
@@ -14,6 +20,7 @@ export type PurgeSummary = {
 
 /** purgeExpiredClaims' result: the summary, and how long the VACUUMs took. */
 export type PurgeResult = PurgeSummary & {
+  providerExceptions: number;
   /** Milliseconds of the two VACUUMs that make the deleted rows' space reusable (0 when nothing was deleted). */
   vacuumMs: number;
 };
@@ -23,8 +30,10 @@ const BATCH = 5_000;
 
 /**
  * Drops claims whose `claimed_at` is older than `olderThanMs`, with their events rows (and conflict
- * audit rows past the same cutoff). Nothing younger is touched, and neither are open exceptions:
- * dropping an unmatched claim would lose the event. Ledger and outbox rows are business records and
+ * audit rows and provider exceptions last seen before the same cutoff). Nothing younger is touched,
+ * and neither are open exceptions of claims: dropping an unmatched claim would lose the event. A
+ * provider exception is an item settle can neither apply nor replay, kept only for an operator to act
+ * on by hand; its raw payload is personal data, so it goes with the retention like every stored event. Ledger and outbox rows are business records and
  * stay. Once a claim is gone a redelivery of its event is new again, which is why the retention must
  * outlast every provider's replay horizon.
  *
@@ -59,19 +68,27 @@ export async function purgeExpiredClaims(
     claims: 0,
     events: 0,
     conflicts: 0,
+    providerExceptions: 0,
     keptExceptions: kept.rows[0]!.n,
     dryRun: options.dryRun ?? false,
     vacuumMs: 0,
   };
 
   if (options.dryRun) {
-    const counts = await db.query<{ claims: number; events: number; conflicts: number }>(
+    const counts = await db.query<{
+      claims: number;
+      events: number;
+      conflicts: number;
+      providerExceptions: number;
+    }>(
       `SELECT
          (SELECT count(*) FROM claims c WHERE c.claimed_at < $1::timestamptz
             AND c.outcome NOT IN ('unmatched', 'needs_review'))::int AS claims,
          (SELECT count(*) FROM events e JOIN claims c USING (event_id) WHERE c.claimed_at < $1::timestamptz
             AND c.outcome NOT IN ('unmatched', 'needs_review'))::int AS events,
-         (SELECT count(*) FROM conflicts WHERE last_seen_at < $1::timestamptz)::int AS conflicts`,
+         (SELECT count(*) FROM conflicts WHERE last_seen_at < $1::timestamptz)::int AS conflicts,
+         (SELECT count(*) FROM provider_exceptions WHERE last_seen_at < $1::timestamptz)::int
+           AS "providerExceptions"`,
       [cutoff],
     );
     return { ...result, ...counts.rows[0]! };
@@ -106,6 +123,11 @@ export async function purgeExpiredClaims(
   }
   const conflicts = await db.query(`DELETE FROM conflicts WHERE last_seen_at < $1::timestamptz`, [cutoff]);
   result.conflicts = conflicts.rowCount ?? 0;
+  const providerExceptions = await db.query(
+    `DELETE FROM provider_exceptions WHERE last_seen_at < $1::timestamptz`,
+    [cutoff],
+  );
+  result.providerExceptions = providerExceptions.rowCount ?? 0;
   // Kept as long as the claim it explains.
   await db.query(`DELETE FROM start_outcome_unknown WHERE last_at < $1::timestamptz`, [cutoff]);
   // Runs started around settle's door, refused: kept as long as a claim would be, so a flood of them

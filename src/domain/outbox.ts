@@ -173,14 +173,31 @@ export function targetSecretKey(target: OutboxTarget): TargetSecretKey {
 /** Every target's secret key, in table order. */
 export const TARGET_SECRET_KEYS: TargetSecretKey[] = OUTBOX_TARGETS.map(targetSecretKey);
 
-/** The secrets that sign settle's outbound calls: SETTLE_OUTBOUND_SECRET and each target's own. */
-export type SigningSecrets = Partial<Record<TargetSecretKey | 'outboundSecret', string[]>>;
+/**
+ * The secrets that sign settle's outbound calls: SETTLE_OUTBOUND_SECRET and each target's own for the
+ * carrier and the ERP, SETTLE_REMINDER_SECRET for the customers' reminders.
+ */
+export type SigningSecrets = Partial<Record<TargetSecretKey | 'outboundSecret' | 'reminderSecret', string[]>>;
+
+/** Every signing secret's config key. */
+export const SIGNING_SECRET_KEYS = ['outboundSecret', ...TARGET_SECRET_KEYS, 'reminderSecret'] as const;
 
 /** Only the signing secrets of a configuration (what the delivery activities are given). */
 export function signingSecrets(config: SigningSecrets): SigningSecrets {
-  return Object.fromEntries(
-    (['outboundSecret', ...TARGET_SECRET_KEYS] as const).map((key) => [key, config[key] ?? []]),
-  );
+  return Object.fromEntries(SIGNING_SECRET_KEYS.map((key) => [key, config[key] ?? []]));
+}
+
+/** The reminders' signing secrets' variable: never SETTLE_OUTBOUND_SECRET's, which the carrier and ERP trust. */
+export const REMINDER_SECRET_VARIABLE = 'SETTLE_REMINDER_SECRET';
+
+/**
+ * What a signed call's body names as its audience (its `audience` field, covered by the signature):
+ * the target (`carrier`, `erp`) for settle's own APIs, the webhook URL itself for a customer's
+ * reminder. A receiver checks it names itself, so a body signed for one receiver never takes effect
+ * at another (docs/delivery.md, "Signed calls").
+ */
+export function callAudience(to: { target: OutboxTarget } | { webhookUrl: string }): string {
+  return 'target' in to ? to.target : to.webhookUrl;
 }
 
 /** The global signing secrets' variable, used when a target has none of its own. */

@@ -85,8 +85,14 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
     done(null, body),
   );
 
-  // With tracing on, a span per request, continuing an incoming `traceparent` (lib/tracing.ts).
-  activeTracing()?.instrumentGateway(app);
+  // With tracing on, a span per request (lib/tracing.ts). An incoming `traceparent` is continued only
+  // from a caller that presents the bearer token on a route that asks for it; a webhook's (its
+  // signature not yet verified) or any other unauthenticated caller's is a link on a new trace, so
+  // no outsider chooses settle's trace ID or its sampling.
+  activeTracing()?.instrumentGateway(app, {
+    continuesTrace: (request) =>
+      request.routeOptions.config.bearerToken === true && presentsToken(request, deps.apiToken),
+  });
 
   drainRefusedBodies(app);
 

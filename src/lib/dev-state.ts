@@ -8,6 +8,8 @@ export type DevSecrets = {
   webhookSecret: string;
   apiToken: string;
   outboundSecret: string;
+  /** SETTLE_REMINDER_SECRET of the stack: the reminders' own, never the carrier's and ERP's. */
+  reminderSecret: string;
   /** SETTLE_PAYLOAD_KEYS of the stack: one development key, `dev-<hex>:<base64 of 32 bytes>`. */
   payloadKey: string;
   /** SETTLE_CODEC_TOKEN of the stack's codec server. */
@@ -40,6 +42,7 @@ export function loadOrCreateDevSecrets(cwd?: string): DevSecrets {
     webhookSecret: known.webhookSecret ?? `whsec_${randomBytes(24).toString('base64')}`,
     apiToken: known.apiToken ?? randomBytes(24).toString('hex'),
     outboundSecret: known.outboundSecret ?? `whsec_${randomBytes(24).toString('base64')}`,
+    reminderSecret: known.reminderSecret ?? `whsec_${randomBytes(24).toString('base64')}`,
     payloadKey:
       known.payloadKey ?? `dev-${randomBytes(3).toString('hex')}:${randomBytes(32).toString('base64')}`,
     codecToken: known.codecToken ?? randomBytes(24).toString('hex'),

@@ -12,6 +12,7 @@
 import {
   context,
   createTraceState,
+  isSpanContextValid,
   propagation,
   SpanKind,
   SpanStatusCode,
@@ -110,18 +111,25 @@ export function createTracing(settings: TracingSettings, role: string): Tracing 
       };
     },
 
-    instrumentGateway(app) {
+    instrumentGateway(app, { continuesTrace }) {
       const spans = new WeakMap<object, { span: Span; context: Context }>();
       app.addHook('onRequest', (request, _reply, done) => {
         const route = request.routeOptions.url;
         if (route !== undefined && UNTRACED_ROUTES.has(route)) return done();
-        const parent = propagation.extract(ROOT_CONTEXT, request.headers);
+        const incoming = propagation.extract(ROOT_CONTEXT, request.headers);
+        // Only an authenticated caller continues its trace (and so decides its sampling). Anyone else
+        // (a webhook, its signature not yet checked) gets a new trace; its context is a link only.
+        const trusted = continuesTrace(request);
+        const parent = trusted ? incoming : ROOT_CONTEXT;
+        const claimed = trace.getSpanContext(incoming);
+        const links = !trusted && claimed && isSpanContextValid(claimed) ? [{ context: claimed }] : [];
         // The route, never the URL: a path can hold an event ID.
         const span = tracer.startSpan(
           `${request.method} ${route ?? 'unmatched'}`,
           {
             kind: SpanKind.SERVER,
             attributes: { 'http.request.method': request.method, 'http.route': route ?? 'unmatched' },
+            links,
           },
           parent,
         );

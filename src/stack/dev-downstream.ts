@@ -21,10 +21,19 @@ export type DevDownstream = {
  * event goes all the way to `delivered`. It behaves as a well-kept downstream does: it verifies each
  * call's Standard Webhooks signature with the target's secrets (SETTLE_<TARGET>_SECRET, else
  * SETTLE_OUTBOUND_SECRET: all of them, as a receiver does while a secret rotates) and answers `401`
- * to one that does not verify; a 2xx for each other call, the effect applied once per
+ * to one that does not verify or whose body's `audience` is not that target; a 2xx for each other call, the effect applied once per
  * `Idempotency-Key` (a repeat answers `duplicate`), and a log line per call that names the key by its
  * short hash only (keys carry event IDs) and says whether its signature verified. Kept in memory.
  */
+/** The signed body's `audience` (docs/delivery.md, "Signed calls"), or undefined. */
+function audienceOf(body: string): unknown {
+  try {
+    return (JSON.parse(body) as { audience?: unknown } | null)?.audience;
+  } catch {
+    return undefined;
+  }
+}
+
 const PATHS = OUTBOX_TARGETS.map((target) => `/${target}`).join(' or ');
 /** How long a stopping stand-in lets open requests finish before cutting their connections. */
 const CLOSE_GRACE_MS = 1_000;
@@ -71,6 +80,22 @@ export async function startDevDownstream(
         );
         response.writeHead(401, { 'content-type': 'application/json' });
         response.end(JSON.stringify({ error: 'signature_invalid' }));
+        return;
+      }
+      // Signed, but for another receiver (a reminder's body, a call to the other target): refused.
+      if (audienceOf(body) !== target) {
+        logger.warn(
+          {
+            component: 'dev-downstream',
+            target,
+            key: shortHash(key),
+            signature: 'verified',
+            audience: 'other',
+          },
+          'refused: the call names another audience',
+        );
+        response.writeHead(401, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ error: 'audience_mismatch' }));
         return;
       }
       const status = applied.has(key) ? 'duplicate' : 'applied';

@@ -58,6 +58,7 @@ export async function runDevStack(): Promise<void> {
   fill('SETTLE_WEBHOOK_SECRETS', secrets.webhookSecret);
   fill('SETTLE_API_TOKEN', secrets.apiToken);
   fill('SETTLE_OUTBOUND_SECRET', secrets.outboundSecret);
+  fill('SETTLE_REMINDER_SECRET', secrets.reminderSecret);
   // Payloads encrypted as in production, with a development key; the UI reads them via the codec server.
   const devPayloadKey = !env.SETTLE_PAYLOAD_KEYS && !env.SETTLE_PAYLOAD_KEYS_FILE;
   if (devPayloadKey) env.SETTLE_PAYLOAD_KEYS = secrets.payloadKey;

@@ -82,6 +82,7 @@ export type WorkerOptions = {
         | TargetConfigKey
         | TargetSecretKey
         | 'outboundSecret'
+        | 'reminderSecret'
         | 'allowPrivateTargets'
         | 'maxCachedWorkflows'
         | 'bulkConcurrency'

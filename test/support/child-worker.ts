@@ -22,6 +22,8 @@ export async function startChildWorker(
         SETTLE_TASK_QUEUE: stack.taskQueue,
         // Signs the carrier and ERP calls as the stack's own worker does.
         SETTLE_OUTBOUND_SECRET: stack.config.outboundSecret.join(','),
+        // And the reminders with theirs.
+        SETTLE_REMINDER_SECRET: stack.config.reminderSecret.join(','),
         SETTLE_TEST_TUNING: JSON.stringify(tuning),
         ...env,
       },

@@ -21,6 +21,7 @@ export function stackEnv(stack: TestStack, extra: NodeJS.ProcessEnv = {}): NodeJ
     SETTLE_API_TOKEN: stack.apiToken,
     // `settle worker` refuses to start without its downstream targets and a secret to sign calls with.
     SETTLE_OUTBOUND_SECRET: stack.config.outboundSecret.join(','),
+    SETTLE_REMINDER_SECRET: stack.config.reminderSecret.join(','),
     ...Object.fromEntries(
       OUTBOX_TARGETS.flatMap((target) => {
         const url = targetUrl(stack.config, target);

@@ -91,6 +91,7 @@ describe('<NAME>_FILE, for every secret variable', () => {
         'SETTLE_ERP_SECRET',
         'SETTLE_OUTBOUND_SECRET',
         'SETTLE_PAYLOAD_KEYS',
+        'SETTLE_REMINDER_SECRET',
         'SETTLE_STRIPE_API_KEY',
         'SETTLE_STRIPE_WEBHOOK_SECRETS',
         'SETTLE_WEBHOOK_SECRETS',
@@ -193,14 +194,19 @@ describe('a minimum strength for every secret', () => {
 
   const whsec = (bytes: number) => `whsec_${randomBytes(bytes).toString('base64')}`;
   const token = (length: number) => randomBytes(length).toString('hex').slice(0, length);
+  const payloadKey = (bytes: Buffer, id = 'k1') => `${id}:${bytes.toString('base64')}`;
   const EDGES: { name: string; weak: string[]; strong: string[] }[] = [
-    ...['SETTLE_WEBHOOK_SECRETS', 'SETTLE_OUTBOUND_SECRET', 'SETTLE_CARRIER_SECRET', 'SETTLE_ERP_SECRET'].map(
-      (name) => ({
-        name,
-        weak: [whsec(23), `${whsec(32)},${whsec(23)}`, 'whsec_not*base64*at*all*but*long*enough'],
-        strong: [whsec(24), `${whsec(32)},${whsec(24)}`],
-      }),
-    ),
+    ...[
+      'SETTLE_WEBHOOK_SECRETS',
+      'SETTLE_OUTBOUND_SECRET',
+      'SETTLE_CARRIER_SECRET',
+      'SETTLE_ERP_SECRET',
+      'SETTLE_REMINDER_SECRET',
+    ].map((name) => ({
+      name,
+      weak: [whsec(23), `${whsec(32)},${whsec(23)}`, 'whsec_not*base64*at*all*but*long*enough'],
+      strong: [whsec(24), `${whsec(32)},${whsec(24)}`],
+    })),
     {
       name: 'SETTLE_STRIPE_WEBHOOK_SECRETS',
       weak: [`whsec_${token(23)}`, `sk_live_${token(40)}`],
@@ -215,6 +221,22 @@ describe('a minimum strength for every secret', () => {
       name: 'SETTLE_ADYEN_BASIC_AUTH',
       weak: [`adyen:${token(15)}`, token(40), `:${token(20)}`],
       strong: [`adyen:${token(16)}`],
+    },
+    {
+      // Each key's 32 bytes: a repeated pattern (all zeros, `abab…`, seven values cycled) is refused
+      // as a token's characters are, alone or second in a rotation list.
+      name: 'SETTLE_PAYLOAD_KEYS',
+      weak: [
+        payloadKey(Buffer.alloc(32)),
+        payloadKey(Buffer.from('ab'.repeat(16))),
+        payloadKey(Buffer.from(Array.from({ length: 32 }, (_, i) => i % 7))),
+        `${payloadKey(randomBytes(32))},${payloadKey(Buffer.alloc(32, 0xff), 'k2')}`,
+      ],
+      strong: [
+        payloadKey(randomBytes(32)),
+        payloadKey(Buffer.from(Array.from({ length: 32 }, (_, i) => i % 8))),
+        `${payloadKey(randomBytes(32))},${payloadKey(randomBytes(32), 'k2')}`,
+      ],
     },
     ...['SETTLE_API_TOKEN', 'SETTLE_CODEC_TOKEN'].map((name) => ({
       name,
@@ -259,7 +281,12 @@ const placeholder = (value: string) => value === '' || /[…$<>{}]|\.\.\./.test(
 function documentedSecrets(): { where: string; value: string; variables: string[] }[] {
   const found: { where: string; value: string; variables: string[] }[] = [];
   const whsecVariables = SECRETS.map((s) => s.name).filter((name) =>
-    ['SETTLE_WEBHOOK_SECRETS', 'SETTLE_STRIPE_WEBHOOK_SECRETS', 'SETTLE_OUTBOUND_SECRET'].includes(name),
+    [
+      'SETTLE_WEBHOOK_SECRETS',
+      'SETTLE_STRIPE_WEBHOOK_SECRETS',
+      'SETTLE_OUTBOUND_SECRET',
+      'SETTLE_REMINDER_SECRET',
+    ].includes(name),
   );
   for (const file of documentationFiles()) {
     const lines = readFileSync(join(PROJECT_ROOT, file), 'utf8').split('\n');

@@ -19,6 +19,7 @@ import {
   type Variable,
 } from '../../src/config';
 import { commandConfig, roleConfig } from '../../src/cli/context';
+import { loadOrCreateDevSecrets } from '../../src/lib/dev-state';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { TRACING_VARIABLES } from '../../src/lib/tracing';
 
@@ -237,6 +238,54 @@ describe('config documentation', () => {
     const system = [...all.filter((v) => v.system).map((v) => v.name), ...TEMPORAL_SYSTEM_VARIABLES];
     for (const name of system)
       assert.ok(doc.includes(`\`${name}\``), `${name} is not in ${CONFIGURATION_DOC}`);
+  });
+});
+
+describe('SETTLE_REMINDER_SECRET', () => {
+  test("shares no secret with the carrier's and the ERP's: refused at start naming it, never printing it", () => {
+    const [outbound, carrier, erp] = [whsec(), whsec(), whsec()];
+    for (const [shared, env] of [
+      [
+        'SETTLE_OUTBOUND_SECRET',
+        { SETTLE_OUTBOUND_SECRET: outbound, SETTLE_REMINDER_SECRET: `${whsec()},${outbound}` },
+      ],
+      [
+        'SETTLE_CARRIER_SECRET',
+        { SETTLE_CARRIER_SECRET: `${whsec()},${carrier}`, SETTLE_REMINDER_SECRET: carrier },
+      ],
+      ['SETTLE_ERP_SECRET', { SETTLE_ERP_SECRET: erp, SETTLE_REMINDER_SECRET: erp }],
+    ] as const) {
+      const { variables, message } = rejected(() => load(env));
+      assert.deepEqual(variables, ['SETTLE_REMINDER_SECRET']);
+      assert.match(message, new RegExp(`shares a secret with ${shared}`));
+      assert.ok(![outbound, carrier, erp].some((secret) => message.includes(secret)));
+    }
+    const own = whsec();
+    assert.deepEqual(load({ SETTLE_OUTBOUND_SECRET: outbound, SETTLE_REMINDER_SECRET: own }).reminderSecret, [
+      own,
+    ]);
+    assert.deepEqual(load({}).reminderSecret, []);
+  });
+
+  test('npm start generates one of its own, kept with the other development secrets', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'settle-config-'));
+    const first = loadOrCreateDevSecrets(cwd);
+    assert.match(first.reminderSecret, /^whsec_/);
+    assert.notEqual(first.reminderSecret, first.outboundSecret);
+    assert.equal(loadOrCreateDevSecrets(cwd).reminderSecret, first.reminderSecret);
+    // A file from an older settle, without it: one is added, the others kept.
+    const older = mkdtempSync(join(tmpdir(), 'settle-config-'));
+    mkdirSync(join(older, '.settle'));
+    const before: Partial<typeof first> = { ...first };
+    delete before.reminderSecret;
+    writeFileSync(join(older, '.settle', 'dev-secrets.json'), JSON.stringify(before));
+    const upgraded = loadOrCreateDevSecrets(older);
+    assert.equal(upgraded.outboundSecret, first.outboundSecret);
+    assert.match(upgraded.reminderSecret, /^whsec_/);
+    load({
+      SETTLE_OUTBOUND_SECRET: upgraded.outboundSecret,
+      SETTLE_REMINDER_SECRET: upgraded.reminderSecret,
+    });
   });
 });
 

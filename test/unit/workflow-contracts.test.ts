@@ -64,6 +64,7 @@ const purgeResult = z.strictObject({
   claims: z.number(),
   events: z.number(),
   conflicts: z.number(),
+  providerExceptions: z.number().optional(),
   keptExceptions: z.number(),
   dryRun: z.boolean(),
 });

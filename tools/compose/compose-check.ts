@@ -42,7 +42,7 @@ import { shortHash } from '../../src/lib/hash';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import type { KeyRecord, RecordingReceiver } from '../harness/receiver';
 import { pollUntil } from '../harness/programs';
-import { sendTracedWebhook, traceFailures, waitForTrace } from '../harness/jaeger';
+import { sendTracedWebhook, settleTraceId, traceFailures, waitForTrace } from '../harness/jaeger';
 import type { KeyRecordJson } from './compose-check-receiver';
 import {
   buildSettleImage,
@@ -759,24 +759,30 @@ async function traceArrivesWhole(project: Project, runId: string) {
   if (sent.reply.status !== 202)
     return { failures: [`the webhook answered ${sent.reply.status}: ${sent.reply.body}`], detail: '' };
   const jaeger = `http://127.0.0.1:${project.ports.SETTLE_JAEGER_PORT}`;
-  const spans = await waitForTrace(jaeger, sent.traceId);
   const keys = await pollUntil(
     "the receiver's carrier and ERP requests of the traced event",
     async () => (await project.receiverRecords()).filter((record) => record.key.startsWith(`${event.id}:`)),
     (records) => records.length >= 2,
     180_000,
   );
+  const downstream = keys.flatMap((record) =>
+    record.traceparents.map((traceparent) => ({
+      path: record.path,
+      traceparent: traceparent || undefined,
+    })),
+  );
+  // The webhook starts settle's own trace (its traceparent a link): found by what the carrier got.
+  const traceId = settleTraceId(downstream);
+  if (!traceId) return { failures: ['the carrier and the ERP got no traceparent'], detail: '' };
+  const spans = await waitForTrace(jaeger, traceId);
   return traceFailures({
     ...sent,
+    traceId,
+    providerTraceId: sent.traceId,
     spans,
-    held: await (await fetch(`${jaeger}/api/traces/${sent.traceId}`)).text(),
+    held: await (await fetch(`${jaeger}/api/traces/${traceId}`)).text(),
     eventId: event.id,
-    downstream: keys.flatMap((record) =>
-      record.traceparents.map((traceparent) => ({
-        path: record.path,
-        traceparent: traceparent || undefined,
-      })),
-    ),
+    downstream,
     secrets: {
       'the webhook secret': project.secret,
       'the API token': project.apiToken,

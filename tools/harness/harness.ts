@@ -98,6 +98,8 @@ export async function startTestStack(
     apiToken,
     // Every downstream call is signed: a receiver verifies with stack.config.outboundSecret.
     outboundSecret: [newSecret()],
+    // And every reminder, with a secret of its own: a receiver verifies with stack.config.reminderSecret.
+    reminderSecret: [newSecret()],
     allowPrivateTargets: true,
     ...options.config,
   };

@@ -75,7 +75,8 @@ export type JaegerSpan = {
   traceID: string;
   spanID: string;
   operationName: string;
-  references: { refType: string; spanID: string }[];
+  /** CHILD_OF: the parent; FOLLOWS_FROM: a span link (how Jaeger shows OTLP links). */
+  references: { refType: string; traceID?: string; spanID: string }[];
   tags: { key: string; value: unknown }[];
   /** The span's process: its service name. */
   serviceName: string;
@@ -232,6 +233,15 @@ export async function sendTracedWebhook(gatewayUrl: string, secret: string, even
   return { traceId, providerSpan, reply };
 }
 
+/**
+ * settle's trace ID for an event, as its carrier and ERP calls carry it in their `traceparent`: a
+ * webhook (unauthenticated when its span starts) never continues the provider's trace, it starts
+ * settle's own, linked to the provider's (docs/operations.md, "Tracing").
+ */
+export function settleTraceId(downstream: { traceparent?: string }[]): string | undefined {
+  return downstream.map((request) => request.traceparent?.split('-')[1]).find(Boolean);
+}
+
 /** Polls Jaeger until it holds every span of TRACE_SPANS of the trace (120 s at most: a hang). */
 export function waitForTrace(baseUrl: string, traceId: string): Promise<JaegerSpan[]> {
   return pollUntil(
@@ -247,12 +257,16 @@ export function waitForTrace(baseUrl: string, traceId: string): Promise<JaegerSp
 
 /**
  * What is wrong with one event's trace as Jaeger holds it: a span from the wrong service or under the
- * wrong parent, a gateway span that does not continue the provider's, a span without the event's short
+ * wrong parent, a gateway span that is not the root of settle's own trace linked to the provider's
+ * `traceparent` (`providerTraceId`, `providerSpan`), a span without the event's short
  * hash; a carrier or ERP request without the trace's ID or not from a POST span; the raw event ID or
  * a secret anywhere in `held` (Jaeger's whole answer for the trace: tags, logs, process tags).
  */
 export function traceFailures(trace: {
+  /** settle's trace (settleTraceId). */
   traceId: string;
+  /** The trace and span of the webhook's own `traceparent`. */
+  providerTraceId: string;
   providerSpan: string;
   spans: JaegerSpan[];
   held: string;
@@ -274,8 +288,18 @@ export function traceFailures(trace: {
       if (!idsOf(parent).has(parentOf(span) ?? ''))
         failures.push(`a ${child} span's parent is not a ${parent}`);
   const gateway = named('POST /webhooks/payments')[0];
-  if (!gateway || parentOf(gateway) !== trace.providerSpan)
-    failures.push("the gateway's span does not continue the provider's traceparent");
+  if (traceId === trace.providerTraceId) failures.push("the webhook's traceparent chose settle's trace");
+  if (!gateway || parentOf(gateway) !== undefined)
+    failures.push("the gateway's span is not the root of settle's own trace");
+  else if (
+    !gateway.references.some(
+      (ref) =>
+        ref.refType === 'FOLLOWS_FROM' &&
+        ref.spanID === trace.providerSpan &&
+        (ref.traceID === undefined || ref.traceID === trace.providerTraceId),
+    )
+  )
+    failures.push("the gateway's span does not link to the provider's traceparent");
   // What settle carries instead of the event ID: its short hash, on every span of the event.
   const hash = shortHash(trace.eventId);
   const unhashed = spans

@@ -22,6 +22,9 @@ import { RecordingReceiver } from './receiver';
  */
 export const PROOF_OUTBOUND_SECRET = `whsec_${randomBytes(32).toString('base64')}`;
 
+/** SETTLE_REMINDER_SECRET of the same processes: the reminders' own signing secret. */
+export const PROOF_REMINDER_SECRET = `whsec_${randomBytes(32).toString('base64')}`;
+
 /**
  * What every settle process of a proof run (bench, chaos, topology) reads besides Temporal's address:
  * its PostgreSQL and task queue, the secrets, and the recording receiver as carrier and ERP.
@@ -44,6 +47,7 @@ export function settleProcessEnv(run: {
     SETTLE_WEBHOOK_SECRETS: run.secret,
     SETTLE_API_TOKEN: run.apiToken,
     SETTLE_OUTBOUND_SECRET: PROOF_OUTBOUND_SECRET,
+    SETTLE_REMINDER_SECRET: PROOF_REMINDER_SECRET,
     SETTLE_CARRIER_URL: `${run.receiverUrl}/carrier`,
     SETTLE_ERP_URL: `${run.receiverUrl}/erp`,
     SETTLE_ALLOW_PRIVATE_TARGETS: 'true',
@@ -66,7 +70,8 @@ export class ProofStack {
   readonly taskQueue = 'settle';
   /** One key of the run's own (SETTLE_PAYLOAD_KEYS); a row turns encryption off with an empty value. */
   readonly payloadKeys = `proof-${randomBytes(3).toString('hex')}:${randomBytes(32).toString('base64')}`;
-  readonly receiver = new RecordingReceiver(undefined, [PROOF_OUTBOUND_SECRET]);
+  // One receiver stands for the carrier, the ERP and the reminders' customers: it knows both secrets.
+  readonly receiver = new RecordingReceiver(undefined, [PROOF_OUTBOUND_SECRET, PROOF_REMINDER_SECRET]);
   postgres!: EmbeddedDatabase;
   temporal!: DevServer;
   pool!: pg.Pool;

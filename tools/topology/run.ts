@@ -22,12 +22,11 @@
  *
  * Tracing: Jaeger (tools/harness/jaeger.ts) runs beside the cluster and the gateways and workers export to
  * it over OTLP/HTTP (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME` per role); a signed webhook
- * sent with a sampled `traceparent` must arrive there as one trace: the gateway's request, the
- * workflow start and run, every activity and both downstream POSTs, the carrier and the ERP handed the
- * same trace ID, no raw event ID or secret in any span. The sampler is `parentbased_always_off`, so
- * only a request whose `traceparent` says sampled is recorded: the fault phase's events send none and
- * are not exported (the workers still run the traced workflow bundle for them; that phase's checks
- * count events, not CPU). `--no-jaeger` runs without tracing, and so does `--throughput`, whose CPU
+ * sent with a sampled `traceparent` must arrive there as one trace of settle's own, linked to the
+ * sender's: the gateway's request, the workflow start and run, every activity and both downstream
+ * POSTs, the carrier and the ERP handed the same trace ID, no raw event ID or secret in any span. The
+ * sampler is `parentbased_always_on`: a webhook's `traceparent` does not decide sampling, so the fault
+ * phase's events are exported too (that phase's checks count events, not CPU). `--no-jaeger` runs without tracing, and so does `--throughput`, whose CPU
  * figures are the untraced capacity model. `--jaeger-ui=DIR` serves a built Jaeger UI and screenshots
  * the trace in it.
  *
@@ -64,6 +63,7 @@ import { TemporalCluster, type Identity } from '../harness/cluster';
 import {
   ensureJaeger,
   sendTracedWebhook,
+  settleTraceId,
   startJaeger,
   traceFailures,
   waitForTrace,
@@ -218,8 +218,9 @@ class Topology {
 
   /**
    * The OpenTelemetry variables a deployment sets on a traced role (docs/operations.md, "Tracing"):
-   * none without Jaeger. Only a request whose `traceparent` says sampled is recorded
-   * (`parentbased_always_off`), so the load the other checks measure exports nothing.
+   * none without Jaeger. A webhook's `traceparent` no longer decides sampling (its sender is not
+   * authenticated when the span starts), so every traced request is recorded
+   * (`parentbased_always_on`); the other checks count events, not CPU.
    */
   tracingEnv(role: 'gateway' | 'worker'): Record<string, string> {
     if (!this.jaeger) return {};
@@ -227,7 +228,7 @@ class Topology {
       OTEL_EXPORTER_OTLP_ENDPOINT: this.jaeger.otlpEndpoint,
       OTEL_SERVICE_NAME: `settle-${role}`,
       OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=topology',
-      OTEL_TRACES_SAMPLER: 'parentbased_always_off',
+      OTEL_TRACES_SAMPLER: 'parentbased_always_on',
     };
   }
 
@@ -569,19 +570,25 @@ async function traceArrivesWhole(topology: Topology, jaeger: Jaeger) {
     (at) => at !== undefined,
     180_000,
   );
-  const spans = await waitForTrace(jaeger.uiUrl, sent.traceId);
-  topology.tracedTraceId = sent.traceId;
+  const downstream = topology.receiver.requests
+    .filter((request) => request.key.startsWith(`${event.id}:`))
+    .map((request) => ({
+      path: request.path,
+      traceparent: request.headers.traceparent as string | undefined,
+    }));
+  // The webhook starts settle's own trace (its traceparent a link): found by what the carrier got.
+  const traceId = settleTraceId(downstream);
+  if (!traceId) return { failures: ['the carrier and the ERP got no traceparent'], detail: '' };
+  const spans = await waitForTrace(jaeger.uiUrl, traceId);
+  topology.tracedTraceId = traceId;
   return traceFailures({
     ...sent,
+    traceId,
+    providerTraceId: sent.traceId,
     spans,
-    held: await (await fetch(`${jaeger.uiUrl}/api/traces/${sent.traceId}`)).text(),
+    held: await (await fetch(`${jaeger.uiUrl}/api/traces/${traceId}`)).text(),
     eventId: event.id,
-    downstream: topology.receiver.requests
-      .filter((request) => request.key.startsWith(`${event.id}:`))
-      .map((request) => ({
-        path: request.path,
-        traceparent: request.headers.traceparent as string | undefined,
-      })),
+    downstream,
     secrets: {
       'the webhook secret': topology.secret,
       'the API token': topology.apiToken,

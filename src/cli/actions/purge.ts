@@ -28,6 +28,7 @@ export async function purge(options: {
       claims: result.claims,
       events: result.events,
       conflicts: result.conflicts,
+      provider_exceptions: result.providerExceptions,
       kept_exceptions: result.keptExceptions,
       dry_run: result.dryRun,
     },
@@ -68,13 +69,15 @@ type PurgeOutput = {
   claims: number;
   events: number;
   conflicts: number;
+  provider_exceptions: number;
   kept_exceptions: number;
   dry_run: boolean;
 };
 
 function renderPurge(r: PurgeOutput): string {
   return [
-    `${r.dry_run ? 'would drop' : 'dropped'} ${r.claims} claims, ${r.events} events and ${r.conflicts} conflict records ` +
+    `${r.dry_run ? 'would drop' : 'dropped'} ${r.claims} claims, ${r.events} events, ${r.conflicts} conflict records ` +
+      `and ${r.provider_exceptions} provider exceptions ` +
       `older than ${r.older_than} (claimed before ${r.cutoff})`,
     ...(r.kept_exceptions
       ? [`kept ${r.kept_exceptions} open exceptions past the cutoff: see settle exceptions`]

@@ -5,7 +5,9 @@ export function registerPurge(program: Command) {
     .command('purge')
     .description(
       'Drop claims (and their stored events) older than the retention; nothing younger, and never an open ' +
-        'exception. The daily Temporal Schedule runs the same purge with SETTLE_CLAIM_RETENTION.',
+        "claim's exception. Provider exceptions (raw provider items, which can hold customers' details) " +
+        'last delivered before the cutoff go too. The daily Temporal Schedule runs the same purge with ' +
+        'SETTLE_CLAIM_RETENTION.',
     )
     .option('--older-than <duration>', 'cutoff age, e.g. 90d (default: SETTLE_CLAIM_RETENTION)')
     .option('--dry-run', 'count what would be dropped, drop nothing')

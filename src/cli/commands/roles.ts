@@ -36,8 +36,9 @@ export function registerRoles(program: Command) {
         'Serves /metrics on HOST:SETTLE_METRICS_PORT and ensures the daily claim purge Schedule. ' +
         'Runs the workflow bundle built once into .settle/cache; SETTLE_MAX_CACHED_WORKFLOWS bounds ' +
         `the runs it keeps in memory. Refuses to start without ${TARGET_URLS.join(' and ')}, ` +
-        'or without SETTLE_OUTBOUND_SECRET (it signs every downstream call; a target may have its own, ' +
-        `${TARGET_SECRETS}). ` +
+        'or without SETTLE_OUTBOUND_SECRET (it signs every carrier and ERP call; a target may have its own, ' +
+        `${TARGET_SECRETS}). Reminders are signed with SETTLE_REMINDER_SECRET alone: without it they are ` +
+        'held until it is set. ' +
         'Configured by its environment alone (never a running stack or the development secrets of .settle/).',
     )
     .action(async () => {
