@@ -213,14 +213,6 @@ export function combinationIssues(
         `${config.providerMode}-mode key (…_${config.providerMode}_…) or change SETTLE_PROVIDER_MODE`,
     });
   }
-  if (!!config.paypalClientId !== !!config.paypalClientSecret) {
-    issues.push({
-      variable: config.paypalClientId ? 'SETTLE_PAYPAL_CLIENT_SECRET' : 'SETTLE_PAYPAL_CLIENT_ID',
-      message: config.paypalClientId
-        ? 'is not set, but SETTLE_PAYPAL_CLIENT_ID is: the PayPal sweep needs both (or neither)'
-        : 'is not set, but SETTLE_PAYPAL_CLIENT_SECRET is: the PayPal sweep needs both (or neither)',
-    });
-  }
   const paypalMode = config.paypalApiBase ? paypalApiMode(config.paypalApiBase) : undefined;
   if (config.paypalClientId && config.providerMode && paypalMode && paypalMode !== config.providerMode) {
     issues.push({
