@@ -216,6 +216,33 @@ describe("PayPal's certificate, fetched", () => {
     }
   });
 
+  test("the mode is the event's own host (signed), else the certificate URL's", async () => {
+    const a = adapter();
+    for (const [sandbox, mode] of [
+      [true, 'test'],
+      [false, 'live'],
+    ] as const) {
+      const sent = JSON.stringify(
+        paypalEvent('PAYMENT.CAPTURE.COMPLETED', paypalCapture('SHP-m'), { sandbox }),
+      );
+      const verified = await a.verify({
+        rawBody: sent,
+        headers: signPaypal(sent, { webhookId, key: certs.paypal.key, certUrl: at('good') }),
+      });
+      assert.deepEqual(verified.ok && verified.mode, mode);
+    }
+    const linkless = JSON.stringify({
+      ...paypalEvent('PAYMENT.CAPTURE.COMPLETED', paypalCapture('SHP-m')),
+      links: [],
+    });
+    const sandboxCert = 'https://api.sandbox.paypal.com/v1/notifications/certs/CERT-0a1b-good';
+    const verified = await a.verify({
+      rawBody: linkless,
+      headers: signPaypal(linkless, { webhookId, key: certs.paypal.key, certUrl: sandboxCert }),
+    });
+    assert.deepEqual(verified.ok && verified.mode, 'test');
+  });
+
   test('the test-only fetch origin cannot leave this machine', () => {
     assert.throws(() =>
       createPaypalAdapter({ webhookId, certOrigin: 'https://api.paypal.com.evil.example' }),
