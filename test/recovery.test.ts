@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import {
   ActivityFailure,
@@ -480,7 +481,7 @@ describe('settle recover', () => {
   test('--help names the options', async () => {
     const run = await runSettle(['recover', '--help'], {});
     assert.equal(run.code, 0);
-    for (const option of ['--provider', '--since', '--dry-run', '--json'])
+    for (const option of ['--provider', '--since', '--dry-run', '--json', '--max-retries'])
       assert.match(run.stdout, new RegExp(option));
   });
 
@@ -539,6 +540,118 @@ describe('settle recover', () => {
       assert.equal(run.code, 130, run.stderr);
     } finally {
       await local.close();
+    }
+  });
+});
+
+describe("settle recover takes the webhook's door: mode, rate limits, its configuration", () => {
+  const liveKey = () => `sk_live_${randomBytes(12).toString('hex')}`;
+
+  test('a run of 429s is waited out (Retry-After) and the run completes; the summary names the retries', async () => {
+    const local = await startStripeApi();
+    try {
+      const { event, id } = await capture();
+      local.add(event);
+      local.failNext(
+        { status: 429, retryAfter: '1' },
+        { status: 429, retryAfter: '1' },
+        { status: 429, retryAfter: '1' },
+      );
+      const started = Date.now();
+      const run = await runSettle(
+        ['recover', '--provider', 'stripe', '--since', '2h', '--json'],
+        stackEnv(stack, { SETTLE_STRIPE_API_KEY: local.apiKey, SETTLE_STRIPE_API_BASE: local.url }),
+      );
+      assert.equal(run.code, 0, run.stderr);
+      const summary = JSON.parse(run.stdout) as {
+        admitted: number;
+        retries: { used: number; limit: number };
+      };
+      assert.equal(summary.admitted, 1);
+      assert.deepEqual(summary.retries, { used: 3, limit: 10 });
+      // Each Retry-After was waited out, not retried at once.
+      assert.ok(Date.now() - started >= 3_000, `took ${Date.now() - started} ms`);
+      const asks = local.requests.filter((r) => r.path === '/v1/events').map((r) => r.at);
+      for (let i = 1; i <= 3; i += 1) assert.ok(asks[i]! - asks[i - 1]! >= 900, `retry ${i} waited`);
+      await waitFor('the recovered capture applied', () => capturesOf([id]), { until: (n) => n === 1 });
+    } finally {
+      await local.close();
+    }
+  });
+
+  test('once the retries are spent, the run stops with 75 and says so', async () => {
+    const local = await startStripeApi();
+    try {
+      const { event } = await capture();
+      local.add(event);
+      local.failNext({ status: 503 }, { status: 503 }, { status: 503 });
+      const run = await runSettle(
+        ['recover', '--provider', 'stripe', '--since', '2h', '--json', '--max-retries', '1'],
+        stackEnv(stack, { SETTLE_STRIPE_API_KEY: local.apiKey, SETTLE_STRIPE_API_BASE: local.url }),
+      );
+      assert.equal(run.code, 75, run.stderr);
+      const summary = JSON.parse(run.stdout) as { retries: { used: number; limit: number }; error: string };
+      assert.deepEqual(summary.retries, { used: 1, limit: 1 });
+      assert.match(summary.error, /gave up after 1 of 1 retries/);
+    } finally {
+      await local.close();
+    }
+  });
+
+  test('SETTLE_PROVIDER_MODE=live: a listed test-mode event is not admitted', async () => {
+    const local = await startStripeApi({ apiKey: liveKey() });
+    try {
+      const { event, id } = await capture();
+      assert.equal(event.livemode, false);
+      local.add(event);
+      const run = await runSettle(
+        ['recover', '--provider', 'stripe', '--since', '2h', '--json'],
+        stackEnv(stack, {
+          SETTLE_STRIPE_API_KEY: local.apiKey,
+          SETTLE_STRIPE_API_BASE: local.url,
+          SETTLE_PROVIDER_MODE: 'live',
+        }),
+      );
+      assert.equal(run.code, 0, run.stderr);
+      const summary = JSON.parse(run.stdout) as { listed: number; admitted: number; ignored: number };
+      assert.deepEqual(
+        { listed: summary.listed, admitted: summary.admitted, ignored: summary.ignored },
+        { listed: 1, admitted: 0, ignored: 1 },
+      );
+      assert.equal(await count(`SELECT count(*)::int AS n FROM events WHERE event_id = $1`, [id]), 0);
+    } finally {
+      await local.close();
+    }
+  });
+
+  test('a key of the other mode is refused at start, naming both variables', async () => {
+    for (const [key, mode] of [
+      [`sk_test_${randomBytes(12).toString('hex')}`, 'live'],
+      [liveKey(), 'test'],
+    ] as const) {
+      const run = await runSettle(
+        ['recover', '--provider', 'stripe', '--since', '1h'],
+        stackEnv(stack, { SETTLE_STRIPE_API_KEY: key, SETTLE_PROVIDER_MODE: mode }),
+      );
+      assert.notEqual(run.code, 0);
+      assert.match(run.stderr, /SETTLE_STRIPE_API_KEY/);
+      assert.match(run.stderr, new RegExp(`SETTLE_PROVIDER_MODE is ${mode}`));
+      assert.doesNotMatch(run.stderr, new RegExp(key), 'the key is never printed');
+    }
+  });
+
+  test('an http API base that is not loopback is refused at start, naming the variable', async () => {
+    for (const [variable, value] of [
+      ['SETTLE_STRIPE_API_BASE', 'http://api.stripe.com'],
+      ['SETTLE_STRIPE_API_BASE', 'http://10.0.0.8:8080'],
+      ['SETTLE_PAYPAL_API_BASE', 'http://api-m.paypal.com'],
+    ] as const) {
+      const run = await runSettle(
+        ['recover', '--provider', 'stripe', '--since', '1h'],
+        stackEnv(stack, { [variable]: value }),
+      );
+      assert.notEqual(run.code, 0, `${variable}=${value}`);
+      assert.match(run.stderr, new RegExp(`${variable}.*https://`), run.stderr);
     }
   });
 });

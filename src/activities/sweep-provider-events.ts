@@ -4,8 +4,14 @@ import type { Services } from '../app/services';
 import { logger } from '../lib/logger';
 import { recoverySweepFailuresTotal } from '../metrics/settle-metrics';
 import { RecoveryFault, type RecoverySource } from '../providers/recovery';
-import type { RecoveryActivities, RecoverySweepInput, RecoverySweepResult } from '../workflows/contracts';
 import { untilDrained } from '../lib/shutdown';
+import type { ProviderMode } from '../providers/types';
+import type {
+  RecoveryActivities,
+  RecoveryProvider,
+  RecoverySweepInput,
+  RecoverySweepResult,
+} from '../workflows/contracts';
 
 /** Well inside the workflow's heartbeat timeout (src/workflows/recovery-sweep.ts), and above one request's. */
 const HEARTBEAT_EVERY_MS = 10_000;
@@ -30,14 +36,22 @@ export const RecoveryFailureType = {
  * each attempt resumes from the cursor, and what an earlier attempt admitted is a duplicate.
  */
 export function createRecoveryActivities(
-  deps: Services & { sources: Partial<Record<'stripe', RecoverySource>> },
+  deps: Services & {
+    sources: Partial<Record<RecoveryProvider, RecoverySource>>;
+    /** SETTLE_PROVIDER_MODE: a listed event of the other mode is ignored, as at the webhook. */
+    providerMode?: ProviderMode;
+  },
 ): RecoveryActivities {
   return {
     async sweepProviderEvents(input: RecoverySweepInput): Promise<RecoverySweepResult> {
       const source = deps.sources[input.provider];
       if (!source) {
         throw ApplicationFailure.nonRetryable(
-          `this worker has no ${input.provider} API key (SETTLE_STRIPE_API_KEY): it cannot sweep`,
+          `this worker has no ${input.provider} API credentials (${
+            input.provider === 'paypal'
+              ? 'SETTLE_PAYPAL_CLIENT_ID and SETTLE_PAYPAL_CLIENT_SECRET'
+              : 'SETTLE_STRIPE_API_KEY'
+          }): it cannot sweep`,
           RecoveryFailureType.authRefused,
         );
       }
@@ -47,6 +61,7 @@ export function createRecoveryActivities(
       try {
         const summary = await recoverMissedEvents(deps, source, {
           signal: untilDrained(context.cancellationSignal),
+          providerMode: deps.providerMode,
           onProgress: (done) => {
             progress = { listed: done.listed, admitted: done.admitted };
             context.heartbeat(progress);

@@ -9,7 +9,7 @@ import {
 import { payloadSha256, shortHash } from '../lib/hash';
 import { recoveredEventsTotal } from '../metrics/settle-metrics';
 import { RecoveryFault, type ListedEvent, type ListStart, type RecoverySource } from '../providers/recovery';
-import type { AdaptedEvent } from '../providers/types';
+import { inMode, type AdaptedEvent, type ProviderMode } from '../providers/types';
 import { admitProviderEvent } from './provider-ingest';
 import type { Services } from './services';
 
@@ -50,6 +50,12 @@ export type RecoverySummary = {
   /** False when the run began later than the cursor (`--since` shorter than the gap), or a dry run. */
   cursor_moved: boolean;
   interrupted: boolean;
+  /**
+   * Provider faults waited out and listed again from the last event (429 after its Retry-After, 5xx
+   * and timeouts with backoff): `used` of at most `limit` (0: none, as in the Schedule's sweep,
+   * which Temporal's retry policy retries instead).
+   */
+  retries: { used: number; limit: number };
   elapsed_ms: number;
   events_per_second: number;
 };
@@ -66,7 +72,25 @@ export type RecoverOptions = {
   signal?: AbortSignal;
   /** After each listed event, with that event's creation time. */
   onProgress?: (summary: RecoverySummary, at: Date) => void;
+  /** SETTLE_PROVIDER_MODE: a listed event of the other mode is ignored, as at the webhook. */
+  providerMode?: ProviderMode;
+  /**
+   * Wait out a rate limit (its Retry-After) or an unavailable provider (backoff) and list again
+   * from the last event handed out, at most `attempts` times; a Retry-After longer than
+   * `maxDelayMs` spends the bound at once. Unset: the first fault ends the run.
+   */
+  retry?: RecoveryRetry;
   now?: () => Date;
+};
+
+export type RecoveryRetry = {
+  attempts: number;
+  /** The first backoff (doubled each time); default 1 s. */
+  initialDelayMs?: number;
+  /** The longest wait, a Retry-After included; default 5 min. */
+  maxDelayMs?: number;
+  /** Called before each wait, with the fault and the delay. */
+  onRetry?: (fault: RecoveryFault, delayMs: number, attempt: number) => void;
 };
 
 type Decision =
@@ -119,6 +143,7 @@ export async function recoverMissedEvents(
     cursor: stored ? cursorJson(stored) : null,
     cursor_moved: false,
     interrupted: false,
+    retries: { used: 0, limit: options.retry?.attempts ?? 0 },
     elapsed_ms: 0,
     events_per_second: 0,
   };
@@ -138,12 +163,18 @@ export async function recoverMissedEvents(
   };
 
   try {
-    for await (const listed of listFrom(source, start, options.signal)) {
+    for await (const listed of listRetrying(source, start, options, summary)) {
       if (options.signal?.aborted) break;
       summary.listed += 1;
+      // The webhook's door, mode included: a listed event of the other mode writes nothing.
+      const adapted = inMode(
+        source.adapter.adapt(listed.item),
+        options.providerMode,
+        source.adapter.exportMode(listed.item),
+      );
       const decision = dryRun
-        ? await preview(deps, source.adapter.adapt(listed.item))
-        : await admitListed(deps, source.provider, source.adapter.adapt(listed.item), listed);
+        ? await preview(deps, adapted)
+        : await admitListed(deps, source.provider, adapted, listed);
       if (decision.kind === 'refused') {
         summary.refused += 1;
         if (summary.refusals.length < MAX_REFUSALS_LISTED) summary.refusals.push(decision.refusal);
@@ -186,6 +217,63 @@ export async function recoverMissedEvents(
 /** The summary of the run a RecoveryFault ended, when it carries one. */
 export function summaryOfFault(error: unknown): RecoverySummary | undefined {
   return (error as { summary?: RecoverySummary } | undefined)?.summary;
+}
+
+/**
+ * The listing with `options.retry`: a rate limit or an unavailable provider is waited out and the
+ * listing begins again just after the last event it handed out (or where it began), until the
+ * bound is spent; then the fault ends the run, as every other fault does at once.
+ */
+async function* listRetrying(
+  source: RecoverySource,
+  start: ListStart,
+  options: RecoverOptions,
+  summary: RecoverySummary,
+): AsyncGenerator<ListedEvent> {
+  const retry = options.retry;
+  let from = start;
+  for (;;) {
+    try {
+      for await (const listed of listFrom(source, from, options.signal)) {
+        from = { after: listed.position };
+        yield listed;
+      }
+      return;
+    } catch (error) {
+      if (!retry || !(error instanceof RecoveryFault)) throw error;
+      if (error.kind !== 'rate_limited' && error.kind !== 'unavailable') throw error;
+      const maxDelay = retry.maxDelayMs ?? 300_000;
+      const backoff = Math.min((retry.initialDelayMs ?? 1_000) * 2 ** summary.retries.used, maxDelay);
+      const delay = error.retryAfterMs ?? backoff;
+      if (summary.retries.used >= retry.attempts) {
+        error.message = `${error.message} (gave up after ${summary.retries.used} of ${retry.attempts} retries)`;
+        throw error;
+      }
+      if (delay > maxDelay) {
+        error.message = `${error.message} (Retry-After ${Math.ceil(delay / 1000)} s is longer than the ${Math.round(maxDelay / 1000)} s settle recover waits)`;
+        throw error;
+      }
+      summary.retries.used += 1;
+      retry.onRetry?.(error, delay, summary.retries.used);
+      if (!(await pause(delay, options.signal))) return;
+    }
+  }
+}
+
+/** Waits `ms`; false when `signal` aborted first. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve(false);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /**

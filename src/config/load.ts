@@ -194,7 +194,14 @@ export function loadConfig(
  * applies it; so does the gateway's start, for a configuration built by other means.
  */
 export function combinationIssues(
-  config: Pick<Config, 'adyenHmacKeys' | 'adyenBasicAuth' | 'adyenAllowNoBasicAuth'> & SigningSecrets,
+  config: Pick<Config, 'adyenHmacKeys' | 'adyenBasicAuth' | 'adyenAllowNoBasicAuth'> &
+    SigningSecrets &
+    Partial<
+      Pick<
+        Config,
+        'providerMode' | 'stripeApiKey' | 'paypalClientId' | 'paypalClientSecret' | 'paypalApiBase'
+      >
+    >,
 ): ConfigError['issues'] {
   const issues: ConfigError['issues'] = [];
   // Every customer verifying a reminder holds SETTLE_REMINDER_SECRET: shared with the carrier's or the
@@ -212,6 +219,26 @@ export function combinationIssues(
         'secret, so it must be one of its own (generate one)',
     });
   }
+  // A key of the other mode lists only events SETTLE_PROVIDER_MODE ignores: every sweep would admit
+  // nothing, silently. Refused at start, naming both variables.
+  const keyMode = /^(?:sk|rk)_(live|test)_/.exec(config.stripeApiKey ?? '')?.[1];
+  if (config.providerMode && keyMode && keyMode !== config.providerMode) {
+    issues.push({
+      variable: 'SETTLE_STRIPE_API_KEY',
+      message:
+        `is a ${keyMode}-mode key, but SETTLE_PROVIDER_MODE is ${config.providerMode}: set a ` +
+        `${config.providerMode}-mode key (…_${config.providerMode}_…) or change SETTLE_PROVIDER_MODE`,
+    });
+  }
+  const paypalMode = config.paypalApiBase ? paypalApiMode(config.paypalApiBase) : undefined;
+  if (config.paypalClientId && config.providerMode && paypalMode && paypalMode !== config.providerMode) {
+    issues.push({
+      variable: 'SETTLE_PAYPAL_API_BASE',
+      message:
+        `is PayPal's ${paypalMode === 'test' ? 'sandbox' : 'live'} API, but SETTLE_PROVIDER_MODE is ` +
+        `${config.providerMode}: set ${config.providerMode === 'live' ? 'https://api-m.paypal.com' : 'https://api-m.sandbox.paypal.com'} or change SETTLE_PROVIDER_MODE`,
+    });
+  }
   // The HMAC covers only some fields of an item, and none of the batch: basic auth keeps everyone
   // but Adyen from sending at all, so going without it is an operator's explicit choice.
   if (config.adyenHmacKeys.length > 0 && !config.adyenBasicAuth && !config.adyenAllowNoBasicAuth) {
@@ -223,6 +250,14 @@ export function combinationIssues(
     });
   }
   return issues;
+}
+
+/** PayPal's sandbox API is test mode, its live API live; another host (a proxy, a stand-in): unknown. */
+function paypalApiMode(base: string): 'live' | 'test' | undefined {
+  const host = new URL(base).hostname;
+  if (/(^|\.)sandbox\.paypal\.com$/.test(host)) return 'test';
+  if (/(^|\.)paypal\.com$/.test(host)) return 'live';
+  return undefined;
 }
 
 /**

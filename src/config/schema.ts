@@ -101,6 +101,26 @@ const httpUrl = z
   .url()
   .refine((value) => /^https?:\/\//.test(value), 'must be an http(s) URL');
 
+/** A loopback host: 127.0.0.0/8, ::1 or localhost (a local stand-in for a provider's API). */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/**
+ * A provider's API, scheme://host[:port] with no path. https only, but for a loopback address: the
+ * API key travels in every request, and what the API lists is admitted without a signature.
+ */
+const providerApiBase = httpUrl
+  .refine((value) => {
+    const url = new URL(value);
+    return url.pathname === '/' && !url.search && !url.hash && value.replace(/\/$/, '') === url.origin;
+  }, 'must be scheme://host[:port], with no path')
+  .refine((value) => {
+    const url = new URL(value);
+    return url.protocol === 'https:' || isLoopbackHost(url.hostname);
+  }, 'must be https:// (http:// only for a loopback address such as 127.0.0.1)');
+
 const port = (min: number) =>
   z.coerce
     .number({ message: 'must be a port number' })
@@ -272,18 +292,60 @@ export const configVariables = {
       .optional(),
     { secret: true },
   ),
-  /** Stripe's API, scheme://host[:port] (no path): a test server or an egress proxy in its place. */
-  stripeApiBase: variable(
-    'SETTLE_STRIPE_API_BASE',
-    httpUrl.refine((value) => {
-      const url = new URL(value);
-      return url.pathname === '/' && !url.search && !url.hash && value.replace(/\/$/, '') === url.origin;
-    }, 'must be scheme://host[:port], with no path'),
-    { default: 'https://api.stripe.com' },
-  ),
+  /**
+   * Stripe's API, scheme://host[:port] (no path): a test server or an egress proxy in its place. https
+   * only, but for a loopback address (a local stand-in): the key travels in every request.
+   */
+  stripeApiBase: variable('SETTLE_STRIPE_API_BASE', providerApiBase, { default: 'https://api.stripe.com' }),
   /** How often the recovery Schedule sweeps Stripe's events for what was never delivered (ms). */
   stripeSweepEveryMs: variable(
     'SETTLE_STRIPE_SWEEP_EVERY',
+    duration.pipe(z.number().min(60_000, 'must be at least 1m')),
+    { default: '15m' },
+  ),
+  /**
+   * The ID PayPal gave the webhook (Developer Dashboard): part of the string every delivery's
+   * signature covers, so a delivery signed for another webhook is refused. Unset: every PayPal
+   * request is refused (401).
+   */
+  paypalWebhookId: variable(
+    'SETTLE_PAYPAL_WEBHOOK_ID',
+    z
+      .string()
+      .regex(/^[A-Za-z0-9-]{1,64}$/, "must be the webhook's ID as PayPal shows it (letters, digits, -)")
+      .optional(),
+  ),
+  /**
+   * A PEM certificate to verify PayPal's signatures with instead of fetching PAYPAL-CERT-URL (offline
+   * verification: tests, or a deployment without egress to PayPal). Not `_FILE`: it is a path, and
+   * a certificate is no secret.
+   */
+  paypalCertPath: variable('SETTLE_PAYPAL_CERT_PATH', z.string().min(1).optional()),
+  /** PayPal REST app's client ID, for the recovery sweep (OAuth2 client credentials). */
+  paypalClientId: variable(
+    'SETTLE_PAYPAL_CLIENT_ID',
+    z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{16,128}$/, "must be the REST app's client ID from the PayPal dashboard")
+      .optional(),
+  ),
+  /** PayPal REST app's secret, with SETTLE_PAYPAL_CLIENT_ID. Unset: no PayPal sweep. */
+  paypalClientSecret: variable(
+    'SETTLE_PAYPAL_CLIENT_SECRET',
+    z
+      .string()
+      .refine(
+        (value) => /^[A-Za-z0-9_-]{32,}$/.test(value) && varied(value),
+        "must be the REST app's secret from the PayPal dashboard (at least 32 letters, digits, _ or -)",
+      )
+      .optional(),
+    { secret: true },
+  ),
+  /** PayPal's REST API, scheme://host[:port]: https only but for a loopback address. */
+  paypalApiBase: variable('SETTLE_PAYPAL_API_BASE', providerApiBase, { default: 'https://api-m.paypal.com' }),
+  /** How often the recovery Schedule sweeps PayPal's webhook events (ms). */
+  paypalSweepEveryMs: variable(
+    'SETTLE_PAYPAL_SWEEP_EVERY',
     duration.pipe(z.number().min(60_000, 'must be at least 1m')),
     { default: '15m' },
   ),

@@ -1,6 +1,6 @@
 import { json, ref, rejected, unavailable } from './openapi-schemas';
 
-/** `/webhooks/stripe` and `/webhooks/adyen` for the OpenAPI document (see docs/providers.md). */
+/** `/webhooks/stripe`, `/webhooks/adyen` and `/webhooks/paypal` for the OpenAPI document (see docs/providers.md). */
 const anyObject = { type: 'object', additionalProperties: true };
 
 /** `everyRoute`: the framework's refusals and settle's own failures, the same on every route. */
@@ -112,6 +112,82 @@ export const providerPaths = (everyRoute: Record<string, object>) => ({
             'signed value other than merchantReference, or one that is not a string); nothing admitted.',
         ),
         '405': rejected('Wrong method.'),
+        '413': rejected('Body larger than 256 KiB.'),
+        '415': rejected('Not application/json.'),
+        '503': unavailable,
+      },
+    },
+  },
+  '/webhooks/paypal': {
+    post: {
+      operationId: 'receivePaypalEvent',
+      summary: 'A PayPal webhook event, verified with PayPal’s certificate signature (docs/providers.md).',
+      description:
+        'PAYMENT.CAPTURE.COMPLETED → captured; PAYMENT.CAPTURE.REFUNDED, PAYMENT.CAPTURE.REVERSED → refunded ' +
+        '(one ledger refund per refund object); CUSTOMER.DISPUTE.CREATED → failed (no effect on a captured ' +
+        'payment: status never moves backwards). The settle event ID is the PayPal event ID (`WH-…`); the ' +
+        'shipment is the resource’s custom_id (a dispute’s disputed_transactions[0].custom). The signature ' +
+        'covers transmission ID, time, SETTLE_PAYPAL_WEBHOOK_ID and the body’s CRC32. With ' +
+        'SETTLE_PROVIDER_MODE set, a verified event of the other mode (sandbox or live host in its links) is ' +
+        'ignored and writes nothing.',
+      parameters: [
+        {
+          name: 'PAYPAL-TRANSMISSION-ID',
+          in: 'header',
+          required: true,
+          description: 'The delivery’s ID (signed).',
+          schema: { type: 'string' },
+        },
+        {
+          name: 'PAYPAL-TRANSMISSION-TIME',
+          in: 'header',
+          required: true,
+          description: 'RFC 3339 time of the delivery (signed); refused outside 300 s of now.',
+          schema: { type: 'string' },
+        },
+        {
+          name: 'PAYPAL-TRANSMISSION-SIG',
+          in: 'header',
+          required: true,
+          description: 'Base64 RSA-SHA256 signature over `<id>|<time>|<webhook id>|<crc32 of body>`.',
+          schema: { type: 'string' },
+        },
+        {
+          name: 'PAYPAL-CERT-URL',
+          in: 'header',
+          required: true,
+          description:
+            'https URL of the signing certificate on a paypal.com host (`/v1/notifications/certs/…`); fetched ' +
+            'with a 5 s / 64 KiB bound and cached, or SETTLE_PAYPAL_CERT_PATH is used instead.',
+          schema: { type: 'string' },
+        },
+        {
+          name: 'PAYPAL-AUTH-ALGO',
+          in: 'header',
+          required: true,
+          description: '`SHA256withRSA`.',
+          schema: { type: 'string' },
+        },
+      ],
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: { ...anyObject, description: 'A PayPal webhook event.' } } },
+      },
+      responses: {
+        ...everyRoute,
+        '200': json(
+          { oneOf: [ref('Duplicate'), ref('Ignored'), ref('Unmatched')] },
+          'Already known (duplicate), a type settle does not act on or of the other SETTLE_PROVIDER_MODE ' +
+            '(ignored), or no shipment named (unmatched).',
+        ),
+        '202': json(ref('Accepted'), 'New event; its workflow start is durable.'),
+        '400': rejected('Signed, but not a PayPal event settle can read (field path in `issues`).'),
+        '401': rejected(
+          'Missing header or wrong signature, transmission time outside 300 s, a certificate URL that is not ' +
+            'PayPal’s or a certificate that is not (or no longer) valid, or no webhook ID configured.',
+        ),
+        '405': rejected('Wrong method.'),
+        '409': rejected('Same event ID with a different payload; the original effect stands.'),
         '413': rejected('Body larger than 256 KiB.'),
         '415': rejected('Not application/json.'),
         '503': unavailable,

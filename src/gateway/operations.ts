@@ -27,6 +27,7 @@ const WEBHOOK_ROUTES: ReadonlySet<string> = new Set([
   '/webhooks/payments',
   '/webhooks/stripe',
   '/webhooks/adyen',
+  '/webhooks/paypal',
 ]);
 
 /**

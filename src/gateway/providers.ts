@@ -5,6 +5,7 @@ import { describeIssues } from '../domain/payment-event';
 import { parseUntrustedJson } from '../domain/untrusted-json';
 import { ErrorCode } from '../domain/errors';
 import { ADYEN_ACCEPTED, createAdyenAdapter } from '../providers/adyen';
+import { createPaypalAdapter } from '../providers/paypal';
 import { createStripeAdapter } from '../providers/stripe';
 import {
   inMode,
@@ -13,7 +14,8 @@ import {
   type ProviderRequest,
   type Verification,
 } from '../providers/types';
-import type { Config } from '../config';
+import { readFileSync } from 'node:fs';
+import { ConfigError, type Config } from '../config';
 import { shortHash } from '../lib/hash';
 import type { Logger } from '../lib/logger';
 import { answerAdmission, refuseOtherMethods, refuseUnavailable, reject } from './replies';
@@ -30,6 +32,14 @@ export type ProviderRouteOptions = {
    * refuses HMAC keys without it unless SETTLE_ADYEN_ALLOW_NO_BASIC_AUTH is true).
    */
   adyenBasicAuth?: string;
+  /** SETTLE_PAYPAL_WEBHOOK_ID; unset: every PayPal request is refused (401). */
+  paypalWebhookId?: string;
+  /** SETTLE_PAYPAL_CERT_PATH's PEM: PayPal's signatures are verified with it, nothing is fetched. */
+  paypalCertificatePem?: string;
+  /** Tests only: where PayPal certificate URLs are fetched from (a loopback stand-in; src/providers/paypal.ts). */
+  paypalCertOrigin?: string;
+  /** Tests only: the roots a fetched PayPal chain must end in (default: Node's bundled ones). */
+  paypalTrustedCas?: string[];
   /** SETTLE_PROVIDER_MODE; unset: events of either mode are taken. */
   providerMode?: ProviderMode;
 };
@@ -41,18 +51,40 @@ export type ProviderRouteDeps = Services & ProviderRouteOptions & { logger?: Log
  * registerProviderRoutes, so a caller spreads this into them and every option arrives.
  */
 export function providerRouteOptions(
-  config: Pick<Config, 'stripeWebhookSecrets' | 'adyenHmacKeys' | 'adyenBasicAuth' | 'providerMode'>,
+  config: Pick<Config, 'stripeWebhookSecrets' | 'adyenHmacKeys' | 'adyenBasicAuth' | 'providerMode'> &
+    Partial<Pick<Config, 'paypalWebhookId' | 'paypalCertPath'>>,
 ): ProviderRouteOptions {
   return {
     stripeWebhookSecrets: config.stripeWebhookSecrets,
     adyenHmacKeys: config.adyenHmacKeys,
     adyenBasicAuth: config.adyenBasicAuth,
+    paypalWebhookId: config.paypalWebhookId,
+    // Read once at start: a path that cannot be read stops the gateway, naming the variable.
+    paypalCertificatePem: config.paypalCertPath ? readPaypalCertificate(config.paypalCertPath) : undefined,
     providerMode: config.providerMode,
   };
 }
 
+function readPaypalCertificate(path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
+    throw new ConfigError([
+      { variable: 'SETTLE_PAYPAL_CERT_PATH', message: `cannot be read: ${code} (${path})` },
+    ]);
+  }
+  if (!text.includes('-----BEGIN CERTIFICATE-----')) {
+    throw new ConfigError([
+      { variable: 'SETTLE_PAYPAL_CERT_PATH', message: `holds no PEM certificate (${path})` },
+    ]);
+  }
+  return text;
+}
+
 /**
- * `POST /webhooks/stripe` and `POST /webhooks/adyen`: the provider's adapter verifies and translates,
+ * `POST /webhooks/stripe`, `POST /webhooks/adyen` and `POST /webhooks/paypal`: the provider's adapter verifies and translates,
  * then every payment event takes the path of `/webhooks/payments` (src/app/ingest.ts). Under
  * SETTLE_PROVIDER_MODE, a verified event of the other mode is acknowledged as ignored and writes
  * nothing.
@@ -72,7 +104,7 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
   };
 
   app.post('/webhooks/stripe', async (request, reply) => {
-    const verified = stripe.verify(providerRequest(request));
+    const verified = await stripe.verify(providerRequest(request));
     if (!verified.ok) return refuseVerification(reply, 'Stripe', verified);
     // Signed, then held to the edge rule before anything is admitted (the order of /webhooks/payments).
     const unreadable = refuseUnreadableBody(request, reply);
@@ -86,7 +118,7 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
   refuseOtherMethods(app, '/webhooks/stripe', ['POST']);
 
   app.post('/webhooks/adyen', async (request, reply) => {
-    const verified = adyen.verify(providerRequest(request));
+    const verified = await adyen.verify(providerRequest(request));
     if (!verified.ok) return refuseVerification(reply, 'Adyen', verified);
     // Signed, then held to the edge rule before anything is admitted (the order of /webhooks/payments).
     const unreadable = refuseUnreadableBody(request, reply);
@@ -114,6 +146,26 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
     return reply.code(200).type('text/plain; charset=utf-8').send(ADYEN_ACCEPTED);
   });
   refuseOtherMethods(app, '/webhooks/adyen', ['POST']);
+
+  const paypal = createPaypalAdapter({
+    webhookId: deps.paypalWebhookId,
+    certificatePem: deps.paypalCertificatePem,
+    certOrigin: deps.paypalCertOrigin,
+    trustedCas: deps.paypalTrustedCas,
+  });
+  app.post('/webhooks/paypal', async (request, reply) => {
+    const verified = await paypal.verify(providerRequest(request));
+    if (!verified.ok) return refuseVerification(reply, 'PayPal', verified);
+    // Signed, then held to the edge rule before anything is admitted (the order of /webhooks/payments).
+    const unreadable = refuseUnreadableBody(request, reply);
+    if (unreadable) return unreadable;
+    const adapted = takenInMode('PayPal', paypal.adapt(verified.items[0]), verified.mode);
+    if (adapted.kind !== 'invalid') request.eventId = adapted.eventId;
+    const outcome = await admitProviderEvent(deps, 'paypal', adapted);
+    request.ingestOutcome = outcome.status;
+    return answerOne(reply, outcome, adapted);
+  });
+  refuseOtherMethods(app, '/webhooks/paypal', ['POST']);
 }
 
 /**

@@ -15,7 +15,7 @@ export type WebhookOutcome =
 export const webhooksTotal = new Counter({
   name: 'settle_webhooks_total',
   help:
-    'Webhook requests by route (/webhooks/payments, /webhooks/stripe, /webhooks/adyen) and outcome; ' +
+    'Webhook requests by route (/webhooks/payments, /webhooks/stripe, /webhooks/adyen, /webhooks/paypal) and outcome; ' +
     '`error` is the stable error code of refusals.',
   labelNames: ['route', 'outcome', 'error'] as const,
   registers: [registry],

@@ -7,7 +7,7 @@ import type { ProviderName } from './types';
 export type ProviderSigning =
   { name: 'stripe'; secret: string } | { name: 'adyen'; hmacKey: string; basicAuth?: string };
 
-const PROVIDER_PATHS: Record<ProviderName, string> = {
+const PROVIDER_PATHS: Record<Exclude<ProviderName, 'paypal'>, string> = {
   stripe: '/webhooks/stripe',
   adyen: '/webhooks/adyen',
 };

@@ -1,11 +1,12 @@
 import { fieldIssues, paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
 import { findUnstorableJson } from '../domain/untrusted-json';
 
-export type ProviderName = 'stripe' | 'adyen';
+export type ProviderName = 'stripe' | 'adyen' | 'paypal';
 
 /**
  * The provider's environment an event belongs to: Stripe's `livemode` (signed, in the body), Adyen's
- * batch `live` (`"true"`/`"false"`, outside every item's HMAC). SETTLE_PROVIDER_MODE picks one.
+ * batch `live` (`"true"`/`"false"`, outside every item's HMAC), PayPal's sandbox or live host in the
+ * event's own links (signed body). SETTLE_PROVIDER_MODE picks one.
  */
 export type ProviderMode = 'live' | 'test';
 
@@ -46,8 +47,11 @@ export type Verification =
  */
 export interface ProviderAdapter {
   readonly name: ProviderName;
-  /** Checks the request's signature(s); a refusal says why, never which secret was close. */
-  verify(request: ProviderRequest): Verification;
+  /**
+   * Checks the request's signature(s); a refusal says why, never which secret was close. PayPal's
+   * may fetch (and cache) the signing certificate, so it answers a promise.
+   */
+  verify(request: ProviderRequest): Verification | Promise<Verification>;
   /** The items of one line of the provider's own export (`settle import --provider`); no signature. */
   exportItems(line: unknown): unknown[];
   /** The mode one line of the export states (as `verify` reads a request's), or undefined. */

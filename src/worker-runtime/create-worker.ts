@@ -13,7 +13,10 @@ import { signingSecrets, targetUrls, type TargetConfigKey, type TargetSecretKey 
 import { createPurgeActivities } from '../activities/purge-claims';
 import { createRecoveryActivities } from '../activities/sweep-provider-events';
 import { CONFIG_DEFAULTS, loadSettings, type Config } from '../config';
+import { createPaypalRecoverySource } from '../providers/paypal-recovery';
+import type { RecoverySource } from '../providers/recovery';
 import { createStripeRecoverySource } from '../providers/stripe-recovery';
+import type { RecoveryProvider } from '../workflows/contracts';
 import { clientOnWorkerConnection } from '../client';
 import { logger, redactIds, redactMeta } from '../lib/logger';
 import { DRAIN_GRACE_MS, onShutdown } from '../lib/shutdown';
@@ -89,6 +92,10 @@ export type WorkerOptions = {
         | 'payloadKeys'
         | 'stripeApiKey'
         | 'stripeApiBase'
+        | 'paypalClientId'
+        | 'paypalClientSecret'
+        | 'paypalApiBase'
+        | 'providerMode'
       >
     >;
   pool: pg.Pool;
@@ -199,10 +206,20 @@ export class SettleWorker {
 
 /** The providers this worker can sweep: those with an API key (src/app/recovery-schedule.ts). */
 function recoverySources(config: WorkerOptions['config']) {
+  const sources: Partial<Record<RecoveryProvider, RecoverySource>> = {};
   const apiKey = config.stripeApiKey;
-  if (!apiKey) return {};
-  const apiBase = config.stripeApiBase ?? CONFIG_DEFAULTS.stripeApiBase!;
-  return { stripe: createStripeRecoverySource({ apiKey, apiBase }) };
+  if (apiKey) {
+    const apiBase = config.stripeApiBase ?? CONFIG_DEFAULTS.stripeApiBase!;
+    sources.stripe = createStripeRecoverySource({ apiKey, apiBase });
+  }
+  if (config.paypalClientId && config.paypalClientSecret) {
+    sources.paypal = createPaypalRecoverySource({
+      clientId: config.paypalClientId,
+      clientSecret: config.paypalClientSecret,
+      apiBase: config.paypalApiBase ?? CONFIG_DEFAULTS.paypalApiBase!,
+    });
+  }
+  return sources;
 }
 
 /** The settle worker (live and bulk, polling settle's task queues); the caller runs it and closes the connection. */
@@ -246,6 +263,7 @@ export async function createWorker({
       client: clientOnWorkerConnection(connection, config),
       taskQueue: config.taskQueue,
       sources: recoverySources(config),
+      providerMode: config.providerMode,
     }),
   };
   const untraced = {

@@ -101,11 +101,14 @@ export type FailReminderResult = { attempts: number };
 export type PurgeResult = PurgeSummary;
 
 /** The input of `recoverySweepWorkflow` and `sweepProviderEvents`: the provider whose events are listed. */
-export type RecoverySweepInput = { provider: 'stripe' };
+/** A provider with an events API settle sweeps (src/providers/*-recovery.ts). */
+export type RecoveryProvider = 'stripe' | 'paypal';
+
+export type RecoverySweepInput = { provider: RecoveryProvider };
 
 /** `sweepProviderEvents`'s result, and the result of `recoverySweepWorkflow`. */
 export type RecoverySweepResult = {
-  provider: 'stripe';
+  provider: RecoveryProvider;
   /** Events of the types settle acts on that the provider listed after the cursor. */
   listed: number;
   /** Already admitted: duplicates, no Temporal action. */

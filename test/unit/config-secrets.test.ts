@@ -91,6 +91,7 @@ describe('<NAME>_FILE, for every secret variable', () => {
         'SETTLE_ERP_SECRET',
         'SETTLE_OUTBOUND_SECRET',
         'SETTLE_PAYLOAD_KEYS',
+        'SETTLE_PAYPAL_CLIENT_SECRET',
         'SETTLE_REMINDER_SECRET',
         'SETTLE_STRIPE_API_KEY',
         'SETTLE_STRIPE_WEBHOOK_SECRETS',

@@ -68,9 +68,9 @@ const purgeResult = z.strictObject({
   keptExceptions: z.number(),
   dryRun: z.boolean(),
 });
-const recoverySweepInput = z.strictObject({ provider: z.enum(['stripe']) });
+const recoverySweepInput = z.strictObject({ provider: z.enum(['stripe', 'paypal']) });
 const recoverySweepResult = z.strictObject({
-  provider: z.enum(['stripe']),
+  provider: z.enum(['stripe', 'paypal']),
   listed: z.number(),
   alreadyHad: z.number(),
   admitted: z.number(),

@@ -3,7 +3,10 @@ import { recoverMissedEvents, summaryOfFault, type RecoverySummary } from '../..
 import { parseDuration } from '../../domain/duration';
 import { onShutdown, stopping } from '../../lib/shutdown';
 import { RecoveryFault } from '../../providers/recovery';
+import { createPaypalRecoverySource } from '../../providers/paypal-recovery';
+import type { RecoverySource } from '../../providers/recovery';
 import { createStripeRecoverySource } from '../../providers/stripe-recovery';
+import type { Config } from '../../config';
 import { CliError, output, withServices } from '../context';
 
 /** With stderr not a terminal, a progress line at least this often. */
@@ -12,16 +15,25 @@ const PROGRESS_LINE_MS = 10_000;
 /** Exit codes: a fault that a rerun can get past (EX_TEMPFAIL), a key to fix (EX_CONFIG), refusals. */
 const EXIT = { interrupted: 130, retryLater: 75, configuration: 78, refused: 2 } as const;
 
+/** Provider faults (429, 5xx, timeouts) waited out before the run stops with 75. */
+export const DEFAULT_MAX_RETRIES = 10;
+
 export async function recover(options: {
   provider: string;
   since?: string;
   dryRun?: boolean;
   json?: boolean;
+  maxRetries?: string;
 }): Promise<void> {
-  if (options.provider !== 'stripe') {
+  if (options.provider !== 'stripe' && options.provider !== 'paypal') {
     throw new CliError(
-      '--provider must be stripe: Adyen has no events API (docs/providers.md: import its settlement report)',
+      '--provider must be stripe or paypal: Adyen has no events API (docs/providers.md: import its settlement report)',
     );
+  }
+  const provider = options.provider;
+  const maxRetries = options.maxRetries === undefined ? DEFAULT_MAX_RETRIES : Number(options.maxRetries);
+  if (!Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > 100) {
+    throw new CliError('--max-retries must be a whole number from 0 to 100');
   }
   const sinceMs = options.since === undefined ? undefined : parseDuration(options.since);
   if (sinceMs === undefined && options.since !== undefined) {
@@ -57,14 +69,7 @@ export async function recover(options: {
   let barStarted = false;
   try {
     const result = await withServices(async ({ pool, client, config }) => {
-      const apiKey = config.stripeApiKey;
-      if (!apiKey) {
-        throw new CliError(
-          'SETTLE_STRIPE_API_KEY (or SETTLE_STRIPE_API_KEY_FILE) is not set: settle recover lists ' +
-            "Stripe's events with it (a restricted key with read access to Events is enough)",
-        );
-      }
-      const source = createStripeRecoverySource({ apiKey, apiBase: config.stripeApiBase });
+      const source = recoverySource(provider, config);
       const since = sinceMs === undefined ? undefined : new Date(Date.now() - sinceMs);
       try {
         return {
@@ -72,6 +77,17 @@ export async function recover(options: {
             since,
             dryRun: options.dryRun,
             signal: stopping,
+            providerMode: config.providerMode,
+            retry: {
+              attempts: maxRetries,
+              onRetry: (fault, delayMs, attempt) => {
+                if (barStarted) bar.stop();
+                barStarted = false;
+                process.stderr.write(
+                  `recover: ${fault.message}; waiting ${(delayMs / 1000).toFixed(1)} s, retry ${attempt} of ${maxRetries}\n`,
+                );
+              },
+            },
             onProgress: (summary, at) => {
               last = summary;
               if (plain) {
@@ -127,6 +143,31 @@ export async function recover(options: {
   }
 }
 
+/** The provider's recovery source, or a CliError naming the variables it needs. */
+function recoverySource(provider: 'stripe' | 'paypal', config: Config): RecoverySource {
+  if (provider === 'paypal') {
+    if (!config.paypalClientId || !config.paypalClientSecret) {
+      throw new CliError(
+        'SETTLE_PAYPAL_CLIENT_ID and SETTLE_PAYPAL_CLIENT_SECRET (or _FILE) are not both set: settle recover ' +
+          "lists PayPal's webhook events with the REST app's credentials",
+      );
+    }
+    return createPaypalRecoverySource({
+      clientId: config.paypalClientId,
+      clientSecret: config.paypalClientSecret,
+      apiBase: config.paypalApiBase,
+    });
+  }
+  const apiKey = config.stripeApiKey;
+  if (!apiKey) {
+    throw new CliError(
+      'SETTLE_STRIPE_API_KEY (or SETTLE_STRIPE_API_KEY_FILE) is not set: settle recover lists ' +
+        "Stripe's events with it (a restricted key with read access to Events is enough)",
+    );
+  }
+  return createStripeRecoverySource({ apiKey, apiBase: config.stripeApiBase });
+}
+
 function render(s: RecoverySummary & { error: string | null }): string {
   const from =
     'since' in s.from ? `created since ${s.from.since}` : `after the cursor (${s.from.after_created_at})`;
@@ -139,6 +180,7 @@ function render(s: RecoverySummary & { error: string | null }): string {
     `  ignored       ${s.ignored}`,
     `  refused       ${s.refused}${s.dry_run || !s.refused ? '' : '   (each in settle exceptions, with its next step)'}`,
     ...s.refusals.map((r) => `    ${r.event_id ?? '(no event ID)'}: ${r.reason}: ${r.message}`),
+    `  retries       ${s.retries.used} of at most ${s.retries.limit}   (429 after Retry-After, 5xx and timeouts with backoff)`,
     `  cursor        ${s.cursor ? `${s.cursor.created_at} (${s.cursor.event_id})` : 'none yet'}${
       s.cursor_moved ? ' (moved)' : ''
     }`,
