@@ -8,9 +8,13 @@
  *    objects and each KEDA trigger against its scaler's own parameters;
  * 2. the settings settle depends on, against settle's own sources: probes, grace against the drain
  *    bound, security context, both task queues in the ScaledObject, every variable a declared one;
- * 3. that both can fail: broken copies of the rendered objects must be refused.
+ * 3. the NetworkPolicy graph against the table of docs/deployment.md (network-check.ts), and that the
+ *    codec server holds no Temporal credential (here, and in the compose files: compose-check.ts);
+ * 4. the Helm chart deploy/helm/settle (helm-check.ts): lint, each values file through 1 to 3, the
+ *    same objects as its kustomize counterpart, values its schema must refuse;
+ * 5. that all can fail: broken copies of the rendered objects must be refused.
  *
- * kustomize and the validator are built once from the Go module proxy into `.tools/` (by version;
+ * kustomize, helm and the validator are built once from the Go module proxy into `.tools/` (by version;
  * the validator by a hash of its sources) and reused. Prints "N passed, M failed"; exits 1 on any
  * failure.
  */
@@ -37,6 +41,9 @@ import { SHUTDOWN_DEADLINE_MS } from '../../src/lib/shutdown';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';
 import { GO_TOOLCHAIN } from '../harness/binaries';
 import type { Container, Manifest, Probe } from './manifest';
+import { composeCredentialProblems, readComposeFiles } from './compose-check';
+import { HELM_VERSION, helmOutcomes } from './helm-check';
+import { NETWORK_FAULTS, networkProblems } from './network-check';
 import { eachBuildProblems, ROLLOUT_FAULTS, rolloutProblems } from './rollout-check';
 
 /** The kustomize release that renders the manifests (v5.8.3 does not build from the module proxy). */
@@ -59,11 +66,30 @@ const FILE_SECRETS = new Set(
     .filter((v) => v.secret)
     .map((v) => v.name),
 );
-/** Temporal's own secrets, which have no file form: from a Secret (secretKeyRef) at least. */
-const TEMPORAL_SECRETS = new Set(['TEMPORAL_API_KEY', 'TEMPORAL_TLS_CLIENT_KEY_DATA']);
-const SECRET_VARIABLES = new Set([...FILE_SECRETS, ...TEMPORAL_SECRETS]);
+/**
+ * Temporal's API key, like settle's own secrets, only as a file: TEMPORAL_API_KEY_FILE (the client
+ * configuration reads it; issue 40). The mTLS key is a file already (TEMPORAL_TLS_CLIENT_KEY_PATH).
+ */
+const TEMPORAL_FILE_SECRETS = new Set(['TEMPORAL_API_KEY']);
+/** The mTLS key's inline form, which has no file form: from a Secret (secretKeyRef) at least. */
+const TEMPORAL_SECRETS = new Set(['TEMPORAL_TLS_CLIENT_KEY_DATA']);
+const SECRET_VARIABLES = new Set([...FILE_SECRETS, ...TEMPORAL_FILE_SECRETS, ...TEMPORAL_SECRETS]);
 /** <NAME>_FILE of each secret variable: a path, so a plain value; it must point into a Secret volume. */
-const SECRET_FILE_VARIABLES = new Map([...FILE_SECRETS].map((name) => [secretFileVariable(name), name]));
+const SECRET_FILE_VARIABLES = new Map(
+  [...FILE_SECRETS, ...TEMPORAL_FILE_SECRETS].map((name) => [secretFileVariable(name), name]),
+);
+/**
+ * What lets a process act on Temporal: the API key (either form) and the mTLS client key (either form).
+ * The codec server talks to no Temporal, so it holds none of them (issue 40, "credentials by role").
+ */
+export const TEMPORAL_CREDENTIALS = [
+  'TEMPORAL_API_KEY',
+  'TEMPORAL_API_KEY_FILE',
+  'TEMPORAL_TLS_CLIENT_KEY_PATH',
+  'TEMPORAL_TLS_CLIENT_KEY_DATA',
+  'TEMPORAL_TLS_CLIENT_CERT_PATH',
+  'TEMPORAL_TLS_CLIENT_CERT_DATA',
+];
 
 const log = (line: string) => process.stderr.write(`manifests: ${line}\n`);
 
@@ -128,6 +154,23 @@ function kustomize(): string {
     },
   });
   return join(dir, 'bin', 'kustomize');
+}
+
+/** Helm, built from its Go module like kustomize (helm.sh/helm/v4's cmd/helm). */
+function helm(): string {
+  const dir = ensureBuilt({
+    dir: join(PROJECT_ROOT, '.tools', `helm-${HELM_VERSION}`),
+    describe: `helm ${HELM_VERSION}`,
+    build: (_work, env) => {
+      const cwd = mkdtempSync(join(tmpdir(), 'settle-go-'));
+      try {
+        run('go', ['install', `helm.sh/helm/v4/cmd/helm@v${HELM_VERSION}`], { cwd, env });
+      } finally {
+        rmSync(cwd, { recursive: true, force: true });
+      }
+    },
+  });
+  return join(dir, 'bin', 'helm');
 }
 
 type Validator = { bin: string; scalers: string };
@@ -326,7 +369,7 @@ export function settingsProblems(manifests: Manifest[], version: string): string
       for (const env of container.env ?? []) {
         expect(isKnownVariable(env.name), `${where}: env ${env.name} is no variable settle reads`);
         expect(
-          !FILE_SECRETS.has(env.name),
+          !FILE_SECRETS.has(env.name) && !TEMPORAL_FILE_SECRETS.has(env.name),
           `${where}: ${env.name} must be a mounted file (${secretFileVariable(env.name)}), not an environment value`,
         );
         expect(
@@ -355,6 +398,23 @@ export function settingsProblems(manifests: Manifest[], version: string): string
       // It reads no database and no Temporal: the keys and its token, from the Secret.
       for (const name of ['SETTLE_PAYLOAD_KEYS', 'SETTLE_CODEC_TOKEN'])
         expect(has(name), `${label}: ${secretFileVariable(name)} is not set`);
+      // And it holds no Temporal credential: no such variable, no volume of a Secret that has one.
+      for (const name of TEMPORAL_CREDENTIALS)
+        expect(!(name in envOf), `${label}: holds a Temporal credential (${name}); it talks to no Temporal`);
+      for (const volume of pod.volumes ?? []) {
+        const secret = manifests.find(
+          (m) => m.kind === 'Secret' && m.metadata.name === volume.secret?.secretName,
+        );
+        const keys = Object.keys({ ...secret?.data, ...secret?.stringData });
+        const mounted = volume.secret?.items ? volume.secret.items.map((item) => item.key) : keys;
+        const credential = mounted.find(
+          (key) => TEMPORAL_CREDENTIALS.includes(key) || key === 'tls.key' || /temporal/i.test(key),
+        );
+        expect(
+          credential === undefined,
+          `${label}: mounts ${credential} of Secret ${volume.secret?.secretName}: a Temporal credential`,
+        );
+      }
       continue;
     }
     expect(has('DATABASE_URL'), `${label}: DATABASE_URL_FILE is not set`);
@@ -644,7 +704,8 @@ function main(): number {
   const version = (
     JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }
   ).version;
-  const tools = { kustomize: kustomize(), validator: validator() };
+  const tools = { kustomize: kustomize(), validator: validator(), helm: helm() };
+  const renders = new Map<string, Manifest[]>();
   const outcomes: Outcome[] = [];
   const root = templateCopy();
   let base: Manifest[] = [];
@@ -669,12 +730,32 @@ function main(): number {
         ok: problems.length === 0,
         detail: problems.join('\n'),
       });
+      const network = networkProblems(manifests);
+      outcomes.push({
+        name: `${target}: the NetworkPolicy graph is the table's`,
+        ok: network.length === 0,
+        detail: network.join('\n'),
+      });
+      renders.set(target, manifests);
       if (target === 'base') base = manifests;
       if (target === 'overlays/rollout') rollout = manifests;
     }
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
+  outcomes.push(
+    ...helmOutcomes({
+      helm: tools.helm,
+      version,
+      kustomize: renders,
+      validate: (rendered) => validate(tools.validator, rendered),
+      settingsProblems,
+      eachBuildProblems: (manifests) => [
+        ...eachBuildProblems(manifests, version, settingsProblems),
+        ...rolloutProblems(manifests),
+      ],
+    }),
+  );
   for (const fault of VALIDATOR_FAULTS) {
     const broken = fault
       .edit(base)
@@ -693,6 +774,63 @@ function main(): number {
     const ok = problems.some((p) => fault.expect.test(p));
     outcomes.push({
       name: `the settings check refuses ${fault.name}`,
+      ok,
+      detail: ok ? undefined : problems.join('\n') || 'no problem found',
+    });
+  }
+  for (const fault of NETWORK_FAULTS) {
+    const problems = networkProblems(fault.edit(base));
+    const ok = problems.some((p) => fault.expect.test(p));
+    outcomes.push({
+      name: `the network check refuses ${fault.name}`,
+      ok,
+      detail: ok ? undefined : problems.join('\n') || 'no problem found',
+    });
+  }
+  const compose = readComposeFiles();
+  const composeProblems = composeCredentialProblems(compose, TEMPORAL_CREDENTIALS);
+  outcomes.push({
+    name: 'compose files: the codec server holds no Temporal credential',
+    ok: composeProblems.length === 0,
+    detail: composeProblems.join('\n'),
+  });
+  {
+    // Both can fail: the TLS file's client key given to the codec server too must be refused.
+    const broken = structuredClone(compose);
+    const tls = broken.find((f) => f.name === 'docker-compose.tls.yml')!;
+    tls.services['codec-server'] = {
+      environment: { TEMPORAL_TLS_CLIENT_KEY_PATH: '/etc/settle-tls/settle.key' },
+      volumes: ['./.settle/tls:/etc/settle-tls:ro'],
+    };
+    const problems = composeCredentialProblems(broken, TEMPORAL_CREDENTIALS);
+    const ok = problems.some((p) =>
+      /codec-server holds a Temporal credential \(TEMPORAL_TLS_CLIENT_KEY_PATH\)/.test(p),
+    );
+    outcomes.push({
+      name: 'the compose check refuses a codec server given the mTLS key',
+      ok,
+      detail: ok ? undefined : problems.join('\n') || 'no problem found',
+    });
+  }
+  {
+    const problems = settingsProblems(
+      edit(
+        base,
+        'Deployment',
+        (d) =>
+          d.spec.template.spec.containers[0]!.env!.push({
+            name: 'TEMPORAL_API_KEY_FILE',
+            value: '/etc/settle/secrets/SETTLE_CODEC_TOKEN',
+          }),
+        'settle-codec-server',
+      ),
+      version,
+    );
+    const ok = problems.some((p) =>
+      /codec server: holds a Temporal credential \(TEMPORAL_API_KEY_FILE\)/.test(p),
+    );
+    outcomes.push({
+      name: 'the settings check refuses a codec server given the API key',
       ok,
       detail: ok ? undefined : problems.join('\n') || 'no problem found',
     });

@@ -53,6 +53,7 @@ export type Manifest = {
   kind: string;
   metadata: { name: string; annotations?: Record<string, string> };
   data?: Record<string, string>;
+  stringData?: Record<string, string>;
   spec: {
     template: { metadata: { annotations?: Record<string, string> }; spec: PodSpec };
     scaleTargetRef: { name: string };

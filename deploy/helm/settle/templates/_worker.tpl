@@ -1,0 +1,94 @@
+{{/*
+The worker's pod template (dict "root" $ "build" <build or nil> "image" <image>): the same for the
+per-build Deployments and the Worker Controller's TemporalWorkerDeployment.
+*/}}
+{{- define "settle.workerPodTemplate" -}}
+{{- $root := .root -}}
+{{- $keys := list "DATABASE_URL" "SETTLE_OUTBOUND_SECRET" "SETTLE_CARRIER_SECRET" "SETTLE_ERP_SECRET" "SETTLE_PAYLOAD_KEYS" -}}
+metadata:
+  labels:
+    {{- include "settle.labels" (dict "component" "worker") | nindent 4 }}
+    {{- with .build }}
+    app.kubernetes.io/version: {{ .buildId | quote }}
+    {{- end }}
+  annotations:
+    prometheus.io/scrape: 'true'
+    prometheus.io/port: {{ $root.Values.config.SETTLE_METRICS_PORT | quote }}
+    prometheus.io/path: /metrics
+    checksum/config: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
+spec:
+  automountServiceAccountToken: false
+  enableServiceLinks: false
+  # settle drains and exits within its 8 s deadline; 7 s to spare before SIGKILL.
+  terminationGracePeriodSeconds: 15
+  {{- include "settle.podSecurityContext" . | nindent 2 }}
+  topologySpreadConstraints:
+    - maxSkew: 1
+      topologyKey: kubernetes.io/hostname
+      whenUnsatisfiable: ScheduleAnyway
+      labelSelector:
+        matchLabels:
+          {{- include "settle.labels" (dict "component" "worker") | nindent 10 }}
+          {{- with .build }}
+          app.kubernetes.io/version: {{ .buildId | quote }}
+          {{- end }}
+  initContainers:
+    {{- include "settle.migrateInit" (dict "root" $root "image" .image) | nindent 4 }}
+  containers:
+    - name: settle
+      image: {{ .image }}
+      imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+      args: ['worker']
+      ports:
+        - name: metrics
+          containerPort: {{ $root.Values.config.SETTLE_METRICS_PORT | int }}
+          protocol: TCP
+      envFrom:
+        - configMapRef:
+            name: settle-config
+      env:
+        {{- with .build }}
+        - name: SETTLE_BUILD_ID
+          value: {{ .buildId | quote }}
+        {{- end }}
+        {{- include "settle.secretFiles" (dict "keys" $keys) | nindent 8 }}
+        {{- include "settle.temporalEnv" $root | nindent 8 }}
+      startupProbe:
+        httpGet:
+          path: /healthz
+          port: metrics
+        periodSeconds: 2
+        timeoutSeconds: 2
+        failureThreshold: 30
+      readinessProbe:
+        httpGet:
+          path: /healthz
+          port: metrics
+        periodSeconds: 10
+        timeoutSeconds: 3
+        failureThreshold: 3
+      livenessProbe:
+        httpGet:
+          path: /healthz
+          port: metrics
+        periodSeconds: 10
+        timeoutSeconds: 3
+        failureThreshold: 3
+      resources:
+        {{- toYaml $root.Values.worker.resources | nindent 8 }}
+      {{- include "settle.containerSecurityContext" . | nindent 6 }}
+      volumeMounts:
+        - name: secrets
+          mountPath: /etc/settle/secrets
+          readOnly: true
+        - name: tmp
+          mountPath: /tmp
+        {{- include "settle.temporalMounts" $root | nindent 8 }}
+  volumes:
+    {{- include "settle.secretsVolume" (dict "root" $root "keys" $keys) | nindent 4 }}
+    # The one writable place: a fallback for a missing prebuilt workflow bundle.
+    - name: tmp
+      emptyDir:
+        sizeLimit: 64Mi
+    {{- include "settle.temporalVolumes" $root | nindent 4 }}
+{{- end }}
