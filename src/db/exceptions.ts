@@ -116,7 +116,9 @@ function queryExceptions<Row extends QueryResultRow>(
     `WITH exceptions AS (
        SELECT outcome AS kind, event_id, shipment_id, claimed_at AS since,
               CASE outcome WHEN 'unmatched' THEN 'no shipment ' || coalesce(shipment_id, '?') || ' when reconciled'
-                           ELSE 'a later step failed and was compensated' END AS detail,
+                           ELSE coalesce('the payment does not match its shipment: ' || review_reason
+                                           || '; nothing was applied or released',
+                                         'a later step failed and was compensated') END AS detail,
               NULL::text AS target, NULL::int AS attempts, NULL::text AS last_error
          FROM claims WHERE outcome IN ('unmatched', 'needs_review')
        UNION ALL

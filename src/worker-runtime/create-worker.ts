@@ -88,6 +88,8 @@ export type WorkerOptions = {
         | 'payloadKeys'
         | 'stripeApiKey'
         | 'stripeApiBase'
+        | 'stripeAccounts'
+        | 'adyenMerchantAccounts'
       >
     >;
   pool: pg.Pool;
@@ -230,6 +232,10 @@ export async function createWorker({
     ...createActivities({
       pool,
       tuning,
+      accounts: {
+        stripeAccounts: config.stripeAccounts ?? [],
+        adyenMerchantAccounts: config.adyenMerchantAccounts ?? [],
+      },
       config: {
         ...targetUrls(config),
         ...signingSecrets(config),
