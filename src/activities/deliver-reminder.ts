@@ -161,7 +161,9 @@ export async function failReminder(pool: pg.Pool, input: FailReminderInput): Pro
     const reminder = await findReminder(pool, input.deliveryId);
     const askedAt = askedAtMs();
     const early =
-      askedAt !== undefined && reminder !== undefined && askedAt + DUE_TOLERANCE_MS < reminder.dueAt.getTime();
+      askedAt !== undefined &&
+      reminder !== undefined &&
+      askedAt + DUE_TOLERANCE_MS < reminder.dueAt.getTime();
     if (!reminder || run !== reminderWorkflowId(input.deliveryId) || early) {
       return { attempts: reminder?.attempts ?? 0 };
     }
