@@ -2,6 +2,7 @@ import {
   Client,
   Connection,
   WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
   WorkflowIdConflictPolicy,
   WorkflowIdReusePolicy,
 } from '@temporalio/client';
@@ -15,6 +16,8 @@ import { temporalConnectionOptions, type TemporalConnectionConfig } from './temp
 import { settleDataConverter, type PayloadKeysConfig } from './temporal/data-converter';
 import { bulkTaskQueue } from './temporal/task-queues';
 import { paymentStartSearchAttributes, paymentSummary, reminderSummary } from './domain/search-attributes';
+import { payloadSha256 } from './lib/hash';
+import { carriesRunMark, RUN_MARK_MEMO, runMark, type RunMarkSpec } from './temporal/run-mark';
 import type { paymentWorkflow, reminderWorkflow } from './workflows';
 
 /** How long a start may take before the caller treats Temporal as unavailable. */
@@ -63,11 +66,30 @@ export function clientOnWorkerConnection(connection: NativeConnection, config: C
   return client;
 }
 
+/** A run settle did not start (no valid mark) that held the workflow ID; terminated if it still ran. */
+export type ForeignRun = { workflowId: string; runId: string; workflowType: string; status: string };
+
 export type StartResult =
-  | { started: true; workflowId: string; runId: string; eagerlyStarted: boolean }
+  | {
+      started: true;
+      workflowId: string;
+      runId: string;
+      eagerlyStarted: boolean;
+      /** Runs settle did not start found under the ID, in the order found: the caller records them. */
+      displaced: ForeignRun[];
+    }
+  /** The ID is held by a run settle started (its mark is valid): the normal duplicate. */
   | { started: false; workflowId: string };
 
 type ReusePolicy = 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE';
+
+/** How many foreign runs one start displaces before it gives up (each one is someone racing it). */
+const MAX_DISPLACED = 3;
+
+/** The reason a displaced run's termination carries (Temporal UI, its history). */
+const FOREIGN_RUN_REASON =
+  'settle did not start this run (its memo has no valid settle mark), and it held the workflow ID of ' +
+  'an event settle admits: terminated so that settle starts its own (settle exceptions: unadmitted_run)';
 
 /**
  * Bulk work (`settle import`) runs on its own task queue (task-queues.ts), and at Temporal's lowest
@@ -78,10 +100,16 @@ export const BULK_PRIORITY_KEY = 5;
 export type StartPriority = 'live' | 'bulk';
 
 /**
- * Starts a workflow under its deterministic ID. REJECT_DUPLICATE and FAIL make Temporal refuse a
- * second start while it remembers the ID: the cheap first layer; the claim in PostgreSQL is the one
- * that decides. A refused start is `started: false`, not an error; anything else (Temporal
- * unreachable past the deadline) is thrown, and the caller answers 503.
+ * Starts a workflow under its deterministic ID, its memo carrying settle's mark (temporal/run-mark.ts).
+ * REJECT_DUPLICATE and FAIL make Temporal refuse a second start while it remembers the ID: the cheap
+ * first layer; the claim in PostgreSQL is the one that decides. A refused start looks at the run that
+ * holds the ID: one carrying settle's mark is settle's own and the start is `started: false` (the
+ * normal duplicate). One without (started on Temporal's frontend by someone else, perhaps with a start
+ * delay to take the ID before the real event arrives) is terminated if it still runs, returned in
+ * `displaced`, and the start is made again: with ALLOW_DUPLICATE_FAILED_ONLY after a termination or a
+ * failed foreign run, so that a run settle started in between (a concurrent start) still refuses it,
+ * and with ALLOW_DUPLICATE only past a foreign run that completed. Anything else (Temporal unreachable
+ * past the deadline) is thrown, and the caller answers 503.
  */
 async function startOnce(
   client: Client,
@@ -97,34 +125,94 @@ async function startOnce(
     /** Ask for eager dispatch when this process's own worker shares the client's connection. */
     eager?: boolean;
     priority?: StartPriority;
+    /** settle's mark for the run's memo, and the check of a run found under the ID. */
+    mark: RunMarkSpec;
   },
 ): Promise<StartResult> {
   const { workflowId, args } = options;
   const bulk = options.priority === 'bulk';
   const taskQueue = bulk ? bulkTaskQueue(options.taskQueue) : options.taskQueue;
-  try {
-    const handle = await client.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-      client.workflow.start(workflowType, {
-        taskQueue,
+  const displaced: ForeignRun[] = [];
+  let reusePolicy: keyof typeof WorkflowIdReusePolicy = options.reusePolicy ?? 'REJECT_DUPLICATE';
+  for (;;) {
+    try {
+      const handle = await client.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+        client.workflow.start(workflowType, {
+          taskQueue,
+          workflowId,
+          args,
+          workflowIdReusePolicy: WorkflowIdReusePolicy[reusePolicy],
+          workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
+          staticSummary: options.summary,
+          memo: { [RUN_MARK_MEMO]: runMark(options.mark, workflowId) },
+          ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
+          // Eager dispatch would hand a bulk run to this process's live slots: bulk runs queue.
+          requestEagerStart: options.eager === true && !bulk && onWorkerConnection.has(client),
+          ...(bulk ? { priority: { priorityKey: BULK_PRIORITY_KEY } } : {}),
+        }),
+      );
+      return {
+        started: true,
         workflowId,
-        args,
-        workflowIdReusePolicy: WorkflowIdReusePolicy[options.reusePolicy ?? 'REJECT_DUPLICATE'],
-        workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
-        staticSummary: options.summary,
-        ...(options.searchAttributes ? { typedSearchAttributes: options.searchAttributes } : {}),
-        // Eager dispatch would hand a bulk run to this process's live slots: bulk runs queue.
-        requestEagerStart: options.eager === true && !bulk && onWorkerConnection.has(client),
-        ...(bulk ? { priority: { priorityKey: BULK_PRIORITY_KEY } } : {}),
-      }),
+        runId: handle.firstExecutionRunId,
+        eagerlyStarted: handle.eagerlyStarted,
+        displaced,
+      };
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    }
+    const holder = await runHoldingId(client, workflowId);
+    // Gone between the refusal and the look (retention, a reset): start again as asked.
+    if (!holder) continue;
+    if (carriesRunMark(holder.memo, options.mark, workflowId)) return { started: false, workflowId };
+    if (displaced.length >= MAX_DISPLACED) {
+      throw new Error(`${displaced.length} runs settle did not start took this workflow ID in turn`);
+    }
+    const foreign: ForeignRun = {
+      workflowId,
+      runId: holder.runId,
+      workflowType: holder.type,
+      status: holder.status,
+    };
+    displaced.push(foreign);
+    if (holder.status === 'RUNNING') await terminateForeign(client, foreign);
+    // An operator's ALLOW_DUPLICATE stays; else only a foreign run that completed is passed over by
+    // ALLOW_DUPLICATE, and FAILED_ONLY (terminated, failed, timed out) keeps refusing settle's own.
+    if (reusePolicy !== 'ALLOW_DUPLICATE') {
+      reusePolicy = holder.status === 'COMPLETED' ? 'ALLOW_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY';
+    }
+  }
+}
+
+/** The latest run under a workflow ID (its memo decoded), or undefined when Temporal has none. */
+async function runHoldingId(
+  client: Client,
+  workflowId: string,
+): Promise<{ runId: string; type: string; status: string; memo?: Record<string, unknown> } | undefined> {
+  try {
+    const described = await client.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+      client.workflow.getHandle(workflowId).describe(),
     );
     return {
-      started: true,
-      workflowId,
-      runId: handle.firstExecutionRunId,
-      eagerlyStarted: handle.eagerlyStarted,
+      runId: described.runId,
+      type: described.type,
+      status: described.status.name,
+      memo: described.memo,
     };
   } catch (error) {
-    if (error instanceof WorkflowExecutionAlreadyStartedError) return { started: false, workflowId };
+    if (error instanceof WorkflowNotFoundError) return undefined;
+    throw error;
+  }
+}
+
+async function terminateForeign(client: Client, run: ForeignRun): Promise<void> {
+  try {
+    await client.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+      client.workflow.getHandle(run.workflowId, run.runId).terminate(FOREIGN_RUN_REASON),
+    );
+  } catch (error) {
+    // Closed meanwhile (it failed, or a concurrent start terminated it): the start decides next.
+    if (error instanceof WorkflowNotFoundError) return;
     throw error;
   }
 }
@@ -138,7 +226,7 @@ export function startPaymentWorkflow(
   client: Client,
   taskQueue: string,
   event: PaymentEvent,
-  options: { reusePolicy?: ReusePolicy; priority?: StartPriority } = {},
+  options: { markKey: Buffer; reusePolicy?: ReusePolicy; priority?: StartPriority },
 ): Promise<StartResult> {
   const args: Parameters<typeof paymentWorkflow> = [{ event }];
   return startOnce(client, 'paymentWorkflow', {
@@ -150,6 +238,7 @@ export function startPaymentWorkflow(
     searchAttributes: paymentStartSearchAttributes(event),
     eager: true,
     priority: options.priority,
+    mark: { key: options.markKey, binding: payloadSha256(event) },
   });
 }
 
@@ -158,6 +247,7 @@ export function startReminderWorkflow(
   client: Client,
   taskQueue: string,
   reminder: { deliveryId: string; dueAt: Date; contractId?: string },
+  markKey: Buffer,
 ): Promise<StartResult> {
   const args: Parameters<typeof reminderWorkflow> = [
     { deliveryId: reminder.deliveryId, dueAt: reminder.dueAt.toISOString() },
@@ -167,5 +257,6 @@ export function startReminderWorkflow(
     workflowId: reminderWorkflowId(reminder.deliveryId),
     args,
     summary: reminderSummary(reminder),
+    mark: { key: markKey, binding: '' },
   });
 }

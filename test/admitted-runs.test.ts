@@ -14,6 +14,7 @@ import { WorkflowFailedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import { admitThenStart } from '../src/app/admit';
 import { importReport } from '../src/app/import';
 import { replayEvent } from '../src/app/replay';
+import { runMarkKey } from '../src/app/run-marks';
 import { insertAdmittedEvent, insertEvent } from '../src/db/events';
 import { addShipments, findShipment } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
@@ -317,7 +318,9 @@ describe('events through settle’s door', () => {
         ).inserted,
       whenKnown: async () => undefined,
       start: async () => {
-        const started = await startPaymentWorkflow(eager, stack.taskQueue, event);
+        const started = await startPaymentWorkflow(eager, stack.taskQueue, event, {
+          markKey: await runMarkKey(stack.pool),
+        });
         // Hold the commit until the run's reconcile is waiting on the event ID's lock: it ran first.
         await waitFor('the reconcile to wait on the admission’s lock', async () => {
           const { rows } = await stack.pool.query(

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { insertEvent } from '../src/db/events';
+import { runMarkKey } from '../src/app/run-marks';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { payloadSha256 } from '../src/lib/hash';
@@ -44,7 +45,9 @@ async function startAndFinish(client: typeof stack.client) {
     workflowId: paymentWorkflowId(event.id),
     source: 'webhook',
   });
-  const start = await startPaymentWorkflow(client, stack.taskQueue, event);
+  const start = await startPaymentWorkflow(client, stack.taskQueue, event, {
+    markKey: await runMarkKey(stack.pool),
+  });
   assert.equal(start.started, true);
   const result = (await client.workflow.getHandle(start.workflowId).result()) as PaymentWorkflowResult;
   return { start, result, shipmentId };

@@ -1,8 +1,9 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import {
   beginReminderAttempt,
   failOpenReminder,
+  findReminder,
   finishReminderAttempt,
   lockReminder,
   type Reminder,
@@ -17,6 +18,7 @@ import type {
 } from '../workflows/contracts';
 import { ErrorCode } from '../domain/errors';
 import { callAudience, REMINDER_SECRET_VARIABLE } from '../domain/outbox';
+import { reminderWorkflowId } from '../domain/ids';
 import {
   callDownstream,
   countDelivery,
@@ -30,14 +32,36 @@ export type { ReminderDeliveryResult } from '../workflows/contracts';
 /** A little past the lease, so the retry finds it expired on the database clock. */
 const LEASE_MARGIN_MS = 250;
 
+/**
+ * How much earlier than the row's due_at a delivery may be asked for (Temporal's timer and the
+ * workflow's clock read the same server time; this covers rounding only).
+ */
+const DUE_TOLERANCE_MS = 1_000;
+
+/**
+ * When the run first asked for this delivery, on Temporal's clock (the clock the run's timer waited
+ * on, time-skipping test servers included); undefined outside an activity (a script, a test).
+ */
+function askedAtMs(): number | undefined {
+  try {
+    return Context.current().info.scheduledTimestampMs;
+  } catch {
+    return undefined;
+  }
+}
+
 /** What an attempt found on the reminder row: finished, leased to another attempt, or leased to this one. */
 type Lease =
   | { kind: 'finished'; state: ReminderState; attempts: number }
+  | { kind: 'early'; dueAt: Date; askedAt: number }
   | { kind: 'held'; remainingMs: number }
   | { kind: 'taken'; reminder: Reminder; attempt: number };
 
 /**
- * Delivers a due reminder once. The reminder row decides: a cancelled or finished one is not sent;
+ * Delivers a due reminder once. The reminder row decides, never the run's input: a cancelled or
+ * finished one is not sent; one whose own due_at is later than when the run asked (a run started
+ * around settle with an earlier `dueAt`, or under another workflow ID) is refused, non-retryable
+ * `reminder_not_due`, and nothing is written;
  * a `processing` one whose lease has not expired belongs to another attempt (its worker may only have
  * vanished), so this attempt throws retryable `lease_held` with the lease's remainder as the retry
  * delay. Otherwise it takes the lease and POSTs with `webhook-id` and `Idempotency-Key` equal to the
@@ -57,6 +81,10 @@ export async function deliverReminder(
     if (reminder.state !== 'scheduled' && reminder.state !== 'processing') {
       return { kind: 'finished', state: reminder.state, attempts: reminder.attempts };
     }
+    const askedAt = askedAtMs();
+    if (askedAt !== undefined && askedAt + DUE_TOLERANCE_MS < reminder.dueAt.getTime()) {
+      return { kind: 'early', dueAt: reminder.dueAt, askedAt };
+    }
     if (reminder.state === 'processing' && reminder.leaseRemainingMs > 0) {
       return { kind: 'held', remainingMs: reminder.leaseRemainingMs };
     }
@@ -65,6 +93,13 @@ export async function deliverReminder(
   });
   if (!lease) throw ApplicationFailure.nonRetryable('no such reminder', ErrorCode.InvalidWorkflowInput);
   if (lease.kind === 'finished') return { state: lease.state, attempts: lease.attempts };
+  if (lease.kind === 'early') {
+    throw ApplicationFailure.nonRetryable(
+      `the reminder is due at ${lease.dueAt.toISOString()}, and this run asked for it at ` +
+        `${new Date(lease.askedAt).toISOString()}: not sent (a run settle did not start?)`,
+      ErrorCode.ReminderNotDue,
+    );
+  }
   if (lease.kind === 'held') {
     throw ApplicationFailure.create({
       message: 'another attempt holds the delivery lease',
@@ -118,7 +153,31 @@ export async function deliverReminder(
   return { state, attempts: attempt };
 }
 
-/** The reminder's retries ran out: it is `failed` for good, with why. */
+/**
+ * The reminder's retries ran out: it is `failed` for good, with why. Only the reminder's own run
+ * (`reminder:<delivery id>`), once the reminder is due, can fail it: a run started around settle under
+ * another ID, or asking before due_at (its delivery was refused as not due), leaves the row as it is.
+ */
 export async function failReminder(pool: pg.Pool, input: FailReminderInput): Promise<FailReminderResult> {
+  const run = currentWorkflowId();
+  if (run !== undefined) {
+    const reminder = await findReminder(pool, input.deliveryId);
+    const askedAt = askedAtMs();
+    const early =
+      askedAt !== undefined &&
+      reminder !== undefined &&
+      askedAt + DUE_TOLERANCE_MS < reminder.dueAt.getTime();
+    if (!reminder || run !== reminderWorkflowId(input.deliveryId) || early) {
+      return { attempts: reminder?.attempts ?? 0 };
+    }
+  }
   return { attempts: await failOpenReminder(pool, input.deliveryId, input.reason) };
+}
+
+function currentWorkflowId(): string | undefined {
+  try {
+    return Context.current().info.workflowExecution?.workflowId;
+  } catch {
+    return undefined;
+  }
 }

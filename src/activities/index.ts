@@ -17,6 +17,7 @@ import {
   type DownstreamConfig,
 } from './downstream';
 import { reconcilePayment } from './reconcile-payment';
+import { OPEN_ACCOUNT_POLICY, type AccountPolicy } from '../domain/payment-rules';
 
 export type ActivityDependencies = {
   pool: pg.Pool;
@@ -26,6 +27,8 @@ export type ActivityDependencies = {
   config?: DownstreamConfig;
   /** Request timeout and reminder lease; the defaults suit production, tests shorten them. */
   tuning?: Partial<DeliveryTuning>;
+  /** The provider accounts whose payments apply (SETTLE_STRIPE_ACCOUNTS, SETTLE_ADYEN_MERCHANT_ACCOUNTS). */
+  accounts?: AccountPolicy;
 };
 
 /** Builds the activities with their dependencies injected; workflows import this type only. */
@@ -34,6 +37,7 @@ export function createActivities({
   http = createHttpClient(),
   config = {},
   tuning,
+  accounts = OPEN_ACCOUNT_POLICY,
 }: ActivityDependencies) {
   const delivery: DeliveryDependencies = {
     pool,
@@ -46,7 +50,7 @@ export function createActivities({
     throw new Error('the reminder lease must be longer than the request timeout');
   }
   return {
-    reconcilePayment: (event: PaymentEvent) => reconcilePayment(pool, event),
+    reconcilePayment: (event: PaymentEvent) => reconcilePayment(pool, event, accounts),
     deliverOutboxRow: (input: OutboxInput) => deliverOutboxRow(delivery, input),
     reholdShipment: (input: OutboxInput) => reholdShipment(delivery, input),
     compensatePaymentEffects: (input: CompensationInput) => compensatePaymentEffects(pool, input),

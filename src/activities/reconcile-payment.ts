@@ -15,7 +15,14 @@ import {
   type EffectContext,
 } from '../domain/outbox';
 import type { PaymentEvent } from '../domain/payment-event';
-import { capturesMoney, decideTransition } from '../domain/payment-rules';
+import {
+  capturesMoney,
+  decideTransition,
+  OPEN_ACCOUNT_POLICY,
+  paymentMismatch,
+  type AccountPolicy,
+  type Mismatch,
+} from '../domain/payment-rules';
 import type { OutboxEntry, ReconcileResult } from '../workflows/contracts';
 import { ErrorCode, errorCodeOf } from '../domain/errors';
 import { payloadSha256, shortHash } from '../lib/hash';
@@ -23,6 +30,7 @@ import { logger } from '../lib/logger';
 import {
   duplicateClaimsTotal,
   eventToCommitSeconds,
+  paymentMismatchesTotal,
   reconcileOutcomesTotal,
   transactionFailuresTotal,
   unadmittedRunsTotal,
@@ -52,14 +60,20 @@ export function outboxEntry(row: OutboxEntryRow): OutboxEntry {
  * failures are thrown as-is and retried. Each attempt counts itself in the reconcile metrics and logs
  * what it decided.
  */
-export async function reconcilePayment(pool: pg.Pool, event: PaymentEvent): Promise<ReconcileResult> {
+export async function reconcilePayment(
+  pool: pg.Pool,
+  event: PaymentEvent,
+  accounts: AccountPolicy = OPEN_ACCOUNT_POLICY,
+): Promise<ReconcileResult> {
   try {
     // Validated once, by the workflow that passes it (workflows/payment.ts): no second parse here.
     const sha = payloadSha256(event);
-    const decision = await withTransaction(pool, (tx) => claimAndApply(tx, event, sha));
+    const decision = await withTransaction(pool, (tx) => claimAndApply(tx, event, sha, accounts));
     if (decision.kind === 'refused') throw refusal(decision);
-    const { result, secondsSinceReceipt } = decision;
+    const { result, secondsSinceReceipt, mismatch } = decision;
     reconcileOutcomesTotal.inc({ outcome: result.outcome });
+    // Set only by the attempt that decided it (a repeat returns the stored outcome): counted once.
+    if (mismatch) paymentMismatchesTotal.inc({ reason: mismatch.reason });
     if (result.claimExisted) duplicateClaimsTotal.inc();
     if (secondsSinceReceipt !== undefined) eventToCommitSeconds.observe(secondsSinceReceipt);
     logger.info(
@@ -69,6 +83,7 @@ export async function reconcilePayment(pool: pg.Pool, event: PaymentEvent): Prom
         event: shortHash(event.id),
         result: result.outcome,
         claimExisted: result.claimExisted,
+        ...(mismatch ? { mismatch: mismatch.reason } : {}),
       },
       'payment event reconciled',
     );
@@ -80,7 +95,7 @@ export async function reconcilePayment(pool: pg.Pool, event: PaymentEvent): Prom
 }
 
 type Decision =
-  | { kind: 'reconciled'; result: ReconcileResult; secondsSinceReceipt?: number }
+  | { kind: 'reconciled'; result: ReconcileResult; secondsSinceReceipt?: number; mismatch?: Mismatch }
   /** Committed: the run's record. `claimed`: the event ID has a claim (of another payload). */
   | { kind: 'refused'; run: UnadmittedRun; firstRecord: boolean; claimed: boolean };
 
@@ -141,7 +156,12 @@ function currentRun(eventId: string): { workflowId: string; runId: string } {
  * A claim found already there is counted on the claim (the duplicate-claim rate); a new one reports
  * its event-to-commit time.
  */
-async function claimAndApply(tx: pg.PoolClient, event: PaymentEvent, sha: string): Promise<Decision> {
+async function claimAndApply(
+  tx: pg.PoolClient,
+  event: PaymentEvent,
+  sha: string,
+  accounts: AccountPolicy,
+): Promise<Decision> {
   const shipmentId = event.data.shipment_id;
   annotateSpan({ shipmentId });
   await lockEventId(tx, event.id);
@@ -177,30 +197,35 @@ async function claimAndApply(tx: pg.PoolClient, event: PaymentEvent, sha: string
     };
     return { kind: 'reconciled', result };
   }
-  const applied = await applyPaymentTransition(tx, event);
+  const { mismatch, ...applied } = await applyPaymentTransition(tx, event, accounts);
   const result: ReconcileResult = { ...applied, claimExisted: claim !== undefined, shipmentId };
   if (claim) {
-    if (applied.outcome !== 'unmatched') await updateClaimOutcome(tx, event.id, applied.outcome);
-    return { kind: 'reconciled', result };
+    if (applied.outcome !== 'unmatched') {
+      await updateClaimOutcome(tx, event.id, applied.outcome, mismatch?.detail);
+    }
+    return { kind: 'reconciled', result, mismatch };
   }
   const secondsSinceReceipt = await insertClaim(tx, {
     eventId: event.id,
     payloadSha256: sha,
     outcome: applied.outcome,
     shipmentId,
+    reviewReason: mismatch?.detail,
   });
-  return { kind: 'reconciled', result, secondsSinceReceipt };
+  return { kind: 'reconciled', result, secondsSinceReceipt, mismatch };
 }
 
 /**
- * The business rule, inside the claim's transaction: status forward only, ledger, outbox. Returns the
- * outcome, the shipment's status as this transaction leaves it (its row is locked) and the event's
- * outbox rows.
+ * The business rule, inside the claim's transaction: status forward only, then the payment must pay
+ * for its shipment (paymentMismatch: account, currency, amount; else `needs_review` with its reason
+ * and nothing written but the claim), then ledger, outbox. Returns the outcome, the shipment's status
+ * as this transaction leaves it (its row is locked) and the event's outbox rows.
  */
 async function applyPaymentTransition(
   tx: pg.PoolClient,
   event: PaymentEvent,
-): Promise<Pick<ReconcileResult, 'outcome' | 'paymentStatus' | 'outbox'>> {
+  accounts: AccountPolicy,
+): Promise<Pick<ReconcileResult, 'outcome' | 'paymentStatus' | 'outbox'> & { mismatch?: Mismatch }> {
   const { shipment_id: shipmentId, payment_id: paymentId, amount, currency } = event.data;
   const outboxOf = async (rows: NewOutboxRow[] = []) =>
     (await insertOutboxRowsAndList(tx, { eventId: event.id, shipmentId }, rows)).map(outboxEntry);
@@ -210,6 +235,15 @@ async function applyPaymentTransition(
   const transition = decideTransition(shipment.paymentStatus, event.type);
   if (transition.kind === 'stale') {
     return { outcome: 'stale', paymentStatus: shipment.paymentStatus, outbox: await outboxOf() };
+  }
+  const mismatch = paymentMismatch({ ...event.data, type: event.type }, shipment.expected, accounts);
+  if (mismatch) {
+    return {
+      outcome: 'needs_review',
+      paymentStatus: shipment.paymentStatus,
+      outbox: await outboxOf(),
+      mismatch,
+    };
   }
 
   await setPaymentStatus(tx, { shipmentId, paymentStatus: transition.to, paymentId, eventId: event.id });

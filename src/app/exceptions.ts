@@ -22,7 +22,8 @@ export const NEXT_STEP: Record<ExceptionKind, string> = {
   failed:
     'settle inspect <event id>; fix the cause, then settle replay <event id>, or settle it by hand and resolve',
   needs_review:
-    'a compensation ran: settle inspect <event id>, settle the case by hand, then settle exceptions resolve',
+    'a compensation ran, or the payment does not match its shipment (the detail says which): settle inspect ' +
+    '<event id>, settle the case by hand (refund or collect the difference), then settle exceptions resolve',
   delivery_stuck:
     'the target keeps failing: fix it (its last error says why) and the delivery goes through by itself',
   not_configured: `set ${OUTBOX_TARGETS.map((target) => DELIVERY_TARGETS[target].variable).join(' and ')} on every worker, then settle replay <event id>`,

@@ -7,6 +7,7 @@ import { isHandledPaymentType, type FieldIssue, type PaymentEvent } from '../dom
 import { payloadSha256 } from '../lib/hash';
 import { startOutcomeUnknownTotal } from '../metrics/settle-metrics';
 import { admitThenStart, refusedByDatabase } from './admit';
+import { recordDisplacedRuns, runMarkKey } from './run-marks';
 import { annotateSpan } from '../lib/tracing';
 import type { Services } from './services';
 import { GrpcStatus } from '../temporal/grpc-status';
@@ -83,6 +84,12 @@ async function admitUnlessKnown(
   }
   if (stored) return known(stored);
   if (!isHandledPaymentType(event.type)) return { status: 'ignored', eventId: event.id };
+  let markKey: Buffer;
+  try {
+    markKey = await runMarkKey(deps.pool);
+  } catch (error) {
+    return databaseFailure(error);
+  }
 
   // A closed run of this ID that the reconcile refused as not admitted (started around settle, or
   // by this door before a commit that was lost) applied nothing: this admission starts a new run.
@@ -105,6 +112,7 @@ async function admitUnlessKnown(
     // An imported report is bulk work: its runs wait behind live webhooks on the same task queue.
     start: () =>
       startPaymentWorkflow(deps.client, deps.taskQueue, event as PaymentEvent, {
+        markKey,
         priority: source === 'import' ? 'bulk' : 'live',
         ...(refusedRun ? { reusePolicy: 'ALLOW_DUPLICATE' as const } : {}),
       }),
@@ -112,11 +120,24 @@ async function admitUnlessKnown(
   switch (admission.kind) {
     case 'known':
       return known(admission.known);
-    case 'started':
-      // Temporal already knows the ID (its row was purged, or a commit was lost): a duplicate.
-      return admission.started.started
-        ? { status: 'accepted', eventId: event.id, workflowId, runId: admission.started.runId }
-        : { status: 'duplicate', eventId: event.id, workflowId };
+    case 'started': {
+      // Temporal already knows the ID under a run settle started (its row was purged, or a commit
+      // was lost): a duplicate. A run settle did not start was displaced by the start: recorded.
+      const started = admission.started;
+      if (!started.started) return { status: 'duplicate', eventId: event.id, workflowId };
+      if (started.displaced.length > 0) {
+        const payload = event as PaymentEvent;
+        await recordDisplacedRuns(deps.pool, started.displaced, {
+          id: event.id,
+          type: event.type,
+          shipmentId: payload.data.shipment_id,
+          payloadSha256: sha,
+        }).catch(() => {
+          // Bookkeeping: the run was displaced and settle's own started; the start's log names it.
+        });
+      }
+      return { status: 'accepted', eventId: event.id, workflowId, runId: started.runId };
+    }
     case 'failed':
       if (admission.dependency === 'postgres') return databaseFailure(admission.error);
       if (startOutcomeUnknown(admission.error)) {

@@ -14,6 +14,7 @@ import type { FieldIssue } from '../domain/untrusted-json';
 import { payloadSha256 } from '../lib/hash';
 import { assertPublicTarget } from '../lib/target-policy';
 import { startReminderWorkflow } from '../client';
+import { recordDisplacedRuns, runMarkKey } from './run-marks';
 import { cancelReminderSignal } from '../workflows/reminder';
 import { admitThenStart, refusedByDatabase, type Dependency } from './admit';
 import type { Services } from './services';
@@ -62,6 +63,12 @@ export async function admitReminder(
   }
 
   const dueAt = new Date(reminder.due_at);
+  let markKey: Buffer;
+  try {
+    markKey = await runMarkKey(deps.pool);
+  } catch (error) {
+    return refusedByDatabase(error);
+  }
   const admission = await admitThenStart(deps.pool, {
     insert: (tx) =>
       insertReminder(tx, {
@@ -75,16 +82,27 @@ export async function admitReminder(
       }),
     whenKnown: (tx) => findReminder(tx, deliveryId),
     start: () =>
-      startReminderWorkflow(deps.client, deps.taskQueue, {
-        deliveryId,
-        dueAt,
-        contractId: reminder.contract_id,
-      }),
+      startReminderWorkflow(
+        deps.client,
+        deps.taskQueue,
+        { deliveryId, dueAt, contractId: reminder.contract_id },
+        markKey,
+      ),
   });
   switch (admission.kind) {
     case 'known':
       return admission.known ? known(admission.known) : { status: 'unavailable', dependency: 'postgres' };
     case 'started':
+      if (admission.started.started && admission.started.displaced.length > 0) {
+        await recordDisplacedRuns(deps.pool, admission.started.displaced, {
+          id: deliveryId,
+          type: 'reminder',
+          shipmentId: null,
+          payloadSha256: sha,
+        }).catch(() => {
+          // Bookkeeping: the run was displaced and settle's own started; the start's log names it.
+        });
+      }
       return { status: 'started', started: admission.started.started, workflowId, dueAt };
     case 'failed':
       return admission.dependency === 'temporal'

@@ -3,6 +3,7 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import type pg from 'pg';
 import type { ReconcileResult } from '../activities';
 import { startPaymentWorkflow } from '../client';
+import { recordDisplacedRuns, runMarkKey } from './run-marks';
 import { findClaim, type ClaimOutcome } from '../db/claims';
 import { findEvent } from '../db/events';
 import { listOutboxForEvent } from '../db/outbox';
@@ -135,9 +136,19 @@ export async function replayEvent(
   if (!stored) return { status: 'not_found', event_id: eventId };
   const before = (await findClaim(deps.pool, eventId))?.outcome ?? null;
   const rowsBefore = await listOutboxForEvent(deps.pool, eventId);
-  const start = await startPaymentWorkflow(deps.client, deps.taskQueue, stored.payload as PaymentEvent, {
+  const payload = stored.payload as PaymentEvent;
+  const start = await startPaymentWorkflow(deps.client, deps.taskQueue, payload, {
+    markKey: await runMarkKey(deps.pool),
     reusePolicy: 'ALLOW_DUPLICATE',
   });
+  if (start.started && start.displaced.length > 0) {
+    await recordDisplacedRuns(deps.pool, start.displaced, {
+      id: eventId,
+      type: payload.type,
+      shipmentId: payload.data.shipment_id,
+      payloadSha256: stored.payloadSha256,
+    });
+  }
   const handle = deps.client.workflow.getHandle(start.workflowId, start.started ? start.runId : undefined);
   const runId = start.started ? start.runId : (await handle.describe()).runId;
 

@@ -79,6 +79,9 @@ const secretList = (message: string, valid: (item: string) => boolean) =>
     )
     .refine((items) => items.every(valid), { message });
 
+/** A comma-separated list that is not secret (account IDs): empty when unset. */
+const accountList = secretList;
+
 /** Standard Webhooks secrets, comma-separated (the first signs where settle signs). */
 const standardWebhooksSecrets = secretList(
   `each secret must be whsec_ and the base64 of at least ${STANDARD_WEBHOOKS_MIN_BYTES} random bytes (${GENERATE_WHSEC})`,
@@ -375,6 +378,27 @@ export const configVariables = {
       )
       .optional(),
     { secret: true },
+  ),
+  /**
+   * Connected Stripe accounts (acct_…) whose payments settle applies, comma-separated. A Connect event
+   * names its account in the signed `account` field; one without is the platform's own and always
+   * taken. Unset: the platform account only; any other account's payment is `needs_review`.
+   */
+  stripeAccounts: variable(
+    'SETTLE_STRIPE_ACCOUNTS',
+    accountList('each account must be a Stripe account ID, acct_ and letters and digits', (item) =>
+      /^acct_[A-Za-z0-9]{1,64}$/.test(item),
+    ),
+  ),
+  /**
+   * Adyen merchant accounts whose payments settle applies, comma-separated (each item's
+   * merchantAccountCode, which its HMAC signs). Unset: any merchant account the HMAC keys sign for.
+   */
+  adyenMerchantAccounts: variable(
+    'SETTLE_ADYEN_MERCHANT_ACCOUNTS',
+    accountList('each account must be an Adyen merchant account code, letters, digits, _ . and -', (item) =>
+      /^[A-Za-z0-9_.-]{1,80}$/.test(item),
+    ),
   ),
   /** true: take Adyen notifications on their HMAC alone, with no basic auth (an operator's choice). */
   adyenAllowNoBasicAuth: variable('SETTLE_ADYEN_ALLOW_NO_BASIC_AUTH', booleanFlag, { default: 'false' }),

@@ -67,15 +67,22 @@ export async function findClaimAndStoredSha(
  */
 export async function insertClaim(
   db: Queryable,
-  claim: { eventId: string; payloadSha256: string; outcome: ClaimOutcome; shipmentId: string },
+  claim: {
+    eventId: string;
+    payloadSha256: string;
+    outcome: ClaimOutcome;
+    shipmentId: string;
+    /** Why a `needs_review` outcome needs review (a payment that does not match its shipment). */
+    reviewReason?: string;
+  },
 ): Promise<number | undefined> {
   const { rows } = await db.query<{ seconds: number | null }>({
     name: 'claims.insert',
-    text: `INSERT INTO claims (event_id, payload_sha256, outcome, shipment_id)
-           VALUES ($1::text, $2::text, $3::text, $4::text)
+    text: `INSERT INTO claims (event_id, payload_sha256, outcome, shipment_id, review_reason)
+           VALUES ($1::text, $2::text, $3::text, $4::text, $5::text)
            RETURNING EXTRACT(EPOCH FROM claimed_at -
              (SELECT received_at FROM events WHERE event_id = $1::text))::float8 AS seconds`,
-    values: [claim.eventId, claim.payloadSha256, claim.outcome, claim.shipmentId],
+    values: [claim.eventId, claim.payloadSha256, claim.outcome, claim.shipmentId, claim.reviewReason ?? null],
   });
   return rows[0]?.seconds ?? undefined;
 }
@@ -84,11 +91,13 @@ export async function updateClaimOutcome(
   db: Queryable,
   eventId: string,
   outcome: ClaimOutcome,
+  reviewReason?: string,
 ): Promise<void> {
-  await db.query(`UPDATE claims SET outcome = $2::text, updated_at = now() WHERE event_id = $1::text`, [
-    eventId,
-    outcome,
-  ]);
+  await db.query(
+    `UPDATE claims SET outcome = $2::text, review_reason = coalesce($3::text, review_reason), updated_at = now()
+      WHERE event_id = $1::text`,
+    [eventId, outcome, reviewReason ?? null],
+  );
 }
 
 /** Unmatched events whose shipment now exists: what `settle replay --unmatched` applies. Oldest first. */

@@ -74,7 +74,11 @@ export async function insertAdmittedEvent(
   return { inserted: rows.length === 1, refusedRun: rows[0]?.refused_run ?? false };
 }
 
-export type UnadmittedReason = 'not_stored' | 'payload_differs';
+/**
+ * not_stored, payload_differs: refused by the reconcile. foreign_start: found holding the workflow ID
+ * when settle started the event's run, terminated. invalid_input: failed on its input, before any step.
+ */
+export type UnadmittedReason = 'not_stored' | 'payload_differs' | 'foreign_start' | 'invalid_input';
 
 export type UnadmittedRun = {
   workflowId: string;

@@ -116,7 +116,9 @@ function queryExceptions<Row extends QueryResultRow>(
     `WITH exceptions AS (
        SELECT outcome AS kind, event_id, shipment_id, claimed_at AS since,
               CASE outcome WHEN 'unmatched' THEN 'no shipment ' || coalesce(shipment_id, '?') || ' when reconciled'
-                           ELSE 'a later step failed and was compensated' END AS detail,
+                           ELSE coalesce('the payment does not match its shipment: ' || review_reason
+                                           || '; nothing was applied or released',
+                                         'a later step failed and was compensated') END AS detail,
               NULL::text AS target, NULL::int AS attempts, NULL::text AS last_error
          FROM claims WHERE outcome IN ('unmatched', 'needs_review')
        UNION ALL
@@ -172,14 +174,19 @@ function queryExceptions<Row extends QueryResultRow>(
          FROM outbox WHERE status = 'not_configured'
        UNION ALL
        SELECT 'unadmitted_run', u.event_id, u.shipment_id, u.first_at,
-              'run ' || u.workflow_id || ' (run ID ' || u.run_id || ', ' || u.event_type || ') was refused: '
-                || CASE u.reason WHEN 'not_stored' THEN 'settle never stored this event'
-                                 ELSE 'its payload (sha256 ' || left(u.payload_sha256, 12)
-                                        || '…) is not the one settle stored' END
-                || '; nothing was applied',
+              'run ' || u.workflow_id || ' (run ID ' || u.run_id || ', ' || u.event_type || ') '
+                || CASE u.reason
+                     WHEN 'not_stored' THEN 'was refused: settle never stored this event; nothing was applied'
+                     WHEN 'payload_differs' THEN 'was refused: its payload (sha256 ' || left(u.payload_sha256, 12)
+                                        || '…) is not the one settle stored; nothing was applied'
+                     WHEN 'foreign_start' THEN 'was not started by settle and held this workflow ID: settle '
+                                        || 'terminated it (if it still ran) and started its own run'
+                     ELSE 'was not started by settle and failed on its input before any step; nothing was applied'
+                   END,
               NULL, NULL, NULL
          FROM unadmitted_runs u
-        WHERE NOT EXISTS (SELECT 1 FROM events e JOIN claims c USING (event_id)
+        WHERE u.reason IN ('foreign_start', 'invalid_input')
+           OR NOT EXISTS (SELECT 1 FROM events e JOIN claims c USING (event_id)
                            WHERE e.event_id = u.event_id AND e.payload_sha256 = u.payload_sha256
                              AND c.payload_sha256 = u.payload_sha256)
      )

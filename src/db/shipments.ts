@@ -1,4 +1,4 @@
-import type { PaymentStatus } from '../domain/payment-rules';
+import type { PaymentExpectation, PaymentStatus } from '../domain/payment-rules';
 import type { Queryable } from './pool';
 
 export type Shipment = {
@@ -11,13 +11,35 @@ export type Shipment = {
 const COLUMNS = `shipment_id AS "shipmentId", payment_status AS "paymentStatus", payment_id AS "paymentId",
   hold_status AS "holdStatus"`;
 
-/** Adds shipments with payment status `pending`; existing ones are left as they are. */
-export async function addShipments(db: Queryable, shipmentIds: string[]): Promise<{ added: number }> {
-  const { rowCount } = await db.query(
-    `INSERT INTO shipments (shipment_id) SELECT unnest($1::text[]) ON CONFLICT (shipment_id) DO NOTHING`,
-    [shipmentIds],
+/** A shipment to add, with what it expects to be paid (minor units, ISO 4217), if it names that. */
+export type NewShipment = { shipmentId: string; expectedAmount?: number; expectedCurrency?: string };
+
+/**
+ * Adds shipments with payment status `pending`; existing ones are left as they are, except that one
+ * given an expected amount and currency takes them (a shipment loaded before its price was known).
+ */
+export async function addShipments(
+  db: Queryable,
+  shipments: readonly (string | NewShipment)[],
+): Promise<{ added: number }> {
+  const rows = shipments.map((item) => (typeof item === 'string' ? { shipmentId: item } : item));
+  const { rows: written } = await db.query<{ inserted: boolean }>(
+    `INSERT INTO shipments (shipment_id, expected_amount, expected_currency)
+     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])
+     ON CONFLICT (shipment_id) DO UPDATE
+        SET expected_amount = EXCLUDED.expected_amount, expected_currency = EXCLUDED.expected_currency,
+            updated_at = now()
+      WHERE EXCLUDED.expected_amount IS NOT NULL
+        AND (shipments.expected_amount, shipments.expected_currency)
+            IS DISTINCT FROM (EXCLUDED.expected_amount, EXCLUDED.expected_currency)
+     RETURNING (xmax = 0) AS inserted`,
+    [
+      rows.map((row) => row.shipmentId),
+      rows.map((row) => row.expectedAmount ?? null),
+      rows.map((row) => row.expectedCurrency ?? null),
+    ],
   );
-  return { added: rowCount ?? 0 };
+  return { added: written.filter((row) => row.inserted).length };
 }
 
 export async function findShipment(db: Queryable, shipmentId: string): Promise<Shipment | undefined> {
@@ -27,13 +49,29 @@ export async function findShipment(db: Queryable, shipmentId: string): Promise<S
   return rows[0];
 }
 
-export async function lockShipment(db: Queryable, shipmentId: string): Promise<Shipment | undefined> {
-  const { rows } = await db.query<Shipment>({
-    name: 'shipments.lock',
-    text: `SELECT ${COLUMNS} FROM shipments WHERE shipment_id = $1::text FOR UPDATE`,
+/** The shipment, locked for the reconcile's transaction, with what it expects to be paid. */
+export async function lockShipment(
+  db: Queryable,
+  shipmentId: string,
+): Promise<(Shipment & { expected: PaymentExpectation }) | undefined> {
+  const { rows } = await db.query<
+    Shipment & { expectedAmount: string | null; expectedCurrency: string | null }
+  >({
+    name: 'shipments.lock_expecting',
+    text: `SELECT ${COLUMNS}, expected_amount::text AS "expectedAmount", expected_currency AS "expectedCurrency"
+             FROM shipments WHERE shipment_id = $1::text FOR UPDATE`,
     values: [shipmentId],
   });
-  return rows[0];
+  const row = rows[0];
+  if (!row) return undefined;
+  const { expectedAmount, expectedCurrency, ...shipment } = row;
+  return {
+    ...shipment,
+    expected: {
+      amount: expectedAmount === null ? null : Number(expectedAmount),
+      currency: expectedCurrency,
+    },
+  };
 }
 
 export async function setPaymentStatus(

@@ -34,6 +34,11 @@ export const ErrorCode = {
   DownstreamRejected: 'downstream_rejected',
   /** The target is a private or loopback address and SETTLE_ALLOW_PRIVATE_TARGETS is off. */
   TargetRefused: 'target_refused',
+  /**
+   * A reminder delivery asked for before the reminder's own due_at (a run started around settle with
+   * an earlier `dueAt`): refused without sending, non-retryable.
+   */
+  ReminderNotDue: 'reminder_not_due',
   /** Another attempt holds the delivery's lease; retried once it expires. */
   LeaseHeld: 'lease_held',
   /** A setting the activity needs (SETTLE_OUTBOUND_SECRET) is unset: retried until an operator sets it. */

@@ -52,3 +52,89 @@ export function decideTransition(current: PaymentStatus, type: PaymentEventType)
 export function capturesMoney(to: PaymentStatus): boolean {
   return to === 'captured' || to === 'settled';
 }
+
+/** What a shipment expects to be paid, each part unset (null) when the shipment names none. */
+export type PaymentExpectation = { amount: number | null; currency: string | null };
+
+/**
+ * The provider accounts whose payments settle applies (SETTLE_STRIPE_ACCOUNTS,
+ * SETTLE_ADYEN_MERCHANT_ACCOUNTS). Stripe: an event with no `account` is the platform's own and always
+ * taken; an empty list takes no connected account. Adyen: an empty list takes every merchant account.
+ */
+export type AccountPolicy = {
+  stripeAccounts: readonly string[];
+  adyenMerchantAccounts: readonly string[];
+};
+
+export const OPEN_ACCOUNT_POLICY: AccountPolicy = { stripeAccounts: [], adyenMerchantAccounts: [] };
+
+export const MISMATCH_REASONS = [
+  'amount_short',
+  'amount_over',
+  'currency_differs',
+  'account_not_allowed',
+] as const;
+export type MismatchReason = (typeof MISMATCH_REASONS)[number];
+export type Mismatch = { reason: MismatchReason; detail: string };
+
+/** The event fields the match reads: the canonical event's `data` (provider adapters set the last two). */
+export type PaymentFacts = {
+  type: PaymentEventType;
+  amount: number;
+  currency: string;
+  provider?: unknown;
+  provider_account?: unknown;
+};
+
+/** Types that pay for the shipment: their amount and currency must be what it expects. */
+const PAYS_FOR_SHIPMENT: ReadonlySet<PaymentEventType> = new Set([
+  'payment.authorized',
+  'payment.captured',
+  'payment.settled',
+]);
+
+/**
+ * Whether a payment may move its shipment, or why not (a `needs_review` with this reason, nothing
+ * released). The account comes first, for every type: a payment of an account not allowed pays for
+ * nothing of this merchant's. Then, for a type that pays (authorized, captured, settled), the
+ * shipment's expected currency and amount, exactly: a short payment is not applied in part, and
+ * payments do not add up across events (a shipment is paid by one payment).
+ */
+export function paymentMismatch(
+  facts: PaymentFacts,
+  expected: PaymentExpectation,
+  accounts: AccountPolicy,
+): Mismatch | undefined {
+  const account = typeof facts.provider_account === 'string' ? facts.provider_account : undefined;
+  if (facts.provider === 'stripe' && account !== undefined && !accounts.stripeAccounts.includes(account)) {
+    return {
+      reason: 'account_not_allowed',
+      detail: `Stripe account ${account} is not in SETTLE_STRIPE_ACCOUNTS`,
+    };
+  }
+  if (
+    facts.provider === 'adyen' &&
+    accounts.adyenMerchantAccounts.length > 0 &&
+    (account === undefined || !accounts.adyenMerchantAccounts.includes(account))
+  ) {
+    return {
+      reason: 'account_not_allowed',
+      detail: `Adyen merchant account ${account ?? '(none)'} is not in SETTLE_ADYEN_MERCHANT_ACCOUNTS`,
+    };
+  }
+  if (!PAYS_FOR_SHIPMENT.has(facts.type)) return undefined;
+  if (expected.currency !== null && facts.currency !== expected.currency) {
+    return {
+      reason: 'currency_differs',
+      detail: `paid in ${facts.currency}, the shipment expects ${expected.currency}`,
+    };
+  }
+  if (expected.amount !== null && facts.amount !== expected.amount) {
+    const short = facts.amount < expected.amount;
+    return {
+      reason: short ? 'amount_short' : 'amount_over',
+      detail: `paid ${facts.amount}, the shipment expects ${expected.amount} (minor units): ${short ? 'short' : 'over'}`,
+    };
+  }
+  return undefined;
+}

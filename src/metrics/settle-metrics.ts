@@ -72,6 +72,15 @@ export const transactionFailuresTotal = new Counter({
   registers: [registry],
 });
 
+export const paymentMismatchesTotal = new Counter({
+  name: 'settle_payment_mismatches_total',
+  help:
+    'Payments not applied because they do not match their shipment (reason: amount_short, amount_over, ' +
+    'currency_differs, account_not_allowed). Each is a `needs_review` exception; nothing was released.',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
 export const unadmittedRunsTotal = new Counter({
   name: 'settle_unadmitted_runs_total',
   help:

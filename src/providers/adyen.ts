@@ -210,6 +210,7 @@ export function adaptAdyenItem(item: unknown): AdaptedEvent {
   ) {
     return invalid(eventId, 'originalReference', 'must be a string');
   }
+  const merchantAccount = nonEmptyString(field(item, 'merchantAccountCode'));
   const shipmentId = nonEmptyString(merchantReference);
   if (!shipmentId) {
     return {
@@ -236,6 +237,8 @@ export function adaptAdyenItem(item: unknown): AdaptedEvent {
       ...(eventCode === 'REFUND' ? { refund_id: `adyen:${pspReference}` } : {}),
       provider: 'adyen',
       provider_type: providerType,
+      // Signed by the item's HMAC: which merchant account was paid (SETTLE_ADYEN_MERCHANT_ACCOUNTS).
+      ...(merchantAccount !== undefined ? { provider_account: merchantAccount } : {}),
     },
   };
   return adaptedPaymentEvent(eventId, providerType, event, (path) =>

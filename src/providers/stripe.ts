@@ -172,6 +172,11 @@ export function adaptStripeEvent(item: unknown): AdaptedEvent {
     };
   }
   const currency = field(type === 'charge.refunded' ? object : source, 'currency');
+  const rawAccount = field(item, 'account');
+  if (rawAccount !== undefined && rawAccount !== null && typeof rawAccount !== 'string') {
+    return { kind: 'invalid', eventId: id, path: 'account', message: 'must be a Stripe account ID' };
+  }
+  const account = nonEmptyString(rawAccount);
   const event = {
     id,
     type: target,
@@ -184,6 +189,9 @@ export function adaptStripeEvent(item: unknown): AdaptedEvent {
       ...(refundId ? { refund_id: refundId } : {}),
       provider: 'stripe',
       provider_type: type,
+      // A Connect event names its connected account (signed, like the whole body); the platform's own
+      // events name none, and keep the shape (and payload hash) they had before accounts were read.
+      ...(account !== undefined ? { provider_account: account } : {}),
     },
   };
   return adaptedPaymentEvent(id, type, event);

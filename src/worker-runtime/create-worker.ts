@@ -96,6 +96,8 @@ export type WorkerOptions = {
         | 'paypalClientSecret'
         | 'paypalApiBase'
         | 'providerMode'
+        | 'stripeAccounts'
+        | 'adyenMerchantAccounts'
       >
     >;
   pool: pg.Pool;
@@ -248,6 +250,10 @@ export async function createWorker({
     ...createActivities({
       pool,
       tuning,
+      accounts: {
+        stripeAccounts: config.stripeAccounts ?? [],
+        adyenMerchantAccounts: config.adyenMerchantAccounts ?? [],
+      },
       config: {
         ...targetUrls(config),
         ...signingSecrets(config),

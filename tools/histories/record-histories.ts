@@ -31,6 +31,7 @@ import { parsePayloadKeys, type PayloadKey } from '../../src/config/payload-keys
 import { startPaymentWorkflow } from '../../src/client';
 import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
+import { runMarkKey } from '../../src/app/run-marks';
 import { insertEvent } from '../../src/db/events';
 import { addShipments } from '../../src/db/shipments';
 import { paymentWorkflowId, reminderWorkflowId } from '../../src/domain/ids';
@@ -260,7 +261,9 @@ async function main() {
           const marked = event('pay_rec_encrypted', 'payment.settled', 'SHP-REC-5', 'pi_rec_5');
           const withExtra = { ...marked, data: { ...marked.data, customer_email: 'jane.doe@example.com' } };
           await admit(withExtra);
-          const started = await startPaymentWorkflow(encryptedClient, `${taskQueue}-encrypted`, withExtra);
+          const started = await startPaymentWorkflow(encryptedClient, `${taskQueue}-encrypted`, withExtra, {
+            markKey: await runMarkKey(pool),
+          });
           if (!started.started) throw new Error('payment encrypted-applied-delivered: not started');
           await save(
             'payment-encrypted-applied-delivered',
@@ -272,7 +275,10 @@ async function main() {
         if (!wanted(`payment-${name}`)) continue;
         if (name !== 'unadmitted') await admit(payment);
         // As the gateway and replay start them: search attributes and summary included.
-        const started = await startPaymentWorkflow(client, taskQueue, payment, { reusePolicy });
+        const started = await startPaymentWorkflow(client, taskQueue, payment, {
+          markKey: await runMarkKey(pool),
+          reusePolicy,
+        });
         if (!started.started) throw new Error(`payment ${name}: not started`);
         await save(`payment-${name}`, client.workflow.getHandle(started.workflowId, started.runId));
       }

@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { startPaymentWorkflow } from '../../../src/client';
+import { runMarkKey } from '../../../src/app/run-marks';
 import { paymentWorkflowId } from '../../../src/domain/ids';
 import type { PaymentWorkflowResult } from '../../../src/workflows';
 import { sleep } from '../../harness/processes';
@@ -73,7 +74,9 @@ export const redeliveryAfterTemporalForgot: Scenario = {
     const again = await provider.sendOnce(event);
     check(again.status === 200 && again.body.includes('"duplicate"'), `redelivery answered ${again.status}`);
     // Worse: the workflow itself starts again (a lost row, an operator's replay): the claim decides.
-    const restarted = await startPaymentWorkflow(stack.client, stack.taskQueue, event);
+    const restarted = await startPaymentWorkflow(stack.client, stack.taskQueue, event, {
+      markKey: await runMarkKey(stack.pool),
+    });
     check(restarted.started, 'Temporal refused a start for an ID it had forgotten');
     const result: PaymentWorkflowResult = await handle.result();
     check(result.claimExisted, 'the second run did not find the claim');
