@@ -199,6 +199,7 @@ class Project {
       SETTLE_WEBHOOK_SECRETS: this.secret,
       SETTLE_API_TOKEN: this.apiToken,
       SETTLE_OUTBOUND_SECRET: `whsec_${randomBytes(24).toString('base64')}`,
+      SETTLE_REMINDER_SECRET: `whsec_${randomBytes(24).toString('base64')}`,
       SETTLE_PAYLOAD_KEYS: `k1:${randomBytes(32).toString('base64')}`,
       SETTLE_CODEC_TOKEN: this.codecToken,
       SETTLE_CARRIER_URL: 'http://receiver:8080/carrier',
@@ -789,6 +790,7 @@ async function traceArrivesWhole(project: Project, runId: string) {
       'the codec token': project.codecToken,
       'the payload key': project.env.SETTLE_PAYLOAD_KEYS?.split(':')[1] ?? '',
       'the outbound secret': project.env.SETTLE_OUTBOUND_SECRET ?? '',
+      'the reminder secret': project.env.SETTLE_REMINDER_SECRET ?? '',
     },
   });
 }

@@ -4,7 +4,7 @@ per-build Deployments and the Worker Controller's TemporalWorkerDeployment.
 */}}
 {{- define "settle.workerPodTemplate" -}}
 {{- $root := .root -}}
-{{- $keys := list "DATABASE_URL" "SETTLE_OUTBOUND_SECRET" "SETTLE_CARRIER_SECRET" "SETTLE_ERP_SECRET" "SETTLE_PAYLOAD_KEYS" -}}
+{{- $keys := list "DATABASE_URL" "SETTLE_OUTBOUND_SECRET" "SETTLE_CARRIER_SECRET" "SETTLE_ERP_SECRET" "SETTLE_REMINDER_SECRET" "SETTLE_PAYLOAD_KEYS" -}}
 metadata:
   labels:
     {{- include "settle.labels" (dict "component" "worker") | nindent 4 }}
