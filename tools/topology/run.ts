@@ -14,7 +14,9 @@
  * history as the server stores it is encrypted and the codec server decodes it for its token only
  * (tools/harness/codec-check.ts), and headless Chromium sees the run's input decoded in the UI pointed at
  * the codec server and only ciphertext in a second UI server without it (screenshots kept in
- * `--screenshots=DIR`, default $TMPDIR/settle-topology-screenshots); under a load
+ * `--screenshots=DIR`, default $TMPDIR/settle-topology-screenshots); a run started on the frontend
+ * under an event's workflow ID before the event arrives is terminated and recorded, and the signed
+ * event is accepted and applied once (issue 40); under a load
  * of signed events (tools/harness/provider.ts) a worker is SIGKILLed, both workers and both gateways are
  * rolled with SIGTERM and the history service is restarted, after which every event sent was
  * acknowledged and tools/harness/invariants.ts holds: every acknowledged event completed, one claim per
@@ -55,6 +57,7 @@ import { checkInvariants } from '../harness/invariants';
 import { Provider } from '../harness/provider';
 import { startCodecServer } from '../../src/codec/server';
 import { addShipments } from '../../src/db/shipments';
+import { paymentWorkflowId } from '../../src/domain/ids';
 import { createPool } from '../../src/db/pool';
 import { logger } from '../../src/lib/logger';
 import { PROJECT_ROOT } from '../../src/lib/paths';
@@ -460,6 +463,9 @@ async function main() {
         },
       );
     }
+    await check("a run settle did not start holds an event's ID: the signed event still applies once", () =>
+      squattedIdTakenBack(topology),
+    );
     if (THROUGHPUT_EVENTS > 0)
       await check(`throughput: ${THROUGHPUT_EVENTS} events, 50 in flight, ${WORKERS} worker(s)`, () =>
         throughput(topology, THROUGHPUT_EVENTS),
@@ -478,6 +484,50 @@ async function main() {
     process.stdout.write(`\n${outcomes.length - failed} passed, ${failed} failed\n`);
     if (failed || !outcomes.length) process.exitCode = 1;
   }
+}
+
+/**
+ * Anyone who reaches the frontend can start `paymentWorkflow` under the ID of an event before the
+ * event arrives (docs/operations.md, "A run settle did not start holds an event's ID"). On the real
+ * server as on the dev server, the signed event must be accepted, not answered "duplicate", and apply
+ * once through settle's own run; the squatting run is terminated and recorded.
+ */
+async function squattedIdTakenBack(topology: Topology) {
+  const failures: string[] = [];
+  const runId = newRunId('q');
+  await addShipments(topology.pool, [shipmentFor(runId, 0)]);
+  const event = makeEvent(runId, 0);
+  const workflowId = paymentWorkflowId(event.id);
+  const squatter = await topology.client.workflow.start('paymentWorkflow', {
+    taskQueue: 'settle',
+    workflowId,
+    args: [{}],
+    startDelay: '720h',
+  });
+  const squatterRun = squatter.firstExecutionRunId;
+  const reply = await new Provider(topology).deliver(event, 120_000);
+  if (reply.status !== 202) failures.push(`the signed event answered ${reply.status}, not 202 accepted`);
+  const applied = await within(topology.receiver.waitForApplied(erpKey(event.id)), 180_000, undefined);
+  if (applied === undefined) failures.push('the event was not delivered within 180 s');
+  const status = (await topology.client.workflow.getHandle(workflowId, squatterRun).describe()).status.name;
+  if (status !== 'TERMINATED') failures.push(`the squatting run is ${status}, not TERMINATED`);
+  const recorded = await topology.pool.query<{ reason: string }>(
+    'SELECT reason FROM unadmitted_runs WHERE workflow_id = $1 AND run_id = $2',
+    [workflowId, squatterRun],
+  );
+  if (recorded.rows[0]?.reason !== 'foreign_start')
+    failures.push(
+      `the squatting run is recorded as ${recorded.rows[0]?.reason ?? 'nothing'}, not foreign_start`,
+    );
+  const ledger = await topology.pool.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM ledger_entries WHERE event_id = $1',
+    [event.id],
+  );
+  if (ledger.rows[0]!.n !== 1) failures.push(`${ledger.rows[0]!.n} ledger entries, not 1`);
+  return {
+    failures,
+    detail: `answered ${reply.status}; squatter ${status}, recorded ${recorded.rows[0]?.reason ?? 'no'}; ${ledger.rows[0]!.n} ledger entry`,
+  };
 }
 
 /**
