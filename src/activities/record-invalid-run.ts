@@ -31,7 +31,9 @@ export async function recordInvalidRun(pool: pg.Pool, input: InvalidRunInput): P
   const info = Context.current().info;
   const run = info.workflowExecution;
   if (!run) {
-    throw ApplicationFailure.nonRetryable('recordInvalidRun records a workflow run: it was called without one');
+    throw ApplicationFailure.nonRetryable(
+      'recordInvalidRun records a workflow run: it was called without one',
+    );
   }
   const workflowType = printable(info.workflowType ?? '(unknown)', WORKFLOW_TYPE_MAX_CHARS);
   const workflowId = printable(run.workflowId, WORKFLOW_ID_MAX_CHARS);

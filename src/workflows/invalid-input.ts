@@ -18,7 +18,12 @@ export const INVALID_INPUT_SAMPLE_CHARS = 4_096;
  */
 const { recordInvalidRun } = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 12 },
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 12,
+  },
 });
 
 /**
