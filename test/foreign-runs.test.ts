@@ -7,9 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { WorkflowFailedError } from '@temporalio/client';
 import { replayEvent } from '../src/app/replay';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId, reminderWorkflowId } from '../src/domain/ids';
+import { shortHash } from '../src/lib/hash';
 import type { PaymentWorkflowResult } from '../src/workflows';
 import {
   countRows,
@@ -148,6 +150,118 @@ describe('a run settle did not start holds an event’s workflow ID', () => {
     assert.equal(await statusOf(paymentWorkflowId(event.id), squatter), 'TERMINATED');
     assert.equal((await listedForeign(event.id)).length, 1);
     assert.equal(await countRows(stack.pool, 'ledger_entries', event.id), 1);
+  });
+});
+
+async function metric(name: string, labels: string): Promise<number> {
+  const response = await fetch(`${stack.gatewayUrl}/metrics`, {
+    headers: { authorization: `Bearer ${stack.apiToken}` },
+  });
+  assert.equal(response.status, 200);
+  const escaped = `${name}${labels}`.replace(/[{}"]/g, (c) => `\\${c}`);
+  return Number(new RegExp(`^${escaped} (\\d+)`, 'm').exec(await response.text())?.[1] ?? 0);
+}
+const invalidRuns = () => metric('settle_unadmitted_runs_total', '{reason="invalid_input"}');
+
+/** Starts a run as an attacker would, and waits for it to fail: its failure's type. */
+async function failedRun(workflowType: string, workflowId: string, args: unknown[]) {
+  const handle = await stack.client.workflow.start(workflowType, {
+    taskQueue: stack.taskQueue,
+    workflowId,
+    args,
+  });
+  const error = await handle.result().then(
+    () => assert.fail('the run completed'),
+    (failure: unknown) => failure,
+  );
+  assert.ok(error instanceof WorkflowFailedError, String(error));
+  return { runId: handle.firstExecutionRunId, type: (error.cause as { type?: string } | undefined)?.type };
+}
+
+/** The run listed once as an unadmitted_run that failed on its input, with its next step. */
+async function assertListedInvalid(listedUnder: string, workflowType: string, runId: string) {
+  const listed = await listedForeign(listedUnder);
+  assert.equal(listed.length, 1, JSON.stringify(listed));
+  assert.equal(listed[0]!.kind, 'unadmitted_run');
+  assert.match(listed[0]!.detail, new RegExp(`run ID ${runId}, ${workflowType}\\)`));
+  assert.match(listed[0]!.detail, /failed on its input before any step; nothing was applied/);
+  assert.match(listed[0]!.next_step, /frontend/);
+}
+
+describe('a run settle did not start that fails on its input', () => {
+  test('is recorded by the worker and listed; the real event with that ID still applies once', async () => {
+    const shipmentId = await newShipment();
+    const event = paymentEvent({ shipmentId, type: 'payment.settled' });
+    const counted = await invalidRuns();
+    const bad = await failedRun('paymentWorkflow', paymentWorkflowId(event.id), [{}]);
+    assert.equal(bad.type, 'invalid_workflow_input');
+    await assertListedInvalid(event.id, 'paymentWorkflow', bad.runId);
+    assert.equal(await invalidRuns(), counted + 1);
+    assert.equal(await countRows(stack.pool, 'ledger_entries', event.id), 0);
+
+    const reply = await postWebhook(stack, event);
+    assert.equal(reply.status, 202, JSON.stringify(reply.body));
+    const result: PaymentWorkflowResult = await stack.client.workflow
+      .getHandle(paymentWorkflowId(event.id), String(reply.body.run_id))
+      .result();
+    assert.equal(result.outcome, 'applied');
+    assert.equal(await countRows(stack.pool, 'ledger_entries', event.id), 1);
+    await waitFor('the carrier release', async () => releasesOf(shipmentId) === 1 || undefined);
+    // The bad run stays listed (someone reached the frontend) until an operator resolves it.
+    await assertListedInvalid(event.id, 'paymentWorkflow', bad.runId);
+  });
+
+  test('an input that is not an event at all, or a huge one: the record stays small', async () => {
+    const eventId = uniqueId('pay');
+    const notAnEvent = await failedRun('paymentWorkflow', paymentWorkflowId(eventId), ['payment please']);
+    assert.equal(notAnEvent.type, 'invalid_workflow_input');
+    await assertListedInvalid(eventId, 'paymentWorkflow', notAnEvent.runId);
+
+    const hugeId = uniqueId('pay');
+    const huge = paymentEvent({ shipmentId: 'x'.repeat(300_000), type: 'payment.settled' });
+    const run = await failedRun('paymentWorkflow', paymentWorkflowId(hugeId), [{ event: huge }]);
+    await assertListedInvalid(hugeId, 'paymentWorkflow', run.runId);
+    const { rows } = await stack.pool.query<Record<string, unknown>>(
+      'SELECT * FROM unadmitted_runs WHERE event_id = $1',
+      [hugeId],
+    );
+    assert.equal(rows.length, 1);
+    assert.ok(
+      JSON.stringify(rows[0]).length < 1_000,
+      `the stored row: ${JSON.stringify(rows[0]).length} characters`,
+    );
+    assert.equal(rows[0]!.reason, 'invalid_input');
+    assert.match(String(rows[0]!.payload_sha256), /^[0-9a-f]{64}$/);
+    assert.equal(rows[0]!.shipment_id, null);
+  });
+
+  test('a run under a workflow ID of no event is listed by its short hash', async () => {
+    const workflowId = uniqueId('squat');
+    const bad = await failedRun('paymentWorkflow', workflowId, [{ event: { id: 'evt' } }]);
+    await assertListedInvalid(`workflow-${shortHash(workflowId)}`, 'paymentWorkflow', bad.runId);
+  });
+
+  test('a reminder run with bad input is listed under its delivery ID; the reminder is then created', async () => {
+    const key = uniqueId('rem');
+    const bad = await failedRun('reminderWorkflow', reminderWorkflowId(key), [
+      { deliveryId: key, dueAt: 'soon' },
+    ]);
+    assert.equal(bad.type, 'invalid_workflow_input');
+    await assertListedInvalid(key, 'reminderWorkflow', bad.runId);
+    const created = await remindersApi(stack.gatewayUrl, stack.apiToken, 'POST', '/reminders', {
+      key,
+      body: {
+        contract_id: uniqueId('CT'),
+        due_at: new Date(Date.now() + 24 * 3600_000).toISOString(),
+        webhook_url: `${customer.url}/hooks/renewal`,
+      },
+    });
+    assert.equal(created.status, 202, JSON.stringify(created.body));
+    const running = await stack.client.workflow.getHandle(reminderWorkflowId(key)).describe();
+    assert.equal(running.status.name, 'RUNNING');
+    assert.notEqual(running.runId, bad.runId);
+    // Still listed once, as what it was: a run that failed on its input.
+    await assertListedInvalid(key, 'reminderWorkflow', bad.runId);
   });
 });
 

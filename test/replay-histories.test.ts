@@ -41,6 +41,9 @@ test('recorded histories are committed for every workflow and scenario', () => {
     'payment-encrypted-applied-delivered',
     'purge-completed',
     'recovery-sweep-completed',
+    'payment-invalid-input',
+    'reminder-invalid-input',
+    'record-invalid-input/payment-invalid-input',
   ]) {
     assert.ok(names.includes(expected), `test/histories has no ${expected}.json`);
   }

@@ -3,6 +3,7 @@ import type { PaymentEvent } from '../domain/payment-event';
 import type {
   CompensationInput,
   FailReminderInput,
+  InvalidRunInput,
   OutboxInput,
   ReminderDeliveryInput,
 } from '../workflows/contracts';
@@ -17,6 +18,7 @@ import {
   type DownstreamConfig,
 } from './downstream';
 import { reconcilePayment } from './reconcile-payment';
+import { recordInvalidRun } from './record-invalid-run';
 import { OPEN_ACCOUNT_POLICY, type AccountPolicy } from '../domain/payment-rules';
 
 export type ActivityDependencies = {
@@ -56,6 +58,7 @@ export function createActivities({
     compensatePaymentEffects: (input: CompensationInput) => compensatePaymentEffects(pool, input),
     deliverReminder: (input: ReminderDeliveryInput) => deliverReminder(delivery, input),
     failReminder: (input: FailReminderInput) => failReminder(pool, input),
+    recordInvalidRun: (input: InvalidRunInput) => recordInvalidRun(pool, input),
   };
 }
 

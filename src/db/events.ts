@@ -92,14 +92,18 @@ export type UnadmittedRun = {
 
 /**
  * Records a run the reconcile refused (migration 011); a later attempt of the same run counts on its
- * row. True when this call recorded the run for the first time, so each run is counted once.
+ * row. True when this call recorded the run for the first time, so each run is counted once. A run
+ * recorded as `invalid_input` keeps that reason when a later start finds it holding the ID (it had
+ * failed on its input; the start only replaced it).
  */
 export async function recordUnadmittedRun(db: Queryable, run: UnadmittedRun): Promise<boolean> {
   const { rows } = await db.query<{ inserted: boolean }>(
     `INSERT INTO unadmitted_runs (workflow_id, run_id, event_id, payload_sha256, shipment_id, event_type, reason)
      VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text)
      ON CONFLICT (workflow_id, run_id)
-     DO UPDATE SET attempts = unadmitted_runs.attempts + 1, last_at = now(), reason = EXCLUDED.reason
+     DO UPDATE SET attempts = unadmitted_runs.attempts + 1, last_at = now(),
+                   reason = CASE WHEN unadmitted_runs.reason = 'invalid_input' THEN unadmitted_runs.reason
+                                 ELSE EXCLUDED.reason END
      RETURNING (xmax = 0) AS inserted`,
     [run.workflowId, run.runId, run.eventId, run.payloadSha256, run.shipmentId, run.eventType, run.reason],
   );

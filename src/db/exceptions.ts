@@ -59,9 +59,10 @@ export type ExceptionFilter = {
  * another payload (409); failed (a delivery failed permanently, or no claim long after receipt: the
  * workflow failed or no worker ran it); marked needs_review by a compensation; a delivery retrying for
  * longer than the stuck threshold; a delivery that found no target URL; a delivery left pending by a
- * run that ended (cancelled, terminated); a payment run started around settle, refused without effect
- * (unadmitted_run: one row per run, unless an admitted run of the same payload applied the event since,
- * as when settle's own start outlived a lost commit). An exception closed by a later resolution of its event and
+ * run that ended (cancelled, terminated); a run settle did not start, without effect (unadmitted_run,
+ * one row per run: refused by its reconcile, unless an admitted run of the same payload applied the
+ * event since, as when settle's own start outlived a lost commit; terminated and replaced by settle's
+ * start; failed on its input). An exception closed by a later resolution of its event and
  * kind is left out unless `includeResolved`. `settle exceptions`, `settle stats` and the
  * settle_open_exceptions gauge all count this one list.
  */

@@ -84,9 +84,10 @@ export const paymentMismatchesTotal = new Counter({
 export const unadmittedRunsTotal = new Counter({
   name: 'settle_unadmitted_runs_total',
   help:
-    'Payment runs the reconcile refused, without effect, because settle never stored their event with ' +
-    'that payload (reason: not_stored, payload_differs): started around settle. Each is an `unadmitted_run` ' +
-    'exception; counted once per run.',
+    'Runs settle did not start, by reason: refused by the reconcile because settle never stored their ' +
+    'event with that payload (not_stored, payload_differs); found holding a workflow ID settle started, ' +
+    'terminated and replaced (foreign_start); failed on their input before any step (invalid_input). ' +
+    'Nothing of them was applied. Each is an `unadmitted_run` exception; counted once per run.',
   labelNames: ['reason'] as const,
   registers: [registry],
 });

@@ -97,6 +97,17 @@ export type FailReminderInput = { deliveryId: string; reason: string };
 /** `failReminder`'s result. */
 export type FailReminderResult = { attempts: number };
 
+/**
+ * The input of `recordInvalidRun`: a run whose own input failed validation (started around settle, on
+ * Temporal's frontend) records itself before it fails. Bounded by the workflow, whatever the input was:
+ * the run's input as canonical JSON, cut to INVALID_INPUT_SAMPLE_CHARS characters, and its full length.
+ * The activity stores only the sample's hash; the run's ID and type it reads from its own context.
+ */
+export type InvalidRunInput = { sample: string; length: number };
+
+/** `recordInvalidRun`'s result: true when this attempt recorded the run first. */
+export type InvalidRunResult = { recorded: boolean };
+
 /** `purgeClaimsPastRetention`'s result, and the result of `purgeClaimsWorkflow` (db/purge.ts). */
 export type PurgeResult = PurgeSummary;
 

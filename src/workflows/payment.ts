@@ -1,8 +1,7 @@
-import { ApplicationFailure, defineQuery, log, patched, setHandler } from '@temporalio/workflow';
+import { defineQuery, log, patched, setHandler } from '@temporalio/workflow';
 import { deliveryTarget, isDeliverable } from '../domain/outbox';
 import type { PaymentEvent } from '../domain/payment-event';
 import { isPaymentEvent } from '../domain/payment-event-shape';
-import { ErrorCode } from '../domain/errors';
 import type {
   OutboxDeliveryResult,
   OutboxEntry,
@@ -12,6 +11,7 @@ import type {
   ReconcileResult,
 } from './contracts';
 import { COALESCE_SEARCH_ATTRIBUTES_PATCH, OperatorView, storedDeliveryState } from './operator-view';
+import { refuseInvalidInput } from './invalid-input';
 import { DELIVER, downstream, isRefusal, RECONCILE, runStep, transactions } from './run-step';
 import { Saga } from './saga';
 
@@ -34,12 +34,11 @@ export const reconciledQuery = defineQuery<ReconcileResult | null>('reconciled')
  * (Temporal's frontend takes any input), so the workflow is a trust boundary and refuses a malformed
  * event before any step (no zod in the bundle: payment-event-shape.ts accepts exactly what the door's
  * schema accepts). The activities take the validated type; reconcile's stored-payload check then
- * refuses an event the door never stored (unadmitted_run).
+ * refuses an event the door never stored (unadmitted_run). A run refused on its input records itself
+ * first (invalid-input.ts), so it is an unadmitted_run too.
  */
 export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<PaymentWorkflowResult> {
-  if (!isPaymentEvent(input?.event)) {
-    throw ApplicationFailure.nonRetryable('payment event failed validation', ErrorCode.InvalidWorkflowInput);
-  }
+  if (!isPaymentEvent(input?.event)) return refuseInvalidInput(input, 'payment event failed validation');
   const { event } = input;
   let decided: ReconcileResult | null = null;
   setHandler(reconciledQuery, () => decided);

@@ -9,7 +9,8 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { isDeliveryId } from '../domain/ids';
-import { ErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../domain/errors';
+import { NON_RETRYABLE_ERROR_TYPES } from '../domain/errors';
+import { refuseInvalidInput } from './invalid-input';
 import type { ReminderWorkflowInput, ReminderWorkflowResult } from './contracts';
 
 export type { ReminderWorkflowInput, ReminderWorkflowResult } from './contracts';
@@ -50,7 +51,7 @@ const { failReminder } = proxyActivities<Activities>({
 export async function reminderWorkflow(input: ReminderWorkflowInput): Promise<ReminderWorkflowResult> {
   const dueAt = Date.parse(input?.dueAt);
   if (!isDeliveryId(input?.deliveryId) || Number.isNaN(dueAt)) {
-    throw ApplicationFailure.nonRetryable('reminder input failed validation', ErrorCode.InvalidWorkflowInput);
+    return refuseInvalidInput(input, 'reminder input failed validation');
   }
   let cancelled = false;
   setHandler(cancelReminderSignal, () => {

@@ -7,8 +7,11 @@
  * subfolder named for the change first (they keep replaying), then re-record.
  *
  * `payment-encrypted-*` runs with payload encryption on, under the fixture key of
- * test/histories/payload-keys.txt (made on the first recording, then kept). `--only=<name>` records
- * that one history and leaves the others as they are.
+ * test/histories/payload-keys.txt (made on the first recording, then kept). `--only=<name>[,<name>…]`
+ * records those histories and leaves the others as they are.
+ *
+ * `*-invalid-input` are runs started around settle, as someone with reach to Temporal's frontend
+ * would: an input that is not what settle starts the workflow with.
  */
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -53,8 +56,11 @@ const run = promisify(execFile);
 const OUT_DIR = process.env.SETTLE_HISTORIES_DIR ?? join(__dirname, '..', '..', 'test', 'histories');
 /** The fixture key the encrypted histories are written under (test/replay-histories.test.ts reads it). */
 const KEYS_FILE = join(__dirname, '..', '..', 'test', 'histories', 'payload-keys.txt');
-const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length);
-const wanted = (name: string) => only === undefined || name === only;
+const only = process.argv
+  .find((arg) => arg.startsWith('--only='))
+  ?.slice('--only='.length)
+  .split(',');
+const wanted = (name: string) => only === undefined || only.includes(name);
 
 function fixtureKeys(): PayloadKey[] {
   if (!existsSync(KEYS_FILE)) {
@@ -317,6 +323,19 @@ async function main() {
           throw new Error(`reminder ${name}: ${created.status} ${await created.text()}`);
         if (cancel) await fetch(`${gatewayUrl}/reminders/${deliveryId}`, { method: 'DELETE', headers });
         await save(`reminder-${name}`, client.workflow.getHandle(reminderWorkflowId(deliveryId)));
+      }
+      const invalidRuns: [string, string, string, unknown[]][] = [
+        ['payment-invalid-input', 'paymentWorkflow', paymentWorkflowId('pay_rec_invalid'), [{}]],
+        [
+          'reminder-invalid-input',
+          'reminderWorkflow',
+          reminderWorkflowId('renewal-rec-invalid'),
+          [{ deliveryId: 'renewal-rec-invalid', dueAt: 'soon' }],
+        ],
+      ];
+      for (const [name, workflowType, workflowId, args] of invalidRuns) {
+        if (!wanted(name)) continue;
+        await save(name, await client.workflow.start(workflowType, { taskQueue, workflowId, args }));
       }
     });
     await gateway.close();

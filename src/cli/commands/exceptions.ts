@@ -10,7 +10,8 @@ export function registerExceptions(program: Command) {
         'payload, refused with 409), failed (a delivery failed, or no claim long after receipt), needs_review ' +
         '(compensated), delivery_stuck (retrying longer than the threshold of the deployment: SETTLE_DELIVERY_STUCK_AFTER of the last gateway started), not_configured ' +
         '(no target URL), delivery_abandoned (left pending by a cancelled or terminated run) and ' +
-        'unadmitted_run (a payment run started around settle, refused without effect), each with ' +
+        'unadmitted_run (a run settle did not start: refused, terminated and replaced, or failed on its ' +
+        'input; without effect), each with ' +
         'its next step. `settle exceptions resolve` closes them.',
     )
     .option('--kind <kind...>', `only these kinds: ${EXCEPTION_KINDS.join(', ')}`)
