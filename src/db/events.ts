@@ -1,5 +1,6 @@
 import { lockEventId } from './claims';
 import type { Queryable } from './pool';
+import { withTransaction } from './transaction';
 
 export type EventSource = 'webhook' | 'import' | 'replay' | 'recovery';
 
@@ -23,22 +24,15 @@ export async function findEvent(db: Queryable, eventId: string): Promise<StoredE
   return rows[0];
 }
 
-/** Inserts the event unless its ID is known; true when this call inserted it. */
+/**
+ * Inserts the event unless its ID is known; true when this call inserted it. The same check as
+ * admission's (insertAdmittedEvent), in a transaction of its own when given the pool.
+ */
 export async function insertEvent(db: Queryable, event: Omit<StoredEvent, 'receivedAt'>): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `INSERT INTO events (event_id, type, payload, payload_sha256, workflow_id, source)
-     VALUES ($1::text, $2::text, $3::jsonb, $4::text, $5::text, $6::text)
-     ON CONFLICT (event_id) DO NOTHING`,
-    [
-      event.eventId,
-      event.type,
-      JSON.stringify(event.payload),
-      event.payloadSha256,
-      event.workflowId,
-      event.source,
-    ],
-  );
-  return rowCount === 1;
+  if ('totalCount' in db) {
+    return withTransaction(db, async (tx) => (await insertAdmittedEvent(tx, event)).inserted);
+  }
+  return (await insertAdmittedEvent(db, event)).inserted;
 }
 
 /**
@@ -47,6 +41,10 @@ export async function insertEvent(db: Queryable, event: Omit<StoredEvent, 'recei
  * the workflow start is durable, and a worker may run the reconcile before that (eager start, the
  * local first attempt); the lock makes that reconcile wait for the commit (the row is then there) or
  * the rollback (it is not), so it never decides on a row that is merely not yet visible.
+ *
+ * events is partitioned by week (migration 017) with no key across the weeks: the ID is looked up in
+ * every partition under that lock, so an ID stays unique for the whole retention (a week's own key
+ * is the backstop inside the week).
  *
  * `inserted`: this call stored the event. `refusedRun`: a run of its workflow ID was refused as not
  * admitted (recorded under the same lock, so read after it this cannot change until the commit).
@@ -59,8 +57,9 @@ export async function insertAdmittedEvent(
   // A statement of its own after the lock: its snapshot sees what committed while this one waited.
   const { rows } = await tx.query<{ refused_run: boolean }>(
     `INSERT INTO events (event_id, type, payload, payload_sha256, workflow_id, source)
-     VALUES ($1::text, $2::text, $3::jsonb, $4::text, $5::text, $6::text)
-     ON CONFLICT (event_id) DO NOTHING
+     SELECT $1::text, $2::text, $3::jsonb, $4::text, $5::text, $6::text
+      WHERE NOT EXISTS (SELECT 1 FROM events WHERE event_id = $1::text)
+     ON CONFLICT DO NOTHING
      RETURNING EXISTS (SELECT 1 FROM unadmitted_runs WHERE workflow_id = $5::text) AS refused_run`,
     [
       event.eventId,

@@ -1,4 +1,5 @@
-import type { Queryable } from './pool';
+import type pg from 'pg';
+import { dropPeriod, ensurePartitions, listExpiredPeriods, OPEN_OUTCOMES, planPeriod } from './partitions';
 
 /** What a purge removed and kept: the purge activity's and workflow's result. */
 export type PurgeSummary = {
@@ -25,7 +26,7 @@ export type PurgeResult = PurgeSummary & {
   vacuumMs: number;
 };
 
-/** Rows per DELETE, so a large backlog never holds long locks against the reconcile path. */
+/** Rows per DELETE from the DEFAULT partitions, so a large backlog never holds long locks against the reconcile path. */
 const BATCH = 5_000;
 
 /**
@@ -37,30 +38,34 @@ const BATCH = 5_000;
  * stay. Once a claim is gone a redelivery of its event is new again, which is why the retention must
  * outlast every provider's replay horizon.
  *
- * After the deletes it vacuums the tables it deleted from, so the next days' claims reuse the space:
- * without it, autovacuum (20 % of the table dead, by default) runs long after the next claims have
- * extended the files, and repeated fill-and-purge cycles grow the claim store several times over
- * (docs/performance.md, bench row RT). `db` must not be inside a transaction (VACUUM cannot run in one).
+ * Claims and events are partitioned by week (migration 017, src/db/partitions.ts). First the weeks
+ * ahead are created, so an insert always finds its week. Then every week wholly past the cutoff is
+ * detached and dropped (its open exceptions, the events they need and events never claimed moved to
+ * the DEFAULT partitions first): no row deleted, no VACUUM. A week straddling the cutoff waits for
+ * the next day's run, so a claim is kept between the retention and the retention plus one week. Last,
+ * the DEFAULT partitions (what no week holds: the moved exceptions, rows older than every week) are
+ * purged row by row to the exact cutoff, in batches, and vacuumed, as the whole tables were before.
  */
 export async function purgeExpiredClaims(
-  db: Queryable,
+  pool: pg.Pool,
   olderThanMs: number,
   options: {
     dryRun?: boolean;
-    /** Called after every committed batch with the running totals (the purge activity heartbeats them). */
+    /** Called after every dropped week and committed batch with the running totals (the purge activity heartbeats them). */
     onBatch?: (done: { claims: number; events: number }) => void;
-    /** Checked before every batch: once aborted, the purge stops there, every earlier batch committed. */
+    /** Checked before every week and batch: once aborted, the purge stops there, every earlier one committed. */
     signal?: AbortSignal;
   } = {},
 ): Promise<PurgeResult> {
-  const { rows } = await db.query<{ cutoff: Date }>(
+  const { rows } = await pool.query<{ cutoff: Date }>(
     `SELECT now() - ($1::bigint * interval '1 millisecond') AS cutoff`,
     [olderThanMs],
   );
   const cutoff = rows[0]!.cutoff;
-  const kept = await db.query<{ n: number }>(
+  if (!options.dryRun) await ensurePartitions(pool);
+  const kept = await pool.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM claims
-      WHERE claimed_at < $1::timestamptz AND outcome IN ('unmatched', 'needs_review')`,
+      WHERE claimed_at < $1::timestamptz AND outcome IN ${OPEN_OUTCOMES}`,
     [cutoff],
   );
   const result: PurgeResult = {
@@ -74,41 +79,64 @@ export async function purgeExpiredClaims(
     vacuumMs: 0,
   };
 
+  const periods = await listExpiredPeriods(pool, cutoff);
   if (options.dryRun) {
-    const counts = await db.query<{
+    for (const period of periods) {
+      const plan = await planPeriod(pool, period);
+      result.claims += plan.claimRows - plan.openClaims;
+      result.events += plan.eventRows - plan.keptEventIds.length;
+    }
+    const counts = await pool.query<{
       claims: number;
       events: number;
       conflicts: number;
       providerExceptions: number;
     }>(
       `SELECT
-         (SELECT count(*) FROM claims c WHERE c.claimed_at < $1::timestamptz
-            AND c.outcome NOT IN ('unmatched', 'needs_review'))::int AS claims,
-         (SELECT count(*) FROM events e JOIN claims c USING (event_id) WHERE c.claimed_at < $1::timestamptz
-            AND c.outcome NOT IN ('unmatched', 'needs_review'))::int AS events,
+         (SELECT count(*) FROM claims_default c WHERE c.claimed_at < $1::timestamptz
+            AND c.outcome NOT IN ${OPEN_OUTCOMES})::int AS claims,
+         (SELECT count(*) FROM events e JOIN claims_default c USING (event_id) WHERE c.claimed_at < $1::timestamptz
+            AND c.outcome NOT IN ${OPEN_OUTCOMES})::int AS events,
          (SELECT count(*) FROM conflicts WHERE last_seen_at < $1::timestamptz)::int AS conflicts,
          (SELECT count(*) FROM provider_exceptions WHERE last_seen_at < $1::timestamptz)::int
            AS "providerExceptions"`,
       [cutoff],
     );
-    return { ...result, ...counts.rows[0]! };
+    const row = counts.rows[0]!;
+    return {
+      ...result,
+      claims: result.claims + row.claims,
+      events: result.events + row.events,
+      conflicts: row.conflicts,
+      providerExceptions: row.providerExceptions,
+    };
+  }
+
+  for (const period of periods) {
+    options.signal?.throwIfAborted();
+    const dropped = await dropPeriod(pool, period, await planPeriod(pool, period), options.signal);
+    result.claims += dropped.claims;
+    result.events += dropped.events;
+    options.onBatch?.({ claims: result.claims, events: result.events });
   }
 
   // Each batch deletes by primary key (`= ANY` of an array: an index scan whatever the statistics
   // say). Joined to the CTE instead, the planner hashed both whole tables for every batch of 5,000:
   // quadratic in the backlog (RT, 200,000 claims: 18,300 rows/s; a nested loop after the statistics
-  // of an emptied table was far worse).
+  // of an emptied table was far worse). The events go wherever they are (a claim's event may sit in
+  // a week partition still live).
+  let defaultRows = 0;
   for (;;) {
     options.signal?.throwIfAborted();
-    const batch = await db.query<{ claims: number; events: number }>(
+    const batch = await pool.query<{ claims: number; events: number }>(
       `WITH doomed AS (
-         SELECT event_id FROM claims
-          WHERE claimed_at < $1::timestamptz AND outcome NOT IN ('unmatched', 'needs_review')
+         SELECT event_id FROM claims_default
+          WHERE claimed_at < $1::timestamptz AND outcome NOT IN ${OPEN_OUTCOMES}
           ORDER BY claimed_at
           LIMIT $2::int
           FOR UPDATE SKIP LOCKED
        ), gone AS (
-         DELETE FROM claims WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed)) RETURNING event_id
+         DELETE FROM claims_default WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed)) RETURNING event_id
        ), gone_events AS (
          DELETE FROM events WHERE event_id = ANY (ARRAY(SELECT event_id FROM gone)) RETURNING event_id
        )
@@ -116,36 +144,38 @@ export async function purgeExpiredClaims(
       [cutoff, BATCH],
     );
     const { claims, events } = batch.rows[0]!;
+    defaultRows += claims;
     result.claims += claims;
     result.events += events;
     options.onBatch?.({ claims: result.claims, events: result.events });
     if (claims < BATCH) break;
   }
-  const conflicts = await db.query(`DELETE FROM conflicts WHERE last_seen_at < $1::timestamptz`, [cutoff]);
+  const conflicts = await pool.query(`DELETE FROM conflicts WHERE last_seen_at < $1::timestamptz`, [cutoff]);
   result.conflicts = conflicts.rowCount ?? 0;
-  const providerExceptions = await db.query(
+  const providerExceptions = await pool.query(
     `DELETE FROM provider_exceptions WHERE last_seen_at < $1::timestamptz`,
     [cutoff],
   );
   result.providerExceptions = providerExceptions.rowCount ?? 0;
   // Kept as long as the claim it explains.
-  await db.query(`DELETE FROM start_outcome_unknown WHERE last_at < $1::timestamptz`, [cutoff]);
+  await pool.query(`DELETE FROM start_outcome_unknown WHERE last_at < $1::timestamptz`, [cutoff]);
   // Runs started around settle's door, refused: kept as long as a claim would be, so a flood of them
   // does not grow the table without end.
-  await db.query(`DELETE FROM unadmitted_runs WHERE last_at < $1::timestamptz`, [cutoff]);
-  if (result.claims > 0 || result.conflicts > 0) {
+  await pool.query(`DELETE FROM unadmitted_runs WHERE last_at < $1::timestamptz`, [cutoff]);
+  if (defaultRows > 0 || result.conflicts > 0) {
     const started = Date.now();
     // Marks the dead rows' heap and index pages free for reuse; returns nothing to the OS (no lock
     // against the reconcile path, unlike VACUUM FULL). Without the right to vacuum (not the tables'
-    // owner, no MAINTAIN), PostgreSQL warns and skips: migration 010's autovacuum settings remain.
-    await db.query('VACUUM (ANALYZE) claims, events, conflicts');
+    // owner, no MAINTAIN), PostgreSQL warns and skips: the DEFAULT partitions' autovacuum settings
+    // (migration 017) remain. The week partitions are never deleted from: nothing to vacuum there.
+    await pool.query('VACUUM (ANALYZE) claims_default, events_default, conflicts');
     // The index pages that VACUUM emptied are deleted, not yet free: a B-tree page is recyclable only
     // once no transaction can still hold a link to it, and only a later VACUUM puts it in the
     // free-space map. Left to the next day's purge, every fill extended the indexes by its own size
     // again (bench row RT). A second pass
     // finds them recyclable now and has little else to do: nothing is dead in the heaps, their
     // emptied pages are all-visible.
-    await db.query('VACUUM claims, events');
+    await pool.query('VACUUM claims_default, events_default');
     result.vacuumMs = Date.now() - started;
   }
   return result;
