@@ -15,11 +15,16 @@ export type MigrationResult = { applied: string[]; alreadyApplied: string[] };
  * (generated-checks.ts), in one transaction, under an advisory lock so that several processes
  * starting at once apply each migration once.
  */
-export async function migrate(pool: pg.Pool): Promise<MigrationResult> {
-  await prepareClaimPartitions(pool);
+export async function migrate(
+  pool: pg.Pool,
+  /** `through`: apply the files up to this one (its name), no later: a database as an older settle left it (tests). */
+  options: { through?: string } = {},
+): Promise<MigrationResult> {
   const files = readdirSync(MIGRATIONS_DIR)
     .filter((name) => /^\d{3}_[a-z0-9_]+\.sql$/.test(name))
+    .filter((name) => options.through === undefined || name <= options.through)
     .sort();
+  if (files.includes(PARTITIONS_MIGRATION)) await prepareClaimPartitions(pool);
   return withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK_ID]);
     await client.query(

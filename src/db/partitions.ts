@@ -210,3 +210,18 @@ export async function claimStoreSize(db: Queryable): Promise<{ bytes: number; in
   );
   return { bytes: Number(rows[0]!.bytes), indexBytes: Number(rows[0]!.index_bytes) };
 }
+
+/**
+ * The partitions the purge deletes from row by row, to the exact cutoff: the DEFAULT ones, and a
+ * legacy one (a migrated database's old table) while its range still reaches past the cutoff, so the
+ * rows it holds from before the migration go at their age as they always did, not weeks later.
+ */
+export async function rowPurgedPartitions(db: Queryable): Promise<{ claims: string; events: string }[]> {
+  const { rows } = await db.query<{ legacy: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM pg_inherits WHERE inhrelid = to_regclass('claims_legacy')) AS legacy`,
+  );
+  return [
+    { claims: 'claims_default', events: 'events_default' },
+    ...(rows[0]!.legacy ? [{ claims: 'claims_legacy', events: 'events_legacy' }] : []),
+  ];
+}

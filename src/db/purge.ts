@@ -1,5 +1,12 @@
 import type pg from 'pg';
-import { dropPeriod, ensurePartitions, listExpiredPeriods, OPEN_OUTCOMES, planPeriod } from './partitions';
+import {
+  dropPeriod,
+  ensurePartitions,
+  listExpiredPeriods,
+  OPEN_OUTCOMES,
+  planPeriod,
+  rowPurgedPartitions,
+} from './partitions';
 
 /** What a purge removed and kept: the purge activity's and workflow's result. */
 export type PurgeSummary = {
@@ -43,8 +50,9 @@ const BATCH = 5_000;
  * detached and dropped (its open exceptions, the events they need and events never claimed moved to
  * the DEFAULT partitions first): no row deleted, no VACUUM. A week straddling the cutoff waits for
  * the next day's run, so a claim is kept between the retention and the retention plus one week. Last,
- * the DEFAULT partitions (what no week holds: the moved exceptions, rows older than every week) are
- * purged row by row to the exact cutoff, in batches, and vacuumed, as the whole tables were before.
+ * the DEFAULT partitions (what no week holds: the moved exceptions, rows older than every week) and a
+ * migrated database's legacy partition until it expires whole are purged row by row to the exact
+ * cutoff, in batches, and vacuumed, as the whole tables were before.
  */
 export async function purgeExpiredClaims(
   pool: pg.Pool,
@@ -86,17 +94,22 @@ export async function purgeExpiredClaims(
       result.claims += plan.claimRows - plan.openClaims;
       result.events += plan.eventRows - plan.keptEventIds.length;
     }
-    const counts = await pool.query<{
-      claims: number;
-      events: number;
-      conflicts: number;
-      providerExceptions: number;
-    }>(
+    const dropped = new Set(periods.map((period) => period.claims));
+    for (const { claims } of await rowPurgedPartitions(pool)) {
+      if (dropped.has(claims)) continue; // Counted with its period above.
+      const counts = await pool.query<{ claims: number; events: number }>(
+        `SELECT
+           (SELECT count(*) FROM ${claims} c WHERE c.claimed_at < $1::timestamptz
+              AND c.outcome NOT IN ${OPEN_OUTCOMES})::int AS claims,
+           (SELECT count(*) FROM events e JOIN ${claims} c USING (event_id) WHERE c.claimed_at < $1::timestamptz
+              AND c.outcome NOT IN ${OPEN_OUTCOMES})::int AS events`,
+        [cutoff],
+      );
+      result.claims += counts.rows[0]!.claims;
+      result.events += counts.rows[0]!.events;
+    }
+    const counts = await pool.query<{ conflicts: number; providerExceptions: number }>(
       `SELECT
-         (SELECT count(*) FROM claims_default c WHERE c.claimed_at < $1::timestamptz
-            AND c.outcome NOT IN ${OPEN_OUTCOMES})::int AS claims,
-         (SELECT count(*) FROM events e JOIN claims_default c USING (event_id) WHERE c.claimed_at < $1::timestamptz
-            AND c.outcome NOT IN ${OPEN_OUTCOMES})::int AS events,
          (SELECT count(*) FROM conflicts WHERE last_seen_at < $1::timestamptz)::int AS conflicts,
          (SELECT count(*) FROM provider_exceptions WHERE last_seen_at < $1::timestamptz)::int
            AS "providerExceptions"`,
@@ -105,8 +118,6 @@ export async function purgeExpiredClaims(
     const row = counts.rows[0]!;
     return {
       ...result,
-      claims: result.claims + row.claims,
-      events: result.events + row.events,
       conflicts: row.conflicts,
       providerExceptions: row.providerExceptions,
     };
@@ -125,30 +136,33 @@ export async function purgeExpiredClaims(
   // quadratic in the backlog (RT, 200,000 claims: 18,300 rows/s; a nested loop after the statistics
   // of an emptied table was far worse). The events go wherever they are (a claim's event may sit in
   // a week partition still live).
-  let defaultRows = 0;
-  for (;;) {
-    options.signal?.throwIfAborted();
-    const batch = await pool.query<{ claims: number; events: number }>(
-      `WITH doomed AS (
-         SELECT event_id FROM claims_default
-          WHERE claimed_at < $1::timestamptz AND outcome NOT IN ${OPEN_OUTCOMES}
-          ORDER BY claimed_at
-          LIMIT $2::int
-          FOR UPDATE SKIP LOCKED
-       ), gone AS (
-         DELETE FROM claims_default WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed)) RETURNING event_id
-       ), gone_events AS (
-         DELETE FROM events WHERE event_id = ANY (ARRAY(SELECT event_id FROM gone)) RETURNING event_id
-       )
-       SELECT (SELECT count(*) FROM gone)::int AS claims, (SELECT count(*) FROM gone_events)::int AS events`,
-      [cutoff, BATCH],
-    );
-    const { claims, events } = batch.rows[0]!;
-    defaultRows += claims;
-    result.claims += claims;
-    result.events += events;
-    options.onBatch?.({ claims: result.claims, events: result.events });
-    if (claims < BATCH) break;
+  const rowPurged = await rowPurgedPartitions(pool);
+  let deletedRows = 0;
+  for (const { claims: table } of rowPurged) {
+    for (;;) {
+      options.signal?.throwIfAborted();
+      const batch = await pool.query<{ claims: number; events: number }>(
+        `WITH doomed AS (
+           SELECT event_id FROM ${table}
+            WHERE claimed_at < $1::timestamptz AND outcome NOT IN ${OPEN_OUTCOMES}
+            ORDER BY claimed_at
+            LIMIT $2::int
+            FOR UPDATE SKIP LOCKED
+         ), gone AS (
+           DELETE FROM ${table} WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed)) RETURNING event_id
+         ), gone_events AS (
+           DELETE FROM events WHERE event_id = ANY (ARRAY(SELECT event_id FROM gone)) RETURNING event_id
+         )
+         SELECT (SELECT count(*) FROM gone)::int AS claims, (SELECT count(*) FROM gone_events)::int AS events`,
+        [cutoff, BATCH],
+      );
+      const { claims, events } = batch.rows[0]!;
+      deletedRows += claims;
+      result.claims += claims;
+      result.events += events;
+      options.onBatch?.({ claims: result.claims, events: result.events });
+      if (claims < BATCH) break;
+    }
   }
   const conflicts = await pool.query(`DELETE FROM conflicts WHERE last_seen_at < $1::timestamptz`, [cutoff]);
   result.conflicts = conflicts.rowCount ?? 0;
@@ -162,20 +176,21 @@ export async function purgeExpiredClaims(
   // Runs started around settle's door, refused: kept as long as a claim would be, so a flood of them
   // does not grow the table without end.
   await pool.query(`DELETE FROM unadmitted_runs WHERE last_at < $1::timestamptz`, [cutoff]);
-  if (defaultRows > 0 || result.conflicts > 0) {
+  if (deletedRows > 0 || result.conflicts > 0) {
+    const tables = rowPurged.flatMap((pair) => [pair.claims, pair.events]).join(', ');
     const started = Date.now();
     // Marks the dead rows' heap and index pages free for reuse; returns nothing to the OS (no lock
     // against the reconcile path, unlike VACUUM FULL). Without the right to vacuum (not the tables'
     // owner, no MAINTAIN), PostgreSQL warns and skips: the DEFAULT partitions' autovacuum settings
     // (migration 017) remain. The week partitions are never deleted from: nothing to vacuum there.
-    await pool.query('VACUUM (ANALYZE) claims_default, events_default, conflicts');
+    await pool.query(`VACUUM (ANALYZE) ${tables}, conflicts`);
     // The index pages that VACUUM emptied are deleted, not yet free: a B-tree page is recyclable only
     // once no transaction can still hold a link to it, and only a later VACUUM puts it in the
     // free-space map. Left to the next day's purge, every fill extended the indexes by its own size
     // again (bench row RT). A second pass
     // finds them recyclable now and has little else to do: nothing is dead in the heaps, their
     // emptied pages are all-visible.
-    await pool.query('VACUUM claims_default, events_default');
+    await pool.query(`VACUUM ${tables}`);
     result.vacuumMs = Date.now() - started;
   }
   return result;
