@@ -101,6 +101,8 @@ BEGIN
                    t.parent || '_legacy', t.parent || '_pkey', t.parent || '_legacy_pkey');
     EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
                     PARTITION BY RANGE (%I)', t.parent, t.parent || '_legacy', t.key);
+    -- LIKE copied the legacy bound, if prepareClaimPartitions added it: the legacy table's alone.
+    EXECUTE format('ALTER TABLE %I DROP CONSTRAINT IF EXISTS %I', t.parent, t.parent || '_before_partitions');
     EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I)', t.parent || '_legacy') INTO has_rows;
     IF NOT has_rows THEN
       EXECUTE format('DROP TABLE %I', t.parent || '_legacy');
