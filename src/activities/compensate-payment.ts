@@ -8,6 +8,7 @@ import {
   listOutboxForEvent,
   markOutboxCompensated,
   noteOutbox,
+  outboxEntry,
 } from '../db/outbox';
 import { setHoldStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
@@ -19,7 +20,6 @@ import type {
   PaymentCompensationResult,
   ReholdResult,
 } from '../workflows/contracts';
-import { outboxEntry } from './reconcile-payment';
 import {
   callDownstream,
   countDelivery,
@@ -28,8 +28,6 @@ import {
   type DeliveryDependencies,
 } from './downstream';
 import { annotateSpan } from '../lib/tracing';
-
-export type { PaymentCompensationResult, ReholdResult } from '../workflows/contracts';
 
 /**
  * Undoes a delivered row by calling its target again with the target's `undo` (DELIVERY_TARGETS: the

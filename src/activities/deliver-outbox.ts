@@ -29,8 +29,6 @@ import {
 } from './downstream';
 import { annotateSpan } from '../lib/tracing';
 
-export type { OutboxDeliveryResult } from '../workflows/contracts';
-
 /**
  * Delivers one outbox row: one call per attempt, with the row's `Idempotency-Key`, identical on every
  * retry, so the receiver can refuse a repeat of an ambiguous call, and signed (Standard Webhooks, the

@@ -2,7 +2,6 @@ import type { PaymentEvent } from '../domain/payment-event';
 import type { OutboxStatus, OutboxTarget } from '../domain/outbox';
 import type { PaymentStatus } from '../domain/payment-rules';
 import type { ReconcileOutcome, ReminderState } from '../domain/lifecycles';
-import type { PurgeSummary } from '../db/purge';
 
 /**
  * What settle writes to workflow history: each workflow's input and result, and each activity's
@@ -97,8 +96,22 @@ export type FailReminderInput = { deliveryId: string; reason: string };
 /** `failReminder`'s result. */
 export type FailReminderResult = { attempts: number };
 
-/** `purgeClaimsPastRetention`'s result, and the result of `purgeClaimsWorkflow` (db/purge.ts). */
-export type PurgeResult = PurgeSummary;
+/** `purgeClaimsPastRetention`'s result, and the result of `purgeClaimsWorkflow` (from db/purge.ts' report). */
+export type PurgeResult = {
+  /** Claims older than this were eligible. */
+  cutoff: string;
+  claims: number;
+  events: number;
+  conflicts: number;
+  /**
+   * Provider exceptions whose last delivery was before the cutoff, dropped. Absent from the results of
+   * purges recorded in workflow histories before settle dropped them.
+   */
+  providerExceptions?: number;
+  /** Open exceptions (unmatched, needs_review) past the cutoff, kept until someone resolves them. */
+  keptExceptions: number;
+  dryRun: boolean;
+};
 
 /** The input of `recoverySweepWorkflow` and `sweepProviderEvents`: the provider whose events are listed. */
 /** A provider with an events API settle sweeps (src/providers/*-recovery.ts). */
