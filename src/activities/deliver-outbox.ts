@@ -24,7 +24,7 @@ import {
   callDownstream,
   countDelivery,
   failureFor,
-  INTERNAL_API_POLICY,
+  targetCallPolicy,
   type DeliveryDependencies,
 } from './downstream';
 import { annotateSpan } from '../lib/tracing';
@@ -49,6 +49,7 @@ export async function deliverOutboxRow(
   if (!row) return notAttempted(deps, input.outboxId);
   // Only a configured target's row is attempted (startOutboxAttempt picks by `configured`).
   const endpoint = targetEndpoint(deps.config, row.target) as { url: string; signingSecret: string };
+  const call = targetCallPolicy(deps.config, deliveryTarget(row.target));
   annotateSpan({ shipmentId: row.shipmentId });
 
   const outcome = await callDownstream(
@@ -60,10 +61,9 @@ export async function deliverOutboxRow(
       audience: callAudience({ target: row.target }),
       body: { action: row.action, ...row.body },
       timeoutMs: deps.tuning.requestTimeoutMs,
-      // Carrier and ERP are the operator's own APIs, often on a private network.
-      allowPrivateTargets: true,
+      allowPrivateTargets: call.allowPrivateTargets,
     },
-    INTERNAL_API_POLICY,
+    call.policy,
   );
   countDelivery(row.target, row.action, outcome);
   if (outcome.kind === 'delivered') {

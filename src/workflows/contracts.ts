@@ -1,5 +1,5 @@
 import type { PaymentEvent } from '../domain/payment-event';
-import type { OutboxStatus, OutboxTarget } from '../domain/outbox';
+import type { OutboxStatus, OutboxTarget, UndoneStatus } from '../domain/outbox';
 import type { PaymentStatus } from '../domain/payment-rules';
 import type { ReconcileOutcome, ReminderState } from '../domain/lifecycles';
 
@@ -47,9 +47,9 @@ export type OutboxDeliveryResult = {
   status: OutboxStatus;
 };
 
-/** `reholdShipment`'s result. */
+/** `reholdShipment`'s result: its target's `undo.status` (`reheld`) once the target confirmed the undo. */
 export type ReholdResult = {
-  status: 'reheld' | 'already_compensated' | 'never_sent' | 'refused' | 'not_configured';
+  status: UndoneStatus | 'already_compensated' | 'never_sent' | 'refused' | 'not_configured';
 };
 
 /** `compensatePaymentEffects`' input. */
