@@ -34,9 +34,10 @@ import { annotateSpan } from '../lib/tracing';
  * retry, so the receiver can refuse a repeat of an ambiguous call, and signed (Standard Webhooks, the
  * `webhook-id` being that key) with the first of the target's secrets, else SETTLE_OUTBOUND_SECRET's.
  * Every attempt is counted on the row before it is made and its failure recorded after. A 2xx marks
- * it `delivered` (a target that `releasesShipment` also marks the shipment `released`); a 4xx marks it `failed` and
- * throws non-retryable `downstream_rejected`; 5xx, timeouts and 429/503 (with their Retry-After)
- * throw retryable failures. A target with no URL or no signing secret on this worker parks the row as
+ * it `delivered` (a target that `releasesShipment` also marks the shipment `released`); a refusal (a
+ * 4xx from an `internal` target, targetCallPolicy) marks it `failed` and throws non-retryable
+ * `downstream_rejected`; 5xx, timeouts and 429/503 (with their Retry-After) throw retryable failures.
+ * The URL may reach private addresses when the target's `network` is `private`. A target with no URL or no signing secret on this worker parks the row as
  * `not_configured` (an exception, logged at warn): a replay delivers it once the target is configured.
  */
 export async function deliverOutboxRow(
