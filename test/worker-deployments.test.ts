@@ -114,7 +114,7 @@ test('a rollout: the held run finishes on v1, new runs on v2, the reminder moves
   await waitFor('the carrier answering the held run 503 twice', async () =>
     [...carrier.keys.entries()].some(([key, record]) => key.startsWith(`${held}:`) && record.requests >= 2),
   );
-  assert.deepEqual(await runVersion(handle(held)), { buildId: 'v1', behavior: 'PINNED' });
+  assert.deepEqual(await runVersion(handle(held)), { buildId: 'v1', behavior: 'pinned' });
 
   const v2 = await startBuild('v2', nextBuildCode);
   // Polling is not serving: v2 is inactive until made current or ramped.
@@ -164,18 +164,18 @@ test('a rollout: the held run finishes on v1, new runs on v2, the reminder moves
   const fresh = await postPayment();
   const freshResult: PaymentWorkflowResult = await handle(fresh).result();
   assert.equal(freshResult.outcome, 'applied');
-  assert.deepEqual(await runVersion(handle(fresh)), { buildId: 'v2', behavior: 'PINNED' });
+  assert.deepEqual(await runVersion(handle(fresh)), { buildId: 'v2', behavior: 'pinned' });
   assert.equal((await historyFacts(handle(fresh))).nextBuildCode, true, "v2's code ran it");
 
   heldEventId = undefined;
   const heldResult: PaymentWorkflowResult = await handle(held).result();
   assert.equal(heldResult.outcome, 'applied');
-  assert.deepEqual(await runVersion(handle(held)), { buildId: 'v1', behavior: 'PINNED' });
+  assert.deepEqual(await runVersion(handle(held)), { buildId: 'v1', behavior: 'pinned' });
   assert.deepEqual(await historyFacts(handle(held)), { workflowTaskFailures: [], nextBuildCode: false });
 
   const reminderResult: ReminderWorkflowResult = await reminderHandle.result();
   assert.ok(reminderResult, 'the reminder completed');
-  assert.deepEqual(await runVersion(reminderHandle), { buildId: 'v2', behavior: 'AUTO_UPGRADE' });
+  assert.deepEqual(await runVersion(reminderHandle), { buildId: 'v2', behavior: 'auto_upgrade' });
   const delivered = hooks.keys.get(deliveryId);
   assert.equal(delivered?.applied, 1);
   assert.ok(delivered.arrivals[0]! >= currentAt, 'delivered after v2 became current');

@@ -23,24 +23,6 @@ export async function findEvent(db: Queryable, eventId: string): Promise<StoredE
   return rows[0];
 }
 
-/** Inserts the event unless its ID is known; true when this call inserted it. */
-export async function insertEvent(db: Queryable, event: Omit<StoredEvent, 'receivedAt'>): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `INSERT INTO events (event_id, type, payload, payload_sha256, workflow_id, source)
-     VALUES ($1::text, $2::text, $3::jsonb, $4::text, $5::text, $6::text)
-     ON CONFLICT (event_id) DO NOTHING`,
-    [
-      event.eventId,
-      event.type,
-      JSON.stringify(event.payload),
-      event.payloadSha256,
-      event.workflowId,
-      event.source,
-    ],
-  );
-  return rowCount === 1;
-}
-
 /**
  * How admission stores an event: under the event ID's advisory lock, the one the reconcile takes
  * first (claims.lockEventId), held until the admission's transaction ends. The row commits only after

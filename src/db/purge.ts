@@ -1,7 +1,10 @@
 import type { Queryable } from './pool';
 
-/** What a purge removed and kept: the purge activity's and workflow's result. */
-export type PurgeSummary = {
+/**
+ * What purgeExpiredClaims removed and kept, and how long its VACUUMs took. The purge activity maps it
+ * into its result as workflow history carries it (PurgeResult, src/workflows/contracts.ts).
+ */
+export type PurgeReport = {
   /** Claims older than this were eligible. */
   cutoff: string;
   claims: number;
@@ -9,18 +12,12 @@ export type PurgeSummary = {
   conflicts: number;
   /**
    * Provider exceptions (raw provider items settle could not apply, which can hold customers' emails
-   * and billing details) whose last delivery was before the cutoff: dropped, listed or not. Absent
-   * from the results of purges recorded in workflow histories before settle dropped them.
+   * and billing details) whose last delivery was before the cutoff: dropped, listed or not.
    */
-  providerExceptions?: number;
+  providerExceptions: number;
   /** Open exceptions (unmatched, needs_review) past the cutoff, kept until someone resolves them. */
   keptExceptions: number;
   dryRun: boolean;
-};
-
-/** purgeExpiredClaims' result: the summary, and how long the VACUUMs took. */
-export type PurgeResult = PurgeSummary & {
-  providerExceptions: number;
   /** Milliseconds of the two VACUUMs that make the deleted rows' space reusable (0 when nothing was deleted). */
   vacuumMs: number;
 };
@@ -52,7 +49,7 @@ export async function purgeExpiredClaims(
     /** Checked before every batch: once aborted, the purge stops there, every earlier batch committed. */
     signal?: AbortSignal;
   } = {},
-): Promise<PurgeResult> {
+): Promise<PurgeReport> {
   const { rows } = await db.query<{ cutoff: Date }>(
     `SELECT now() - ($1::bigint * interval '1 millisecond') AS cutoff`,
     [olderThanMs],
@@ -63,7 +60,7 @@ export async function purgeExpiredClaims(
       WHERE claimed_at < $1::timestamptz AND outcome IN ('unmatched', 'needs_review')`,
     [cutoff],
   );
-  const result: PurgeResult = {
+  const result: PurgeReport = {
     cutoff: cutoff.toISOString(),
     claims: 0,
     events: 0,

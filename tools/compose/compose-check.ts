@@ -40,7 +40,7 @@ import { paymentWorkflowId } from '../../src/domain/ids';
 import { freePorts } from '../../src/lib/free-port';
 import { shortHash } from '../../src/lib/hash';
 import { PROJECT_ROOT } from '../../src/lib/paths';
-import type { KeyRecord, RecordingReceiver } from '../harness/receiver';
+import { targetUrlVariables, type KeyRecord, type RecordingReceiver } from '../harness/receiver';
 import { pollUntil } from '../harness/programs';
 import { sendTracedWebhook, settleTraceId, traceFailures, waitForTrace } from '../harness/jaeger';
 import type { KeyRecordJson } from './compose-check-receiver';
@@ -202,8 +202,7 @@ class Project {
       SETTLE_REMINDER_SECRET: `whsec_${randomBytes(24).toString('base64')}`,
       SETTLE_PAYLOAD_KEYS: `k1:${randomBytes(32).toString('base64')}`,
       SETTLE_CODEC_TOKEN: this.codecToken,
-      SETTLE_CARRIER_URL: 'http://receiver:8080/carrier',
-      SETTLE_ERP_URL: 'http://receiver:8080/erp',
+      ...targetUrlVariables('http://receiver:8080'),
       SETTLE_CHECK_RECEIVER_DIR: receiverDir,
       // Traces to the compose file's own Jaeger, as its header comment says to run it.
       COMPOSE_PROFILES: 'tracing',
