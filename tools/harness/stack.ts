@@ -198,13 +198,13 @@ export class ProofStack {
   }
 
   /** `settle gateway`, the production entry point, on a fixed port (kept across restarts). */
-  async startGateway(): Promise<Child> {
+  async startGateway(nodeArgs: string[] = []): Promise<Child> {
     this.gatewayPort ||= await freePort();
     this.gatewayUrl = `http://127.0.0.1:${this.gatewayPort}`;
     const url = this.gatewayUrl;
     this.gateway = await spawnTs(
       'gateway',
-      ['src/cli/main.ts', 'gateway'],
+      [...nodeArgs, 'src/cli/main.ts', 'gateway'],
       this.env({ PORT: String(this.gatewayPort) }),
       async () => {
         try {
