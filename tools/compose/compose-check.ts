@@ -40,6 +40,8 @@ import { paymentWorkflowId } from '../../src/domain/ids';
 import { freePorts } from '../../src/lib/free-port';
 import { shortHash } from '../../src/lib/hash';
 import { PROJECT_ROOT } from '../../src/lib/paths';
+import { parsePayloadKeys } from '../../src/config/payload-keys';
+import { settleDataConverter } from '../../src/temporal/data-converter';
 import { targetUrlVariables, type KeyRecord, type RecordingReceiver } from '../harness/receiver';
 import { pollUntil } from '../harness/programs';
 import { sendTracedWebhook, settleTraceId, traceFailures, waitForTrace } from '../harness/jaeger';
@@ -303,7 +305,14 @@ class Project {
           }
         : undefined,
     });
-    this.client = new Client({ connection, namespace: NAMESPACE });
+    // settle's runs carry an encrypted memo (the run mark) and encrypted payloads: describe and list
+    // decode the memo, so this client holds the project's payload keys, as settle's own clients do.
+    const keys = parsePayloadKeys(this.env.SETTLE_PAYLOAD_KEYS ?? '');
+    this.client = new Client({
+      connection,
+      namespace: NAMESPACE,
+      dataConverter: settleDataConverter({ payloadKeys: 'keys' in keys ? keys.keys : [] }),
+    });
   }
 
   /** What the receiver container recorded, one record per idempotency key. */

@@ -1,4 +1,4 @@
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { ServiceError, WorkflowNotFoundError } from '@temporalio/client';
 import { paymentWorkflowId } from '../../src/domain/ids';
 import { deliveryTarget, downstreamIdempotencyKey, type OutboxTarget } from '../../src/domain/outbox';
 import { shortHash } from '../../src/lib/hash';
@@ -44,8 +44,17 @@ async function workflowStatus(stack: CheckedStack, eventId: string): Promise<str
     return (await stack.client.workflow.getHandle(paymentWorkflowId(eventId)).describe()).status.name;
   } catch (error) {
     if (error instanceof WorkflowNotFoundError) return 'NOT_FOUND';
-    return 'UNREACHABLE';
+    // Only Temporal out of reach is worth waiting on; anything else (a payload this client cannot
+    // decode) is the answer, and would otherwise be waited on for the whole bound.
+    if (isUnreachable(error)) return 'UNREACHABLE';
+    throw error;
   }
+}
+
+/** gRPC UNAVAILABLE (14) or DEADLINE_EXCEEDED (4): the frontend restarting or out of reach. */
+function isUnreachable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 14 || code === 4 || error instanceof ServiceError;
 }
 
 async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
