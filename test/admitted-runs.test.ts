@@ -15,7 +15,7 @@ import { admitThenStart } from '../src/app/admit';
 import { importReport } from '../src/app/import';
 import { replayEvent } from '../src/app/replay';
 import { runMarkKey } from '../src/app/run-marks';
-import { insertAdmittedEvent, insertEvent } from '../src/db/events';
+import { insertAdmittedEvent } from '../src/db/events';
 import { addShipments, findShipment } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import type { PaymentEvent } from '../src/domain/payment-event';
@@ -214,7 +214,7 @@ describe('a run started around settle', () => {
     const shipmentId = await newShipment();
     const event = paymentEvent({ shipmentId, type: 'payment.settled' });
     // What the door stored (its run not yet reconciled).
-    await insertEvent(stack.pool, {
+    await insertAdmittedEvent(stack.pool, {
       eventId: event.id,
       type: event.type,
       payload: event,

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { insertEvent } from '../src/db/events';
+import { insertAdmittedEvent } from '../src/db/events';
 import { runMarkKey } from '../src/app/run-marks';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
@@ -37,7 +37,7 @@ async function startAndFinish(client: typeof stack.client) {
   await addShipments(stack.pool, [shipmentId]);
   const event = paymentEvent({ shipmentId, type: 'payment.authorized' });
   // Stored as settle's door stores it (the reconcile applies only what it admitted).
-  await insertEvent(stack.pool, {
+  await insertAdmittedEvent(stack.pool, {
     eventId: event.id,
     type: event.type,
     payload: event,

@@ -77,17 +77,37 @@ test(
       [young],
     );
 
+    // And all along, a reader as the reconcile path is one: short transactions, each holding its
+    // snapshot, so that one is open whenever the purge's VACUUMs start (a snapshot older than a
+    // deleted page keeps it from reuse; the purge waits for them to end).
+    const reader = await db.pool.connect();
+    let reading = true;
+    const readerDone = (async () => {
+      while (reading) {
+        await reader.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+        await reader.query('SELECT outcome FROM claims WHERE event_id = $1', [young]);
+        await reader.query('SELECT pg_sleep(0.02)');
+        await reader.query('COMMIT');
+      }
+    })();
+
     const sizes: number[] = [];
     const indexes: number[] = [];
-    for (let cycle = 1; cycle <= 5; cycle += 1) {
-      await fillPastRetention(db.pool, cycle, CLAIMS_PER_CYCLE);
-      const purged = await purgeExpiredClaims(db.pool, RETENTION_MS);
-      assert.deepEqual(
-        { claims: purged.claims, events: purged.events },
-        { claims: CLAIMS_PER_CYCLE, events: CLAIMS_PER_CYCLE },
-      );
-      sizes.push(await claimStoreBytes(db.pool));
-      indexes.push(await indexBytes(db.pool));
+    try {
+      for (let cycle = 1; cycle <= 5; cycle += 1) {
+        await fillPastRetention(db.pool, cycle, CLAIMS_PER_CYCLE);
+        const purged = await purgeExpiredClaims(db.pool, RETENTION_MS);
+        assert.deepEqual(
+          { claims: purged.claims, events: purged.events },
+          { claims: CLAIMS_PER_CYCLE, events: CLAIMS_PER_CYCLE },
+        );
+        sizes.push(await claimStoreBytes(db.pool));
+        indexes.push(await indexBytes(db.pool));
+      }
+    } finally {
+      reading = false;
+      await readerDone;
+      reader.release();
     }
     // A fill reuses the heap and the index pages the previous purge freed. Before the purge vacuumed,
     // every cycle added a fill's worth (5 × the first, 2.5 × the second); with one VACUUM the indexes

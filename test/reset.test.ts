@@ -224,7 +224,7 @@ describe('reset with Worker Deployments', () => {
     await setCurrentVersion(stack.client, deployment, 'v1');
     const eventId = await postPayment();
     assert.equal((await resultOf(eventId)).outcome, 'applied');
-    assert.deepEqual(await runVersion(handle(eventId)), { buildId: 'v1', behavior: 'PINNED' });
+    assert.deepEqual(await runVersion(handle(eventId)), { buildId: 'v1', behavior: 'pinned' });
     const before = await effects(eventId);
 
     workers.push(await startVersionedWorker(stack, deployment, 'v2', nextBuildCode));

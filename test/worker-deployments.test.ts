@@ -48,6 +48,11 @@ const deployment = uniqueDeploymentName();
 const workers: VersionedWorker[] = [];
 /** The carrier answers this event's calls 503 with Retry-After: 1 (a carrier holding its delivery). */
 let heldEventId: string | undefined;
+/**
+ * The customer's endpoint answers 503 with Retry-After: 1 until v2 is current: however long the switch
+ * takes on a loaded machine, the reminder (due in seconds) is delivered by a workflow task after it.
+ */
+let v2Current = false;
 
 before(async () => {
   carrier = await startReceiver((request) =>
@@ -56,7 +61,9 @@ before(async () => {
       : { status: 200 },
   );
   erp = await startReceiver();
-  hooks = await startReceiver();
+  hooks = await startReceiver(() =>
+    v2Current ? { status: 200 } : { status: 503, headers: { 'retry-after': '1' } },
+  );
   stack = await startTestStack({ worker: false, config: { carrierUrl: carrier.url, erpUrl: erp.url } });
   nextBuildCode = await bundleWorkflows(NEXT_BUILD_WORKFLOWS);
 });
@@ -114,7 +121,7 @@ test('a rollout: the held run finishes on v1, new runs on v2, the reminder moves
   await waitFor('the carrier answering the held run 503 twice', async () =>
     [...carrier.keys.entries()].some(([key, record]) => key.startsWith(`${held}:`) && record.requests >= 2),
   );
-  assert.deepEqual(await runVersion(handle(held)), { buildId: 'v1', behavior: 'PINNED' });
+  assert.deepEqual(await runVersion(handle(held)), { buildId: 'v1', behavior: 'pinned' });
 
   const v2 = await startBuild('v2', nextBuildCode);
   // Polling is not serving: v2 is inactive until made current or ramped.
@@ -133,7 +140,7 @@ test('a rollout: the held run finishes on v1, new runs on v2, the reminder moves
   assert.equal(rolledBack.ramping, null);
   assert.equal(rolledBack.current_build_id, 'v1');
 
-  // A reminder started on v1, due once v2 is current.
+  // A reminder started on v1, delivered once v2 is current.
   const deliveryId = uniqueId('rem');
   const reminder = await remindersApi(stack.gatewayUrl, stack.apiToken, 'POST', '/reminders', {
     key: deliveryId,
@@ -156,6 +163,7 @@ test('a rollout: the held run finishes on v1, new runs on v2, the reminder moves
   const setCurrent = await runSettle(['deployment', 'set-current', 'v2', '--json'], env);
   assert.equal(setCurrent.code, 0, setCurrent.stderr);
   const currentAt = Date.now();
+  v2Current = true;
   assert.equal(JSON.parse(setCurrent.stdout).current_build_id, 'v2');
   const view = await describeDeployment(stack.client, deployment);
   assert.equal(view.current_build_id, 'v2');
@@ -164,21 +172,21 @@ test('a rollout: the held run finishes on v1, new runs on v2, the reminder moves
   const fresh = await postPayment();
   const freshResult: PaymentWorkflowResult = await handle(fresh).result();
   assert.equal(freshResult.outcome, 'applied');
-  assert.deepEqual(await runVersion(handle(fresh)), { buildId: 'v2', behavior: 'PINNED' });
+  assert.deepEqual(await runVersion(handle(fresh)), { buildId: 'v2', behavior: 'pinned' });
   assert.equal((await historyFacts(handle(fresh))).nextBuildCode, true, "v2's code ran it");
 
   heldEventId = undefined;
   const heldResult: PaymentWorkflowResult = await handle(held).result();
   assert.equal(heldResult.outcome, 'applied');
-  assert.deepEqual(await runVersion(handle(held)), { buildId: 'v1', behavior: 'PINNED' });
+  assert.deepEqual(await runVersion(handle(held)), { buildId: 'v1', behavior: 'pinned' });
   assert.deepEqual(await historyFacts(handle(held)), { workflowTaskFailures: [], nextBuildCode: false });
 
   const reminderResult: ReminderWorkflowResult = await reminderHandle.result();
   assert.ok(reminderResult, 'the reminder completed');
-  assert.deepEqual(await runVersion(reminderHandle), { buildId: 'v2', behavior: 'AUTO_UPGRADE' });
+  assert.deepEqual(await runVersion(reminderHandle), { buildId: 'v2', behavior: 'auto_upgrade' });
   const delivered = hooks.keys.get(deliveryId);
   assert.equal(delivered?.applied, 1);
-  assert.ok(delivered.arrivals[0]! >= currentAt, 'delivered after v2 became current');
+  assert.ok(delivered.appliedAt! >= currentAt, 'delivered after v2 became current');
   assert.deepEqual((await historyFacts(reminderHandle)).workflowTaskFailures, []);
 
   await assertOnce(held, 'v1');

@@ -8,10 +8,17 @@ import {
   listOutboxForEvent,
   markOutboxCompensated,
   noteOutbox,
+  outboxEntry,
 } from '../db/outbox';
 import { setHoldStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
-import { callAudience, deliveryTarget, downstreamIdempotencyKey, targetEndpoint } from '../domain/outbox';
+import {
+  callAudience,
+  deliveryTarget,
+  downstreamIdempotencyKey,
+  targetEndpoint,
+  type UndoneStatus,
+} from '../domain/outbox';
 import { ErrorCode } from '../domain/errors';
 import type {
   CompensationInput,
@@ -19,27 +26,26 @@ import type {
   PaymentCompensationResult,
   ReholdResult,
 } from '../workflows/contracts';
-import { outboxEntry } from './reconcile-payment';
 import {
   callDownstream,
   countDelivery,
   failureFor,
-  INTERNAL_API_POLICY,
+  targetCallPolicy,
   type DeliveryDependencies,
 } from './downstream';
 import { annotateSpan } from '../lib/tracing';
 
-export type { PaymentCompensationResult, ReholdResult } from '../workflows/contracts';
-
 /**
- * Undoes a delivered row by calling its target again with the target's `undo` (DELIVERY_TARGETS: the
- * carrier holds the shipment again), under its own idempotency key (`<event id>:<target>:<keyAction>`,
- * signed as every call to that target is), and marks the row `compensated` (and the shipment `held`
- * when the undo holds it). The activity keeps the name its runs recorded (`reholdShipment`).
+ * Undoes a delivered row by calling its target again with the target's `undo` (DELIVERY_TARGETS: its
+ * action and body, the notes' name, the status it answers; the carrier holds the shipment again),
+ * under its own idempotency key (`<event id>:<target>:<keyAction>`, signed, read and addressed as
+ * every call to that target is), and marks the row `compensated` (and the shipment `held` when the
+ * undo holds it). The activity keeps the name its runs recorded (`reholdShipment`).
  * Idempotent: a row already compensated sends nothing; a repeat of the call carries the same key.
- * Registered before the release runs, so it also covers a release whose outcome was ambiguous: any
- * release that was attempted at all is re-held; one never sent is left alone. A refusal (4xx) is noted
- * on the row and does not stop the rest of the compensation; 5xx and timeouts are retried.
+ * Registered before the delivery runs, so it also covers one whose outcome was ambiguous: any delivery
+ * that was attempted at all is undone; one never sent is left alone. A refusal (as the target's answer
+ * policy reads it: a 4xx for an internal API) is noted on the row and does not stop the rest of the
+ * compensation; 5xx and timeouts are retried.
  */
 export async function reholdShipment(deps: DeliveryDependencies, input: OutboxInput): Promise<ReholdResult> {
   const row = await findOutboxRow(deps.pool, input.outboxId);
@@ -56,11 +62,11 @@ export async function reholdShipment(deps: DeliveryDependencies, input: OutboxIn
   if (row.attempts === 0) return { status: 'never_sent' };
   const endpoint = targetEndpoint(deps.config, row.target);
   if ('missing' in endpoint) {
-    await noteOutbox(deps.pool, row.outboxId, `re-hold not sent: ${endpoint.missing} is not configured`);
+    await noteOutbox(deps.pool, row.outboxId, `${undo.name} not sent: ${endpoint.missing} is not configured`);
     countDelivery(row.target, undo.action, 'not_configured');
     return { status: 'not_configured' };
   }
-
+  const call = targetCallPolicy(deps.config, target);
   const outcome = await callDownstream(
     deps.http,
     {
@@ -68,16 +74,11 @@ export async function reholdShipment(deps: DeliveryDependencies, input: OutboxIn
       idempotencyKey: downstreamIdempotencyKey(row.eventId, row.target, undo.keyAction),
       signingSecret: endpoint.signingSecret,
       audience: callAudience({ target: row.target }),
-      body: {
-        action: undo.action,
-        shipment_id: row.shipmentId,
-        payment_id: row.body.payment_id,
-        reason: 'compensation',
-      },
+      body: { action: undo.action, ...undo.body(row) },
       timeoutMs: deps.tuning.requestTimeoutMs,
-      allowPrivateTargets: true,
+      allowPrivateTargets: call.allowPrivateTargets,
     },
-    INTERNAL_API_POLICY,
+    call.policy,
   );
   countDelivery(row.target, undo.action, outcome);
   if (outcome.kind === 'delivered') {
@@ -85,13 +86,14 @@ export async function reholdShipment(deps: DeliveryDependencies, input: OutboxIn
       await markOutboxCompensated(tx, row.outboxId, undo.note);
       if (undo.holdsShipment) await setHoldStatus(tx, row.shipmentId, 'held');
     });
-    return { status: 'reheld' };
+    // The table's literal, typed as its row (DeliveryTarget) is: UndoneStatus is that same value.
+    return { status: undo.status as UndoneStatus };
   }
   if (outcome.kind === 'permanent') {
-    await noteOutbox(deps.pool, row.outboxId, `re-hold refused: ${outcome.detail}`);
+    await noteOutbox(deps.pool, row.outboxId, `${undo.name} refused: ${outcome.detail}`);
     return { status: 'refused' };
   }
-  await noteOutbox(deps.pool, row.outboxId, `re-hold not yet done: ${outcome.detail}`);
+  await noteOutbox(deps.pool, row.outboxId, `${undo.name} not yet done: ${outcome.detail}`);
   throw failureFor(outcome);
 }
 

@@ -24,21 +24,20 @@ import {
   callDownstream,
   countDelivery,
   failureFor,
-  INTERNAL_API_POLICY,
+  targetCallPolicy,
   type DeliveryDependencies,
 } from './downstream';
 import { annotateSpan } from '../lib/tracing';
-
-export type { OutboxDeliveryResult } from '../workflows/contracts';
 
 /**
  * Delivers one outbox row: one call per attempt, with the row's `Idempotency-Key`, identical on every
  * retry, so the receiver can refuse a repeat of an ambiguous call, and signed (Standard Webhooks, the
  * `webhook-id` being that key) with the first of the target's secrets, else SETTLE_OUTBOUND_SECRET's.
  * Every attempt is counted on the row before it is made and its failure recorded after. A 2xx marks
- * it `delivered` (a target that `releasesShipment` also marks the shipment `released`); a 4xx marks it `failed` and
- * throws non-retryable `downstream_rejected`; 5xx, timeouts and 429/503 (with their Retry-After)
- * throw retryable failures. A target with no URL or no signing secret on this worker parks the row as
+ * it `delivered` (a target that `releasesShipment` also marks the shipment `released`); a refusal (a
+ * 4xx from an `internal` target, targetCallPolicy) marks it `failed` and throws non-retryable
+ * `downstream_rejected`; 5xx, timeouts and 429/503 (with their Retry-After) throw retryable failures.
+ * The URL may reach private addresses when the target's `network` is `private`. A target with no URL or no signing secret on this worker parks the row as
  * `not_configured` (an exception, logged at warn): a replay delivers it once the target is configured.
  */
 export async function deliverOutboxRow(
@@ -51,6 +50,7 @@ export async function deliverOutboxRow(
   if (!row) return notAttempted(deps, input.outboxId);
   // Only a configured target's row is attempted (startOutboxAttempt picks by `configured`).
   const endpoint = targetEndpoint(deps.config, row.target) as { url: string; signingSecret: string };
+  const call = targetCallPolicy(deps.config, deliveryTarget(row.target));
   annotateSpan({ shipmentId: row.shipmentId });
 
   const outcome = await callDownstream(
@@ -62,10 +62,9 @@ export async function deliverOutboxRow(
       audience: callAudience({ target: row.target }),
       body: { action: row.action, ...row.body },
       timeoutMs: deps.tuning.requestTimeoutMs,
-      // Carrier and ERP are the operator's own APIs, often on a private network.
-      allowPrivateTargets: true,
+      allowPrivateTargets: call.allowPrivateTargets,
     },
-    INTERNAL_API_POLICY,
+    call.policy,
   );
   countDelivery(row.target, row.action, outcome);
   if (outcome.kind === 'delivered') {

@@ -27,8 +27,6 @@ import {
   type DeliveryDependencies,
 } from './downstream';
 
-export type { ReminderDeliveryResult } from '../workflows/contracts';
-
 /** A little past the lease, so the retry finds it expired on the database clock. */
 const LEASE_MARGIN_MS = 250;
 

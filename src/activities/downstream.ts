@@ -2,7 +2,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import type { Config } from '../config';
 import { ErrorCode } from '../domain/errors';
-import type { SigningSecrets, TargetConfigKey } from '../domain/outbox';
+import type { DeliveryTarget, SigningSecrets, TargetConfigKey } from '../domain/outbox';
 import { signWebhook } from '../domain/webhook-signature';
 import { HttpRequestError, type HttpClient, type HttpFailureKind, type HttpResponse } from '../lib/http';
 import { retryAfterMs } from '../lib/retry-after';
@@ -53,7 +53,7 @@ export type CallOutcome =
 /** Which HTTP answers end delivery for a kind of receiver (every other non-2xx is retried). */
 export type ResponsePolicy = { isPermanent(statusCode: number): boolean };
 
-/** settle's own downstream APIs (carrier, ERP): a 4xx is a refusal that retrying cannot change. */
+/** settle's own downstream APIs (an `internal` target): a 4xx is a refusal that retrying cannot change. */
 export const INTERNAL_API_POLICY: ResponsePolicy = {
   isPermanent: (statusCode) =>
     statusCode >= 400 && statusCode < 500 && statusCode !== 408 && statusCode !== 429,
@@ -64,6 +64,21 @@ export const INTERNAL_API_POLICY: ResponsePolicy = {
  * other failure may be a misconfiguration the customer fixes, so it is retried on the backoff schedule.
  */
 export const CUSTOMER_ENDPOINT_POLICY: ResponsePolicy = { isPermanent: (statusCode) => statusCode === 410 };
+
+/**
+ * How a call to a delivery target is made, from its entry in DELIVERY_TARGETS: which answers end it
+ * (INTERNAL_API_POLICY for an `internal` target, else CUSTOMER_ENDPOINT_POLICY's) and whether its URL
+ * may reach private addresses (`network: 'private'`, else only when SETTLE_ALLOW_PRIVATE_TARGETS).
+ */
+export function targetCallPolicy(
+  config: Pick<DownstreamConfig, 'allowPrivateTargets'>,
+  entry: Pick<DeliveryTarget, 'internal' | 'network'>,
+): { policy: ResponsePolicy; allowPrivateTargets: boolean } {
+  return {
+    policy: entry.internal ? INTERNAL_API_POLICY : CUSTOMER_ENDPOINT_POLICY,
+    allowPrivateTargets: entry.network === 'private' || (config.allowPrivateTargets ?? false),
+  };
+}
 
 export type DownstreamRequest = {
   url: string;

@@ -63,5 +63,4 @@ export function createActivities({
 }
 
 export type Activities = ReturnType<typeof createActivities>;
-export type { ReconcileResult } from '../workflows/contracts';
 export type { DeliveryTuning } from './downstream';

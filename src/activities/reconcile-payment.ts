@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { findClaimAndStoredSha, insertClaim, lockEventId, updateClaimOutcome } from '../db/claims';
 import { recordUnadmittedRun, type UnadmittedRun } from '../db/events';
 import { appendLedgerEntry } from '../db/ledger';
-import { insertOutboxRowsAndList, type NewOutboxRow, type OutboxEntryRow } from '../db/outbox';
+import { insertOutboxRowsAndList, outboxEntry, type NewOutboxRow } from '../db/outbox';
 import { recordRepeatClaim } from '../db/repeats';
 import { findShipment, lockShipment, setPaymentStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
@@ -23,7 +23,7 @@ import {
   type AccountPolicy,
   type Mismatch,
 } from '../domain/payment-rules';
-import type { OutboxEntry, ReconcileResult } from '../workflows/contracts';
+import type { ReconcileResult } from '../workflows/contracts';
 import { ErrorCode, errorCodeOf } from '../domain/errors';
 import { payloadSha256, shortHash } from '../lib/hash';
 import { logger } from '../lib/logger';
@@ -36,19 +36,6 @@ import {
   unadmittedRunsTotal,
 } from '../metrics/settle-metrics';
 import { annotateSpan } from '../lib/tracing';
-
-export type { ReconcileResult } from '../workflows/contracts';
-
-/** A stored outbox row as workflow history carries it: the contract's fields, nothing a query adds. */
-export function outboxEntry(row: OutboxEntryRow): OutboxEntry {
-  return {
-    outboxId: row.outboxId,
-    target: row.target,
-    action: row.action,
-    idempotencyKey: row.idempotencyKey,
-    status: row.status,
-  };
-}
 
 /**
  * One transaction: claim the event ID and apply its business effect together. A repeat returns the

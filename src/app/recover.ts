@@ -1,14 +1,15 @@
 import { findEvent } from '../db/events';
 import { recordProviderException } from '../db/provider-exceptions';
-import {
-  advanceRecoveryCursor,
-  readRecoveryCursor,
-  recordRecoverySweep,
-  type RecoveryCursor,
-} from '../db/recovery-cursor';
+import { advanceRecoveryCursor, readRecoveryCursor, recordRecoverySweep } from '../db/recovery-cursor';
 import { payloadSha256, shortHash } from '../lib/hash';
 import { recoveredEventsTotal } from '../metrics/settle-metrics';
-import { RecoveryFault, type ListedEvent, type ListStart, type RecoverySource } from '../providers/recovery';
+import {
+  RecoveryFault,
+  type ListedEvent,
+  type ListStart,
+  type RecoveryCursor,
+  type RecoverySource,
+} from '../providers/recovery';
 import { inMode, type AdaptedEvent, type ProviderMode } from '../providers/types';
 import { admitProviderEvent } from './provider-ingest';
 import type { Services } from './services';

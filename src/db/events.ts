@@ -1,6 +1,5 @@
 import { lockEventId } from './claims';
 import type { Queryable } from './pool';
-import { withTransaction } from './transaction';
 
 export type EventSource = 'webhook' | 'import' | 'replay' | 'recovery';
 
@@ -22,17 +21,6 @@ export async function findEvent(db: Queryable, eventId: string): Promise<StoredE
     eventId,
   ]);
   return rows[0];
-}
-
-/**
- * Inserts the event unless its ID is known; true when this call inserted it. The same check as
- * admission's (insertAdmittedEvent), in a transaction of its own when given the pool.
- */
-export async function insertEvent(db: Queryable, event: Omit<StoredEvent, 'receivedAt'>): Promise<boolean> {
-  if ('totalCount' in db) {
-    return withTransaction(db, async (tx) => (await insertAdmittedEvent(tx, event)).inserted);
-  }
-  return (await insertAdmittedEvent(db, event)).inserted;
 }
 
 /**

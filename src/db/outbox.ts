@@ -23,8 +23,22 @@ const COLUMNS = `outbox_id AS "outboxId", event_id AS "eventId", shipment_id AS 
 
 const ENTRY_COLUMNS = `outbox_id AS "outboxId", target, action, idempotency_key AS "idempotencyKey", status`;
 
-/** What the workflow needs of an outbox row to deliver it. */
+/** What the workflow needs of an outbox row to deliver it (OutboxEntry in src/workflows/contracts.ts). */
 export type OutboxEntryRow = Pick<OutboxRow, 'outboxId' | 'target' | 'action' | 'idempotencyKey' | 'status'>;
+
+/**
+ * A stored outbox row as workflow history carries it: those fields, nothing a query adds (what the
+ * reconcile and the compensation return).
+ */
+export function outboxEntry(row: OutboxEntryRow): OutboxEntryRow {
+  return {
+    outboxId: row.outboxId,
+    target: row.target,
+    action: row.action,
+    idempotencyKey: row.idempotencyKey,
+    status: row.status,
+  };
+}
 
 export type NewOutboxRow = Pick<OutboxRow, 'target' | 'action' | 'idempotencyKey' | 'body'>;
 

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { Queryable } from './pool';
 import {
   dropPeriod,
   ensurePartitions,
@@ -8,8 +9,11 @@ import {
   rowPurgedPartitions,
 } from './partitions';
 
-/** What a purge removed and kept: the purge activity's and workflow's result. */
-export type PurgeSummary = {
+/**
+ * What purgeExpiredClaims removed and kept, and how long its VACUUMs took. The purge activity maps it
+ * into its result as workflow history carries it (PurgeResult, src/workflows/contracts.ts).
+ */
+export type PurgeReport = {
   /** Claims older than this were eligible. */
   cutoff: string;
   claims: number;
@@ -17,18 +21,12 @@ export type PurgeSummary = {
   conflicts: number;
   /**
    * Provider exceptions (raw provider items settle could not apply, which can hold customers' emails
-   * and billing details) whose last delivery was before the cutoff: dropped, listed or not. Absent
-   * from the results of purges recorded in workflow histories before settle dropped them.
+   * and billing details) whose last delivery was before the cutoff: dropped, listed or not.
    */
-  providerExceptions?: number;
+  providerExceptions: number;
   /** Open exceptions (unmatched, needs_review) past the cutoff, kept until someone resolves them. */
   keptExceptions: number;
   dryRun: boolean;
-};
-
-/** purgeExpiredClaims' result: the summary, and how long the VACUUMs took. */
-export type PurgeResult = PurgeSummary & {
-  providerExceptions: number;
   /** Milliseconds of the two VACUUMs that make the deleted rows' space reusable (0 when nothing was deleted). */
   vacuumMs: number;
 };
@@ -64,7 +62,7 @@ export async function purgeExpiredClaims(
     /** Checked before every week and batch: once aborted, the purge stops there, every earlier one committed. */
     signal?: AbortSignal;
   } = {},
-): Promise<PurgeResult> {
+): Promise<PurgeReport> {
   const { rows } = await pool.query<{ cutoff: Date }>(
     `SELECT now() - ($1::bigint * interval '1 millisecond') AS cutoff`,
     [olderThanMs],
@@ -76,7 +74,7 @@ export async function purgeExpiredClaims(
       WHERE claimed_at < $1::timestamptz AND outcome IN ${OPEN_OUTCOMES}`,
     [cutoff],
   );
-  const result: PurgeResult = {
+  const result: PurgeReport = {
     cutoff: cutoff.toISOString(),
     claims: 0,
     events: 0,
@@ -183,15 +181,52 @@ export async function purgeExpiredClaims(
     // against the reconcile path, unlike VACUUM FULL). Without the right to vacuum (not the tables'
     // owner, no MAINTAIN), PostgreSQL warns and skips: the DEFAULT partitions' autovacuum settings
     // (migration 017) remain. The week partitions are never deleted from: nothing to vacuum there.
+    await awaitOlderSnapshots(pool, options.signal);
     await pool.query(`VACUUM (ANALYZE) ${tables}, conflicts`);
     // The index pages that VACUUM emptied are deleted, not yet free: a B-tree page is recyclable only
     // once no transaction can still hold a link to it, and only a later VACUUM puts it in the
     // free-space map. Left to the next day's purge, every fill extended the indexes by its own size
     // again (bench row RT). A second pass
     // finds them recyclable now and has little else to do: nothing is dead in the heaps, their
-    // emptied pages are all-visible.
+    // emptied pages are all-visible. "Now" only once every snapshot taken before the pages were
+    // deleted has ended (a reconcile transaction, an autovacuum's ANALYZE of a catalog): without the
+    // wait, one such snapshot left a cycle's deleted pages to the next day's purge, and that day's
+    // fill extended the indexes by its own size (test/purge-space.test.ts, seen in CI).
+    await awaitOlderSnapshots(pool, options.signal);
     await pool.query(`VACUUM ${tables}`);
     result.vacuumMs = Date.now() - started;
   }
   return result;
+}
+
+/** How long a purge waits for older snapshots to end before it vacuums anyway. */
+const SNAPSHOT_WAIT_MS = 10_000;
+
+/**
+ * Waits until no other session of this database holds a snapshot older than now, so that what a
+ * VACUUM run next removes or recycles is no longer visible to anyone: it takes a fresh transaction ID
+ * and polls `pg_stat_activity` until every other session's `backend_xmin` is younger (or gone).
+ * Bounded: a transaction left open for longer (or a session this role may not see, such as another
+ * role's or an autovacuum worker's without pg_read_all_stats) costs only reuse, never correctness,
+ * so after SNAPSHOT_WAIT_MS the VACUUM runs regardless.
+ */
+async function awaitOlderSnapshots(db: Queryable, signal?: AbortSignal): Promise<void> {
+  // Its own transaction (autocommit): the ID is assigned and committed at once. Only its low 32 bits
+  // compare with backend_xmin (an xid), by age.
+  const { rows } = await db.query<{ mark: string }>(
+    `SELECT (pg_current_xact_id()::text::numeric % 4294967296)::text AS mark`,
+  );
+  const mark = rows[0]!.mark;
+  const deadline = Date.now() + SNAPSHOT_WAIT_MS;
+  for (;;) {
+    signal?.throwIfAborted();
+    const older = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid()
+          AND backend_xmin IS NOT NULL AND age(backend_xmin) > age($1::xid)`,
+      [mark],
+    );
+    if (older.rows[0]!.n === 0 || Date.now() >= deadline) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
 }

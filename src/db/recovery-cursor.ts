@@ -1,7 +1,5 @@
+import type { RecoveryCursor } from '../providers/recovery';
 import type { Queryable } from './pool';
-
-/** Where a provider's events were admitted up to: the newest event of an unbroken run, in list order. */
-export type RecoveryCursor = { eventId: string; createdAt: Date };
 
 export type RecoveryStatus = {
   provider: string;

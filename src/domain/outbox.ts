@@ -2,8 +2,11 @@
  * The outbox lifecycle in one place: what a row's status means, which rows a delivery may still
  * send, and the delivery targets. Plain code, safe in the workflow bundle. The worker, the exceptions
  * view, `npm start`'s stand-in and docs/delivery.md read this. Adding a target is an entry in
- * DELIVERY_TARGETS and its tests: reconcile, delivery, compensation, the configuration variables
- * (src/config/schema.ts) and the database's list of targets (db/generated-checks.ts) read the table.
+ * DELIVERY_TARGETS, its two example lines (.env.example, deploy/kubernetes/base/secrets/settle.env.example)
+ * and its tests: reconcile, delivery, compensation (its undo), the answer and address policies, the
+ * configuration variables (src/config/schema.ts), the database's list of targets
+ * (db/generated-checks.ts) and the proof harness read the table, and test/unit/delivery-targets.test.ts
+ * names each line compose, the manifests and the Helm chart still need (docs/delivery.md).
  *
  *   pending ──2xx──▶ delivered ──a later step refused──▶ compensated
  *      │  ▲
@@ -38,21 +41,30 @@ export type EffectContext = {
   holdStatus: 'held' | 'released';
 };
 
+/** The row an undo is built from: the delivered effect's shipment and body. */
+export type UndoneRow = { shipmentId: string; body: Record<string, unknown> };
+
 /** How a delivered effect is undone by calling its target again (the saga's compensation). */
 type TargetUndo = {
   /** The action asked of the target; the call's key is `<event id>:<target>:<keyAction>`. */
   action: string;
   keyAction: string;
+  /** The call's body after `action` (every call also names its `audience`), from the row it undoes. */
+  body(row: UndoneRow): Record<string, unknown>;
+  /** How the row's notes name the undo: `<name> not sent: …`, `<name> refused: …`, `<name> not yet done: …`. */
+  name: string;
   /** The saga step's name, and the activity's summary in the Temporal UI. */
   step: string;
   summary: string;
   /** The note on the row once the target confirmed the undo. */
   note: string;
+  /** The undo activity's status once the target confirmed it (in workflow history: UndoneStatus). */
+  status: string;
   /** Whether the confirmed undo holds the shipment again. */
   holdsShipment: boolean;
 };
 
-type DeliveryTarget = {
+export type DeliveryTarget = {
   /** How messages name it. */
   label: string;
   /** The URL's environment variable; `configKey` its key in the configuration. */
@@ -64,6 +76,19 @@ type DeliveryTarget = {
   effect(context: EffectContext): Record<string, unknown> | undefined;
   /** Whether a delivered row releases the shipment's hold (in the same statement). */
   releasesShipment: boolean;
+  /**
+   * Whether it is the operator's own API. Its answers are then read by the internal-API policy: a
+   * 4xx (but 408 and 429) is a refusal retrying cannot change, and the saga compensates. A target
+   * that is not (a third party's receiver) is read as a customer's endpoint is: only 410 ends it,
+   * any other failure may be a misconfiguration on its side and is retried (src/activities/downstream.ts).
+   */
+  internal: boolean;
+  /**
+   * Which addresses its URL may reach: `private`, the operator's network (private and loopback
+   * addresses allowed), or `public`, globally reachable addresses only unless
+   * SETTLE_ALLOW_PRIVATE_TARGETS (the reminders' guard, src/lib/target-policy.ts).
+   */
+  network: 'private' | 'public';
   /** Its undo by a call, if any; a target without one is undone in the ledger (reversal entries). */
   undo?: TargetUndo;
 };
@@ -85,13 +110,22 @@ export const DELIVERY_TARGETS = {
         ? { shipment_id: event.data.shipment_id, payment_id: event.data.payment_id, reason: event.type }
         : undefined,
     releasesShipment: true,
+    internal: true,
+    network: 'private',
     /** Ask for `hold` again, under the key `<event id>:carrier:rehold`. */
     undo: {
       action: 'hold',
       keyAction: 'rehold',
+      body: ({ shipmentId, body }) => ({
+        shipment_id: shipmentId,
+        payment_id: body.payment_id,
+        reason: 'compensation',
+      }),
+      name: 're-hold',
       step: 're-hold the shipment at the carrier',
       summary: 'carrier hold · compensate: re-hold the shipment',
       note: 'compensated: the carrier re-held the shipment',
+      status: 'reheld',
       holdsShipment: true,
     },
   },
@@ -113,6 +147,8 @@ export const DELIVERY_TARGETS = {
           }
         : undefined,
     releasesShipment: false,
+    internal: true,
+    network: 'private',
   },
 } as const satisfies Record<string, DeliveryTarget>;
 
@@ -120,6 +156,11 @@ export type OutboxTarget = keyof typeof DELIVERY_TARGETS;
 export type TargetConfigKey = (typeof DELIVERY_TARGETS)[OutboxTarget]['configKey'];
 
 export const OUTBOX_TARGETS = Object.keys(DELIVERY_TARGETS) as OutboxTarget[];
+
+/** What the undo activity answers once a target confirmed its undo: each target's `undo.status` (`reheld`). */
+export type UndoneStatus = {
+  [T in OutboxTarget]: (typeof DELIVERY_TARGETS)[T] extends { undo: { status: infer S } } ? S : never;
+}[OutboxTarget];
 
 /** A target's entry, typed as the table's rows are (optional fields included). */
 export function deliveryTarget(target: OutboxTarget): DeliveryTarget {

@@ -1,4 +1,7 @@
-/** The HTTP limits of the gateway, in one place for the server and the OpenAPI document (docs/limits.md). */
+/**
+ * The HTTP limits of the gateway, in one place for the server and the OpenAPI document (docs/limits.md).
+ * The request line and headers' limit is every listener's (MAX_HEADER_BYTES, lib/listener-limits.ts).
+ */
 
 /** Payment webhooks are at most 256 KiB. */
 export const MAX_BODY_BYTES = 256 * 1024;
@@ -8,9 +11,6 @@ export const MAX_BODY_BYTES = 256 * 1024;
  * accepted one fits; a longer one up to this length is a 400 naming the parameter.
  */
 export const MAX_PARAM_LENGTH = 512;
-
-/** Node's own limit on the request line and headers together (its default); past it, a 431. */
-export const MAX_HEADER_BYTES = 16 * 1024;
 
 /**
  * How long the gateway keeps reading (and discarding) a body it has already refused, once its answer

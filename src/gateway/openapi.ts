@@ -1,7 +1,8 @@
 import { MAX_JSON_DEPTH } from '../domain/untrusted-json';
 import { deliveryIdSchema } from '../domain/reminder';
 import { eventIdSchema } from '../domain/payment-event';
-import { MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_PARAM_LENGTH } from './limits';
+import { MAX_HEADER_BYTES } from '../lib/listener-limits';
+import { MAX_BODY_BYTES, MAX_PARAM_LENGTH } from './limits';
 import { providerPaths } from './openapi-providers';
 import { componentSchemas, idSchema, json, ref, rejected, unavailable } from './openapi-schemas';
 

@@ -18,7 +18,7 @@ import { operatorViews, registerOperatorRoutes, type OperatorViews } from './ope
 import { registerPaymentRoutes } from './payments';
 import { registerProviderRoutes, type ProviderRouteDeps } from './providers';
 import { registerReminderRoutes } from './reminders';
-import { MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_PARAM_LENGTH, REFUSED_BODY_DRAIN_MS } from './limits';
+import { MAX_BODY_BYTES, MAX_PARAM_LENGTH, REFUSED_BODY_DRAIN_MS } from './limits';
 import { checkIdParam, refuseOtherMethods, refuseUnavailable, reject } from './replies';
 import { presentsToken, requireBearerToken } from './auth';
 
@@ -63,8 +63,7 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // Timeouts and the connection cap; what Node's HTTP parser refuses before any route (headers too
     // large, a request past its timeout, malformed bytes) is answered there (lib/listener-limits.ts).
-    serverFactory: (handler) =>
-      createLimitedServer(handler, deps.listenerLimits, { maxHeaderSize: MAX_HEADER_BYTES }),
+    serverFactory: (handler) => createLimitedServer(handler, deps.listenerLimits),
     // The router's own refusals (a bad percent-encoding, a parameter past MAX_PARAM_LENGTH).
     frameworkErrors: (error, _request, reply) => {
       void answerRouterError(error, reply, deps.logger);

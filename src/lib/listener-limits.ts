@@ -50,22 +50,20 @@ export const DEFAULT_LISTENER_LIMITS: ListenerLimits = {
 const TIMEOUT_CHECK_INTERVAL_MS = 1_000;
 
 /** Node's own limit on the request line and headers together (its default); past it, a 431. */
-export const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
+export const MAX_HEADER_BYTES = 16 * 1024;
 
 type Handler = (request: IncomingMessage, response: ServerResponse) => void;
 
 /**
- * An HTTP server holding every connection to `limits`. `maxHeaderSize` is the request line and
- * headers' limit; `limits` unset, the configuration's defaults hold. A Fastify app takes it as `serverFactory: (handler) => createLimitedServer(handler,
+ * An HTTP server holding every connection to `limits`, its request line and headers to
+ * MAX_HEADER_BYTES; `limits` unset, the configuration's defaults hold. A Fastify app takes it as `serverFactory: (handler) => createLimitedServer(handler,
  * limits)`. What Node's parser refuses before any handler runs (headers too large, a request past its
  * timeout, bytes that are not HTTP) is answered with settle's error body and the connection closed.
  */
 export function createLimitedServer(
   handler: Handler,
   limits: ListenerLimits = DEFAULT_LISTENER_LIMITS,
-  options: { maxHeaderSize?: number } = {},
 ): Server {
-  const maxHeaderSize = options.maxHeaderSize ?? DEFAULT_MAX_HEADER_BYTES;
   const headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
   const server = createServer(
     {
@@ -73,7 +71,7 @@ export function createLimitedServer(
       headersTimeout,
       keepAliveTimeout: limits.idleTimeoutMs,
       connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, headersTimeout),
-      maxHeaderSize,
+      maxHeaderSize: MAX_HEADER_BYTES,
     },
     handler,
   );
@@ -82,7 +80,7 @@ export function createLimitedServer(
   server.setTimeout(Math.max(limits.idleTimeoutMs, limits.requestTimeoutMs), (socket) => socket.destroy());
   server.maxConnections = limits.maxConnections;
   server.on('clientError', (error: Error & { code?: string }, socket: Socket) =>
-    answerClientError(error, socket, maxHeaderSize),
+    answerClientError(error, socket, MAX_HEADER_BYTES),
   );
   return server;
 }

@@ -3,7 +3,7 @@ import { createPaypalAdapter, PAYPAL_ACTED_ON_TYPES } from './paypal';
 import {
   RecoveryFault,
   type ListedEvent,
-  type ListPosition,
+  type RecoveryCursor,
   type ListStart,
   type RecoverySource,
 } from './recovery';
@@ -33,7 +33,7 @@ export type PaypalRecoveryOptions = {
   now?: () => number;
 };
 
-type Listed = { item: Record<string, unknown>; position: ListPosition };
+type Listed = { item: Record<string, unknown>; position: RecoveryCursor };
 
 /**
  * PayPal's webhook events API (`GET /v1/notifications/webhooks-events`, start_time/end_time,
@@ -225,7 +225,7 @@ export function createPaypalRecoverySource(options: PaypalRecoveryOptions): Reco
 }
 
 /** Later in the listing's order (create_time, then ID) than `cursor`. */
-function isAfter(position: ListPosition, cursor: ListPosition): boolean {
+function isAfter(position: RecoveryCursor, cursor: RecoveryCursor): boolean {
   const difference = position.createdAt.getTime() - cursor.createdAt.getTime();
   return difference > 0 || (difference === 0 && position.eventId > cursor.eventId);
 }

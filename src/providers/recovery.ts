@@ -1,13 +1,17 @@
 import type { ProviderAdapter, ProviderName } from './types';
 
-/** A place in a provider's list of events: the event and its creation time. */
-export type ListPosition = { eventId: string; createdAt: Date };
+/**
+ * A place in a provider's list of events: the event and its creation time. Stored per provider as the
+ * recovery cursor (db/recovery-cursor.ts): where its events were admitted up to, the newest event of
+ * an unbroken run, in list order.
+ */
+export type RecoveryCursor = { eventId: string; createdAt: Date };
 
 /** Where a listing begins: just after a position (the cursor), or at the first event created at or after a time. */
-export type ListStart = { after: ListPosition } | { since: Date };
+export type ListStart = { after: RecoveryCursor } | { since: Date };
 
 /** One listed event: the provider's object, as its adapter reads it, and its place in the list. */
-export type ListedEvent = { item: unknown; position: ListPosition };
+export type ListedEvent = { item: unknown; position: RecoveryCursor };
 
 /**
  * Why a listing stopped. `rate_limited` and `unavailable` pass (the caller retries, after

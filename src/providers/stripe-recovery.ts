@@ -3,7 +3,7 @@ import { retryAfterMs } from '../lib/retry-after';
 import {
   RecoveryFault,
   type ListedEvent,
-  type ListPosition,
+  type RecoveryCursor,
   type ListStart,
   type RecoverySource,
 } from './recovery';
@@ -61,7 +61,7 @@ export function createStripeRecoverySource(options: StripeRecoveryOptions): Reco
     provider: 'stripe',
     adapter: createStripeAdapter({ secrets: [] }),
     async *list(start: ListStart, signal?: AbortSignal): AsyncIterable<ListedEvent> {
-      let after: ListPosition;
+      let after: RecoveryCursor;
       if ('since' in start) {
         // Stripe lists newest first and pages backwards only from an event: the first pass finds the
         // oldest event of the window, the second reads forward from it.
@@ -81,7 +81,7 @@ export function createStripeRecoverySource(options: StripeRecoveryOptions): Reco
   };
 }
 
-function positionOf(event: Stripe.Event): ListPosition {
+function positionOf(event: Stripe.Event): RecoveryCursor {
   const created = typeof event.created === 'number' ? event.created : 0;
   return { eventId: String(event.id), createdAt: new Date(created * 1000) };
 }

@@ -1,8 +1,7 @@
 import type { PaymentEvent } from '../domain/payment-event';
-import type { OutboxStatus, OutboxTarget } from '../domain/outbox';
+import type { OutboxStatus, OutboxTarget, UndoneStatus } from '../domain/outbox';
 import type { PaymentStatus } from '../domain/payment-rules';
 import type { ReconcileOutcome, ReminderState } from '../domain/lifecycles';
-import type { PurgeSummary } from '../db/purge';
 
 /**
  * What settle writes to workflow history: each workflow's input and result, and each activity's
@@ -48,9 +47,9 @@ export type OutboxDeliveryResult = {
   status: OutboxStatus;
 };
 
-/** `reholdShipment`'s result. */
+/** `reholdShipment`'s result: its target's `undo.status` (`reheld`) once the target confirmed the undo. */
 export type ReholdResult = {
-  status: 'reheld' | 'already_compensated' | 'never_sent' | 'refused' | 'not_configured';
+  status: UndoneStatus | 'already_compensated' | 'never_sent' | 'refused' | 'not_configured';
 };
 
 /** `compensatePaymentEffects`' input. */
@@ -108,8 +107,22 @@ export type InvalidRunInput = { sample: string; length: number };
 /** `recordInvalidRun`'s result: true when this attempt recorded the run first. */
 export type InvalidRunResult = { recorded: boolean };
 
-/** `purgeClaimsPastRetention`'s result, and the result of `purgeClaimsWorkflow` (db/purge.ts). */
-export type PurgeResult = PurgeSummary;
+/** `purgeClaimsPastRetention`'s result, and the result of `purgeClaimsWorkflow` (from db/purge.ts' report). */
+export type PurgeResult = {
+  /** Claims older than this were eligible. */
+  cutoff: string;
+  claims: number;
+  events: number;
+  conflicts: number;
+  /**
+   * Provider exceptions whose last delivery was before the cutoff, dropped. Absent from the results of
+   * purges recorded in workflow histories before settle dropped them.
+   */
+  providerExceptions?: number;
+  /** Open exceptions (unmatched, needs_review) past the cutoff, kept until someone resolves them. */
+  keptExceptions: number;
+  dryRun: boolean;
+};
 
 /** The input of `recoverySweepWorkflow` and `sweepProviderEvents`: the provider whose events are listed. */
 /** A provider with an events API settle sweeps (src/providers/*-recovery.ts). */

@@ -86,9 +86,7 @@ describe('<NAME>_FILE, for every secret variable', () => {
         'SETTLE_ADYEN_BASIC_AUTH',
         'SETTLE_ADYEN_HMAC_KEYS',
         'SETTLE_API_TOKEN',
-        'SETTLE_CARRIER_SECRET',
         'SETTLE_CODEC_TOKEN',
-        'SETTLE_ERP_SECRET',
         'SETTLE_OUTBOUND_SECRET',
         'SETTLE_PAYLOAD_KEYS',
         'SETTLE_PAYPAL_CLIENT_SECRET',
@@ -96,15 +94,22 @@ describe('<NAME>_FILE, for every secret variable', () => {
         'SETTLE_STRIPE_API_KEY',
         'SETTLE_STRIPE_WEBHOOK_SECRETS',
         'SETTLE_WEBHOOK_SECRETS',
-      ].filter((name) => SECRETS.some((s) => s.name === name)),
+        // Each delivery target's own (SETTLE_CARRIER_SECRET, SETTLE_ERP_SECRET).
+        ...OUTBOX_TARGETS.map(targetSecretVariable),
+      ]
+        .filter((name) => SECRETS.some((s) => s.name === name))
+        .sort(),
     );
     const doc = readFileSync(join(PROJECT_ROOT, 'docs/configuration.md'), 'utf8');
     const start = doc.indexOf('\n## Secrets');
     assert.ok(start >= 0, 'docs/configuration.md has no "## Secrets" section');
     const end = doc.indexOf('\n## ', start + 1);
     const section = doc.slice(start, end < 0 ? undefined : end);
+    // The targets' own secrets are named once for all of them: `SETTLE_<TARGET>_SECRET`.
+    const targetSecrets: string[] = OUTBOX_TARGETS.map(targetSecretVariable);
     for (const { name } of SECRETS) {
-      assert.ok(section.includes(`\`${name}\``), `docs/configuration.md, "Secrets": ${name}`);
+      const written = targetSecrets.includes(name) ? 'SETTLE_<TARGET>_SECRET' : name;
+      assert.ok(section.includes(`\`${written}\``), `docs/configuration.md, "Secrets": ${written}`);
     }
   });
 
@@ -200,8 +205,7 @@ describe('a minimum strength for every secret', () => {
     ...[
       'SETTLE_WEBHOOK_SECRETS',
       'SETTLE_OUTBOUND_SECRET',
-      'SETTLE_CARRIER_SECRET',
-      'SETTLE_ERP_SECRET',
+      ...OUTBOX_TARGETS.map(targetSecretVariable),
       'SETTLE_REMINDER_SECRET',
     ].map((name) => ({
       name,

@@ -19,6 +19,7 @@ import {
   type Variable,
 } from '../../src/config';
 import { commandConfig, roleConfig } from '../../src/cli/context';
+import { OUTBOX_TARGETS } from '../../src/domain/outbox';
 import { loadOrCreateDevSecrets } from '../../src/lib/dev-state';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { TRACING_VARIABLES } from '../../src/lib/tracing';
@@ -173,7 +174,11 @@ function configurationTable(): { doc: string; defaults: Map<string, string> } {
     for (const [, token] of names.matchAll(/`([A-Z_][A-Z0-9_<>]*)`/g)) {
       // `TEMPORAL_TLS_CLIENT_CERT_PATH` / `_DATA`: the suffix replaces the previous one's.
       const name = token!.startsWith('_') ? previous.replace(/_[A-Z]+$/, token!) : token!;
-      defaults.set(name, defaultCell.trim());
+      // `SETTLE_<TARGET>_URL`: one variable per delivery target (src/domain/outbox.ts).
+      const expanded = name.includes('<TARGET>')
+        ? OUTBOX_TARGETS.map((target) => name.replace('<TARGET>', target.toUpperCase()))
+        : [name];
+      for (const each of expanded) defaults.set(each, defaultCell.trim());
       previous = name;
     }
   }

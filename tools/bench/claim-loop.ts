@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import pg from 'pg';
-import { reconcilePayment, type ReconcileResult } from '../../src/activities/reconcile-payment';
+import { reconcilePayment } from '../../src/activities/reconcile-payment';
+import type { ReconcileResult } from '../../src/workflows/contracts';
 import { insertAdmittedEvent } from '../../src/db/events';
 import { addShipments } from '../../src/db/shipments';
 import { paymentWorkflowId } from '../../src/domain/ids';

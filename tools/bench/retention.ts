@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { claimStoreSize, ensurePartitions } from '../../src/db/partitions';
-import { purgeExpiredClaims, type PurgeResult } from '../../src/db/purge';
+import { purgeExpiredClaims, type PurgeReport } from '../../src/db/purge';
 import { round } from '../harness/processes';
 import type { ProofStack } from '../harness/stack';
 import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
@@ -52,7 +52,7 @@ const mb = (bytes: number) => round(bytes / 1024 ** 2, 1);
  * the dead rows PostgreSQL still counts (what a missing vacuum leaves), how often autovacuum has run
  * on them so far, and the purge's rows (claims + events) per second, its VACUUM included.
  */
-async function cycleFigures(pool: pg.Pool, cycle: number, purged: PurgeResult & { ms: number }) {
+async function cycleFigures(pool: pg.Pool, cycle: number, purged: PurgeReport & { ms: number }) {
   const { rows } = await pool.query<{
     relname: string;
     heap: string;
@@ -86,7 +86,7 @@ async function cycleFigures(pool: pg.Pool, cycle: number, purged: PurgeResult & 
 }
 
 /** `settle purge` as the Schedule runs it, timed. */
-async function timedPurge(pool: pg.Pool): Promise<PurgeResult & { ms: number }> {
+async function timedPurge(pool: pg.Pool): Promise<PurgeReport & { ms: number }> {
   const started = Date.now();
   const result = await purgeExpiredClaims(pool, RETENTION_MS);
   return { ...result, ms: Date.now() - started };

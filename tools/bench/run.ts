@@ -123,14 +123,15 @@ async function benchOn(): Promise<Goal[]> {
         `the gateway and a worker (${short ? 'short' : 'full'} run)`,
     );
     await stack.start();
-    await stack.startGateway();
+    // SETTLE_BENCH_WORKER_CPU_PROF_DIR: Node's --cpu-prof for both workers and the gateway, every
+    // thread (the SDK's workflow thread included), one .cpuprofile per thread written there when the
+    // process exits; `npx tsx tools/bench/profile-top.ts DIR` tables them (docs/performance.md).
+    const profDir = process.env.SETTLE_BENCH_WORKER_CPU_PROF_DIR;
+    const nodeArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
+    await stack.startGateway(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}/gateway`] : []);
     // SETTLE_BENCH_WORKER_NODE_OPTIONS (e.g. --max-semi-space-size=4) and SETTLE_BENCH_WORKER_OPTIONS
     // (SDK settings, tools/harness/worker-options.ts) apply to settle's worker and the no-op worker.
     const workerNodeOptions = process.env.SETTLE_BENCH_WORKER_NODE_OPTIONS;
-    // SETTLE_BENCH_WORKER_CPU_PROF_DIR: Node's --cpu-prof for both workers, every thread (the SDK's
-    // workflow thread included), one .cpuprofile per thread written there when the worker exits.
-    const profDir = process.env.SETTLE_BENCH_WORKER_CPU_PROF_DIR;
-    const nodeArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
     const worker = await stack.startWorker(
       workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {},
       nodeArgs,

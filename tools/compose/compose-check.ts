@@ -40,7 +40,9 @@ import { paymentWorkflowId } from '../../src/domain/ids';
 import { freePorts } from '../../src/lib/free-port';
 import { shortHash } from '../../src/lib/hash';
 import { PROJECT_ROOT } from '../../src/lib/paths';
-import type { KeyRecord, RecordingReceiver } from '../harness/receiver';
+import { parsePayloadKeys } from '../../src/config/payload-keys';
+import { settleDataConverter } from '../../src/temporal/data-converter';
+import { targetUrlVariables, type KeyRecord, type RecordingReceiver } from '../harness/receiver';
 import { pollUntil } from '../harness/programs';
 import { sendTracedWebhook, settleTraceId, traceFailures, waitForTrace } from '../harness/jaeger';
 import type { KeyRecordJson } from './compose-check-receiver';
@@ -202,8 +204,7 @@ class Project {
       SETTLE_REMINDER_SECRET: `whsec_${randomBytes(24).toString('base64')}`,
       SETTLE_PAYLOAD_KEYS: `k1:${randomBytes(32).toString('base64')}`,
       SETTLE_CODEC_TOKEN: this.codecToken,
-      SETTLE_CARRIER_URL: 'http://receiver:8080/carrier',
-      SETTLE_ERP_URL: 'http://receiver:8080/erp',
+      ...targetUrlVariables('http://receiver:8080'),
       SETTLE_CHECK_RECEIVER_DIR: receiverDir,
       // Traces to the compose file's own Jaeger, as its header comment says to run it.
       COMPOSE_PROFILES: 'tracing',
@@ -304,7 +305,14 @@ class Project {
           }
         : undefined,
     });
-    this.client = new Client({ connection, namespace: NAMESPACE });
+    // settle's runs carry an encrypted memo (the run mark) and encrypted payloads: describe and list
+    // decode the memo, so this client holds the project's payload keys, as settle's own clients do.
+    const keys = parsePayloadKeys(this.env.SETTLE_PAYLOAD_KEYS ?? '');
+    this.client = new Client({
+      connection,
+      namespace: NAMESPACE,
+      dataConverter: settleDataConverter({ payloadKeys: 'keys' in keys ? keys.keys : [] }),
+    });
   }
 
   /** What the receiver container recorded, one record per idempotency key. */

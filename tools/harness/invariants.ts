@@ -1,6 +1,6 @@
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { ServiceError, WorkflowNotFoundError } from '@temporalio/client';
 import { paymentWorkflowId } from '../../src/domain/ids';
-import { downstreamIdempotencyKey } from '../../src/domain/outbox';
+import { deliveryTarget, downstreamIdempotencyKey, type OutboxTarget } from '../../src/domain/outbox';
 import { shortHash } from '../../src/lib/hash';
 import { sleep } from './processes';
 import type { ProofStack } from './stack';
@@ -44,8 +44,17 @@ async function workflowStatus(stack: CheckedStack, eventId: string): Promise<str
     return (await stack.client.workflow.getHandle(paymentWorkflowId(eventId)).describe()).status.name;
   } catch (error) {
     if (error instanceof WorkflowNotFoundError) return 'NOT_FOUND';
-    return 'UNREACHABLE';
+    // Only Temporal out of reach is worth waiting on; anything else (a payload this client cannot
+    // decode) is the answer, and would otherwise be waited on for the whole bound.
+    if (isUnreachable(error)) return 'UNREACHABLE';
+    throw error;
   }
+}
+
+/** gRPC UNAVAILABLE (14) or DEADLINE_EXCEEDED (4): the frontend restarting or out of reach. */
+function isUnreachable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 14 || code === 4 || error instanceof ServiceError;
 }
 
 async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -118,12 +127,18 @@ export async function checkInvariants(
   );
 
   // 3. Idempotency keys at the receiver.
-  const { rows: outbox } = await stack.pool.query<{ key: string; status: string; event_id: string }>(
-    `SELECT idempotency_key AS key, status, event_id FROM outbox`,
-  );
+  const { rows: outbox } = await stack.pool.query<{
+    key: string;
+    status: string;
+    event_id: string;
+    target: OutboxTarget;
+  }>(`SELECT idempotency_key AS key, status, event_id, target FROM outbox`);
   const owned = new Set(outbox.map((row) => row.key));
-  // A compensation re-holds under its own key, derived like the others.
-  for (const row of outbox) owned.add(downstreamIdempotencyKey(row.event_id, 'carrier', 'rehold'));
+  // A compensation undoes a row under its own key (its target's undo), derived like the others.
+  for (const row of outbox) {
+    const undo = deliveryTarget(row.target).undo;
+    if (undo) owned.add(downstreamIdempotencyKey(row.event_id, row.target, undo.keyAction));
+  }
   let repeatsRefused = 0;
   for (const row of outbox) {
     const record = stack.receiver.keys.get(row.key);

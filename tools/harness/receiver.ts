@@ -1,7 +1,18 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { DELIVERY_TARGETS, OUTBOX_TARGETS } from '../../src/domain/outbox';
 import { createSignatureVerifier } from '../../src/domain/webhook-signature';
+
+/**
+ * Each delivery target's URL variable (DELIVERY_TARGETS' `variable`), pointed at `<receiver>/<target>`:
+ * how every proof run and compose:check make one receiver every target (SETTLE_CARRIER_URL=…/carrier).
+ */
+export function targetUrlVariables(receiverUrl: string): Record<string, string> {
+  return Object.fromEntries(
+    OUTBOX_TARGETS.map((target) => [DELIVERY_TARGETS[target].variable, `${receiverUrl}/${target}`]),
+  );
+}
 
 /**
  * The downstream API of every test, bench and chaos run (the carrier, the ERP, a reminder's webhook):

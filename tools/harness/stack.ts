@@ -14,7 +14,7 @@ import { findTemporalCli } from '../../src/stack/temporal-binaries';
 import { startTemporalDevServer, type DevServer } from '../../src/stack/temporal-dev-server';
 import { TemporalCluster } from './cluster';
 import { sleep, spawnTs, type Child } from './processes';
-import { RecordingReceiver } from './receiver';
+import { RecordingReceiver, targetUrlVariables } from './receiver';
 
 /**
  * SETTLE_OUTBOUND_SECRET of every settle process this process starts: the workers sign each carrier
@@ -27,7 +27,7 @@ export const PROOF_REMINDER_SECRET = `whsec_${randomBytes(32).toString('base64')
 
 /**
  * What every settle process of a proof run (bench, chaos, topology) reads besides Temporal's address:
- * its PostgreSQL and task queue, the secrets, and the recording receiver as carrier and ERP.
+ * its PostgreSQL and task queue, the secrets, and the recording receiver as every delivery target.
  */
 export function settleProcessEnv(run: {
   databaseUrl: string;
@@ -48,8 +48,7 @@ export function settleProcessEnv(run: {
     SETTLE_API_TOKEN: run.apiToken,
     SETTLE_OUTBOUND_SECRET: PROOF_OUTBOUND_SECRET,
     SETTLE_REMINDER_SECRET: PROOF_REMINDER_SECRET,
-    SETTLE_CARRIER_URL: `${run.receiverUrl}/carrier`,
-    SETTLE_ERP_URL: `${run.receiverUrl}/erp`,
+    ...targetUrlVariables(run.receiverUrl),
     SETTLE_ALLOW_PRIVATE_TARGETS: 'true',
     SETTLE_METRICS_PORT: '0',
     SETTLE_LOG_LEVEL: run.logLevel,
@@ -199,13 +198,13 @@ export class ProofStack {
   }
 
   /** `settle gateway`, the production entry point, on a fixed port (kept across restarts). */
-  async startGateway(): Promise<Child> {
+  async startGateway(nodeArgs: string[] = []): Promise<Child> {
     this.gatewayPort ||= await freePort();
     this.gatewayUrl = `http://127.0.0.1:${this.gatewayPort}`;
     const url = this.gatewayUrl;
     this.gateway = await spawnTs(
       'gateway',
-      ['src/cli/main.ts', 'gateway'],
+      [...nodeArgs, 'src/cli/main.ts', 'gateway'],
       this.env({ PORT: String(this.gatewayPort) }),
       async () => {
         try {

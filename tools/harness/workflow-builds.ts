@@ -28,13 +28,18 @@ const quietLogger = {
   error() {},
 };
 
-/** The build a run is on, and how it follows a rollout, as Temporal describes it (what `settle inspect` shows). */
+/**
+ * The build a run is on, and how it follows a rollout, as Temporal describes it, in `settle inspect`'s
+ * words (`pinned`, `auto_upgrade`), read here on its own so the checks do not lean on the code they check.
+ */
 export async function runVersion(
   handle: WorkflowHandle,
-): Promise<{ buildId: string | undefined; behavior: string | undefined }> {
+): Promise<{ buildId: string | undefined; behavior: 'pinned' | 'auto_upgrade' | undefined }> {
   const { raw } = await handle.describe();
   const info = raw.workflowExecutionInfo?.versioningInfo;
-  const behavior = info?.behavior ? ['', 'PINNED', 'AUTO_UPGRADE'][info.behavior] : undefined;
+  const behavior = info?.behavior
+    ? ([undefined, 'pinned', 'auto_upgrade'] as const)[info.behavior]
+    : undefined;
   return { buildId: info?.deploymentVersion?.buildId ?? undefined, behavior };
 }
 

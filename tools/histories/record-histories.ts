@@ -35,7 +35,7 @@ import { startPaymentWorkflow } from '../../src/client';
 import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
 import { runMarkKey } from '../../src/app/run-marks';
-import { insertEvent } from '../../src/db/events';
+import { insertAdmittedEvent } from '../../src/db/events';
 import { addShipments } from '../../src/db/shipments';
 import { paymentWorkflowId, reminderWorkflowId } from '../../src/domain/ids';
 import type { PaymentEvent } from '../../src/domain/payment-event';
@@ -220,7 +220,7 @@ async function main() {
     ];
     /** Stores the event as settle's door does before it starts the run (the reconcile checks it). */
     const admit = (payment: PaymentEvent) =>
-      insertEvent(pool, {
+      insertAdmittedEvent(pool, {
         eventId: payment.id,
         type: payment.type,
         payload: payment,
