@@ -6,25 +6,43 @@
  * progress in heartbeats and a cancelled attempt leaves committed batches behind for the next one.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type pg from 'pg';
+import { migrate } from '../src/db/migrate';
+import { createPool } from '../src/db/pool';
 import { createPurgeActivities } from '../src/activities/purge-claims';
 import { claimStoreSize } from '../src/db/partitions';
 import { purgeExpiredClaims } from '../src/db/purge';
+import { freePort } from '../src/lib/free-port';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/stack/embedded-postgres';
 import type { PurgeResult } from '../src/workflows/contracts';
-import { createTestDatabase } from '../tools/harness/harness';
 
 const RETENTION_MS = 90 * 24 * 3_600_000;
 const CLAIMS_PER_CYCLE = 20_000;
 
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
+// A PostgreSQL server of this file's own, not the suite's shared one: what a VACUUM may remove or
+// recycle is bounded by the oldest snapshot of the database, and a snapshot's xmin is held back by
+// any transaction running anywhere in the server. Another test file's long transaction in its own
+// database would keep this file's reader (below) from ever seeing past the purge's deletes.
+let scratch: string;
+let server: EmbeddedDatabase;
+let db: { pool: pg.Pool };
 before(async () => {
-  db = await createTestDatabase();
+  scratch = mkdtempSync(join(tmpdir(), 'settle-purge-space-'));
+  server = await startEmbeddedPostgres({ dataDir: join(scratch, 'pg'), port: await freePort() });
+  await server.createDatabase('settle');
+  db = { pool: createPool(server.urlFor('settle')) };
+  await migrate(db.pool);
 });
 after(async () => {
-  await db.drop();
+  await db?.pool.end();
+  await server?.stop();
+  rmSync(scratch, { recursive: true, force: true });
 });
 
 /** `count` applied claims with their events, 100 days old: past the 90-day retention. */
