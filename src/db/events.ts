@@ -30,6 +30,10 @@ export async function findEvent(db: Queryable, eventId: string): Promise<StoredE
  * local first attempt); the lock makes that reconcile wait for the commit (the row is then there) or
  * the rollback (it is not), so it never decides on a row that is merely not yet visible.
  *
+ * events is partitioned by week (migration 017) with no key across the weeks: the ID is looked up in
+ * every partition under that lock, so an ID stays unique for the whole retention (a week's own key
+ * is the backstop inside the week).
+ *
  * `inserted`: this call stored the event. `refusedRun`: a run of its workflow ID was refused as not
  * admitted (recorded under the same lock, so read after it this cannot change until the commit).
  */
@@ -41,8 +45,9 @@ export async function insertAdmittedEvent(
   // A statement of its own after the lock: its snapshot sees what committed while this one waited.
   const { rows } = await tx.query<{ refused_run: boolean }>(
     `INSERT INTO events (event_id, type, payload, payload_sha256, workflow_id, source)
-     VALUES ($1::text, $2::text, $3::jsonb, $4::text, $5::text, $6::text)
-     ON CONFLICT (event_id) DO NOTHING
+     SELECT $1::text, $2::text, $3::jsonb, $4::text, $5::text, $6::text
+      WHERE NOT EXISTS (SELECT 1 FROM events WHERE event_id = $1::text)
+     ON CONFLICT DO NOTHING
      RETURNING EXISTS (SELECT 1 FROM unadmitted_runs WHERE workflow_id = $5::text) AS refused_run`,
     [
       event.eventId,

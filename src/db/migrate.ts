@@ -15,10 +15,16 @@ export type MigrationResult = { applied: string[]; alreadyApplied: string[] };
  * (generated-checks.ts), in one transaction, under an advisory lock so that several processes
  * starting at once apply each migration once.
  */
-export async function migrate(pool: pg.Pool): Promise<MigrationResult> {
+export async function migrate(
+  pool: pg.Pool,
+  /** `through`: apply the files up to this one (its name), no later: a database as an older settle left it (tests). */
+  options: { through?: string } = {},
+): Promise<MigrationResult> {
   const files = readdirSync(MIGRATIONS_DIR)
     .filter((name) => /^\d{3}_[a-z0-9_]+\.sql$/.test(name))
+    .filter((name) => options.through === undefined || name <= options.through)
     .sort();
+  if (files.includes(PARTITIONS_MIGRATION)) await prepareClaimPartitions(pool);
   return withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK_ID]);
     await client.query(
@@ -42,4 +48,68 @@ export async function migrate(pool: pg.Pool): Promise<MigrationResult> {
     await syncGeneratedChecks(client);
     return result;
   });
+}
+
+/** Migration 017, which partitions claims and events by week. */
+const PARTITIONS_MIGRATION = '017_claim_partitions.sql';
+
+/**
+ * Before migration 017 on a database whose claims and events still are the plain tables of 001–016:
+ * proves each table's rows older than a bound two weeks ahead, so the migration can attach the table
+ * as its legacy partition without scanning it under its lock. The CHECK is added NOT VALID (a
+ * catalog change, an instant's lock; new rows are checked from now on, and every new row is older
+ * than the bound), then validated in a statement of its own: VALIDATE reads the whole table under
+ * SHARE UPDATE EXCLUSIVE, so the gateway and the workers keep writing while it runs. Under the
+ * migration's lock, so several processes starting at once validate once; a VALIDATE cut off is
+ * simply done again by the next start. Nothing to do on an empty or already partitioned database.
+ */
+export async function prepareClaimPartitions(pool: pg.Pool): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1::bigint)', [MIGRATION_LOCK_ID]);
+    const plain = await client.query<{ plain: boolean }>(
+      `SELECT to_regclass('schema_migrations') IS NOT NULL
+              AND (SELECT relkind FROM pg_class WHERE oid = to_regclass('claims')) = 'r'
+              AND (SELECT relkind FROM pg_class WHERE oid = to_regclass('events')) = 'r' AS plain`,
+    );
+    if (!plain.rows[0]?.plain) return;
+    const done = await client.query('SELECT 1 FROM schema_migrations WHERE name = $1::text', [
+      PARTITIONS_MIGRATION,
+    ]);
+    if (done.rows.length > 0) return;
+    for (const [table, key] of [
+      ['claims', 'claimed_at'],
+      ['events', 'received_at'],
+    ] as const) {
+      const constraint = `${table}_before_partitions`;
+      const existing = await client.query<{ valid: boolean }>(
+        `SELECT convalidated AS valid FROM pg_constraint WHERE conrelid = $1::regclass AND conname = $2::text`,
+        [table, constraint],
+      );
+      if (existing.rows[0]?.valid) continue;
+      if (!existing.rows[0]) {
+        const empty = await client.query(`SELECT 1 FROM ${table} LIMIT 1`);
+        if (empty.rows.length === 0) continue;
+        await client.query('BEGIN');
+        try {
+          await client.query(`SET LOCAL lock_timeout = 5000`);
+          const bound = await client.query<{ bound: string }>(
+            `SELECT ((date_trunc('week', greatest(now(), max(${key})) AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
+                     + interval '14 days')::text AS bound FROM ${table}`,
+          );
+          await client.query(
+            `ALTER TABLE ${table} ADD CONSTRAINT ${constraint} CHECK (${key} < '${bound.rows[0]!.bound}'::timestamptz) NOT VALID`,
+          );
+          await client.query('COMMIT');
+        } catch (error) {
+          await client.query('ROLLBACK');
+          throw error;
+        }
+      }
+      await client.query(`ALTER TABLE ${table} VALIDATE CONSTRAINT ${constraint}`);
+    }
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1::bigint)', [MIGRATION_LOCK_ID]).catch(() => undefined);
+    client.release();
+  }
 }

@@ -1,4 +1,13 @@
+import type pg from 'pg';
 import type { Queryable } from './pool';
+import {
+  dropPeriod,
+  ensurePartitions,
+  listExpiredPeriods,
+  OPEN_OUTCOMES,
+  planPeriod,
+  rowPurgedPartitions,
+} from './partitions';
 
 /**
  * What purgeExpiredClaims removed and kept, and how long its VACUUMs took. The purge activity maps it
@@ -22,7 +31,7 @@ export type PurgeReport = {
   vacuumMs: number;
 };
 
-/** Rows per DELETE, so a large backlog never holds long locks against the reconcile path. */
+/** Rows per DELETE from the DEFAULT partitions, so a large backlog never holds long locks against the reconcile path. */
 const BATCH = 5_000;
 
 /**
@@ -34,30 +43,35 @@ const BATCH = 5_000;
  * stay. Once a claim is gone a redelivery of its event is new again, which is why the retention must
  * outlast every provider's replay horizon.
  *
- * After the deletes it vacuums the tables it deleted from, so the next days' claims reuse the space:
- * without it, autovacuum (20 % of the table dead, by default) runs long after the next claims have
- * extended the files, and repeated fill-and-purge cycles grow the claim store several times over
- * (docs/performance.md, bench row RT). `db` must not be inside a transaction (VACUUM cannot run in one).
+ * Claims and events are partitioned by week (migration 017, src/db/partitions.ts). First the weeks
+ * ahead are created, so an insert always finds its week. Then every week wholly past the cutoff is
+ * detached and dropped (its open exceptions, the events they need and events never claimed moved to
+ * the DEFAULT partitions first): no row deleted, no VACUUM. A week straddling the cutoff waits for
+ * the next day's run, so a claim is kept between the retention and the retention plus one week. Last,
+ * the DEFAULT partitions (what no week holds: the moved exceptions, rows older than every week) and a
+ * migrated database's legacy partition until it expires whole are purged row by row to the exact
+ * cutoff, in batches, and vacuumed, as the whole tables were before.
  */
 export async function purgeExpiredClaims(
-  db: Queryable,
+  pool: pg.Pool,
   olderThanMs: number,
   options: {
     dryRun?: boolean;
-    /** Called after every committed batch with the running totals (the purge activity heartbeats them). */
+    /** Called after every dropped week and committed batch with the running totals (the purge activity heartbeats them). */
     onBatch?: (done: { claims: number; events: number }) => void;
-    /** Checked before every batch: once aborted, the purge stops there, every earlier batch committed. */
+    /** Checked before every week and batch: once aborted, the purge stops there, every earlier one committed. */
     signal?: AbortSignal;
   } = {},
 ): Promise<PurgeReport> {
-  const { rows } = await db.query<{ cutoff: Date }>(
+  const { rows } = await pool.query<{ cutoff: Date }>(
     `SELECT now() - ($1::bigint * interval '1 millisecond') AS cutoff`,
     [olderThanMs],
   );
   const cutoff = rows[0]!.cutoff;
-  const kept = await db.query<{ n: number }>(
+  if (!options.dryRun) await ensurePartitions(pool);
+  const kept = await pool.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM claims
-      WHERE claimed_at < $1::timestamptz AND outcome IN ('unmatched', 'needs_review')`,
+      WHERE claimed_at < $1::timestamptz AND outcome IN ${OPEN_OUTCOMES}`,
     [cutoff],
   );
   const result: PurgeReport = {
@@ -71,72 +85,104 @@ export async function purgeExpiredClaims(
     vacuumMs: 0,
   };
 
+  const periods = await listExpiredPeriods(pool, cutoff);
   if (options.dryRun) {
-    const counts = await db.query<{
-      claims: number;
-      events: number;
-      conflicts: number;
-      providerExceptions: number;
-    }>(
+    for (const period of periods) {
+      const plan = await planPeriod(pool, period);
+      result.claims += plan.claimRows - plan.openClaims;
+      result.events += plan.eventRows - plan.keptEventIds.length;
+    }
+    const dropped = new Set(periods.map((period) => period.claims));
+    for (const { claims } of await rowPurgedPartitions(pool)) {
+      if (dropped.has(claims)) continue; // Counted with its period above.
+      const counts = await pool.query<{ claims: number; events: number }>(
+        `SELECT
+           (SELECT count(*) FROM ${claims} c WHERE c.claimed_at < $1::timestamptz
+              AND c.outcome NOT IN ${OPEN_OUTCOMES})::int AS claims,
+           (SELECT count(*) FROM events e JOIN ${claims} c USING (event_id) WHERE c.claimed_at < $1::timestamptz
+              AND c.outcome NOT IN ${OPEN_OUTCOMES})::int AS events`,
+        [cutoff],
+      );
+      result.claims += counts.rows[0]!.claims;
+      result.events += counts.rows[0]!.events;
+    }
+    const counts = await pool.query<{ conflicts: number; providerExceptions: number }>(
       `SELECT
-         (SELECT count(*) FROM claims c WHERE c.claimed_at < $1::timestamptz
-            AND c.outcome NOT IN ('unmatched', 'needs_review'))::int AS claims,
-         (SELECT count(*) FROM events e JOIN claims c USING (event_id) WHERE c.claimed_at < $1::timestamptz
-            AND c.outcome NOT IN ('unmatched', 'needs_review'))::int AS events,
          (SELECT count(*) FROM conflicts WHERE last_seen_at < $1::timestamptz)::int AS conflicts,
          (SELECT count(*) FROM provider_exceptions WHERE last_seen_at < $1::timestamptz)::int
            AS "providerExceptions"`,
       [cutoff],
     );
-    return { ...result, ...counts.rows[0]! };
+    const row = counts.rows[0]!;
+    return {
+      ...result,
+      conflicts: row.conflicts,
+      providerExceptions: row.providerExceptions,
+    };
+  }
+
+  for (const period of periods) {
+    options.signal?.throwIfAborted();
+    const dropped = await dropPeriod(pool, period, await planPeriod(pool, period), options.signal);
+    result.claims += dropped.claims;
+    result.events += dropped.events;
+    options.onBatch?.({ claims: result.claims, events: result.events });
   }
 
   // Each batch deletes by primary key (`= ANY` of an array: an index scan whatever the statistics
   // say). Joined to the CTE instead, the planner hashed both whole tables for every batch of 5,000:
   // quadratic in the backlog (RT, 200,000 claims: 18,300 rows/s; a nested loop after the statistics
-  // of an emptied table was far worse).
-  for (;;) {
-    options.signal?.throwIfAborted();
-    const batch = await db.query<{ claims: number; events: number }>(
-      `WITH doomed AS (
-         SELECT event_id FROM claims
-          WHERE claimed_at < $1::timestamptz AND outcome NOT IN ('unmatched', 'needs_review')
-          ORDER BY claimed_at
-          LIMIT $2::int
-          FOR UPDATE SKIP LOCKED
-       ), gone AS (
-         DELETE FROM claims WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed)) RETURNING event_id
-       ), gone_events AS (
-         DELETE FROM events WHERE event_id = ANY (ARRAY(SELECT event_id FROM gone)) RETURNING event_id
-       )
-       SELECT (SELECT count(*) FROM gone)::int AS claims, (SELECT count(*) FROM gone_events)::int AS events`,
-      [cutoff, BATCH],
-    );
-    const { claims, events } = batch.rows[0]!;
-    result.claims += claims;
-    result.events += events;
-    options.onBatch?.({ claims: result.claims, events: result.events });
-    if (claims < BATCH) break;
+  // of an emptied table was far worse). The events go wherever they are (a claim's event may sit in
+  // a week partition still live).
+  const rowPurged = await rowPurgedPartitions(pool);
+  let deletedRows = 0;
+  for (const { claims: table } of rowPurged) {
+    for (;;) {
+      options.signal?.throwIfAborted();
+      const batch = await pool.query<{ claims: number; events: number }>(
+        `WITH doomed AS (
+           SELECT event_id FROM ${table}
+            WHERE claimed_at < $1::timestamptz AND outcome NOT IN ${OPEN_OUTCOMES}
+            ORDER BY claimed_at
+            LIMIT $2::int
+            FOR UPDATE SKIP LOCKED
+         ), gone AS (
+           DELETE FROM ${table} WHERE event_id = ANY (ARRAY(SELECT event_id FROM doomed)) RETURNING event_id
+         ), gone_events AS (
+           DELETE FROM events WHERE event_id = ANY (ARRAY(SELECT event_id FROM gone)) RETURNING event_id
+         )
+         SELECT (SELECT count(*) FROM gone)::int AS claims, (SELECT count(*) FROM gone_events)::int AS events`,
+        [cutoff, BATCH],
+      );
+      const { claims, events } = batch.rows[0]!;
+      deletedRows += claims;
+      result.claims += claims;
+      result.events += events;
+      options.onBatch?.({ claims: result.claims, events: result.events });
+      if (claims < BATCH) break;
+    }
   }
-  const conflicts = await db.query(`DELETE FROM conflicts WHERE last_seen_at < $1::timestamptz`, [cutoff]);
+  const conflicts = await pool.query(`DELETE FROM conflicts WHERE last_seen_at < $1::timestamptz`, [cutoff]);
   result.conflicts = conflicts.rowCount ?? 0;
-  const providerExceptions = await db.query(
+  const providerExceptions = await pool.query(
     `DELETE FROM provider_exceptions WHERE last_seen_at < $1::timestamptz`,
     [cutoff],
   );
   result.providerExceptions = providerExceptions.rowCount ?? 0;
   // Kept as long as the claim it explains.
-  await db.query(`DELETE FROM start_outcome_unknown WHERE last_at < $1::timestamptz`, [cutoff]);
+  await pool.query(`DELETE FROM start_outcome_unknown WHERE last_at < $1::timestamptz`, [cutoff]);
   // Runs started around settle's door, refused: kept as long as a claim would be, so a flood of them
   // does not grow the table without end.
-  await db.query(`DELETE FROM unadmitted_runs WHERE last_at < $1::timestamptz`, [cutoff]);
-  if (result.claims > 0 || result.conflicts > 0) {
+  await pool.query(`DELETE FROM unadmitted_runs WHERE last_at < $1::timestamptz`, [cutoff]);
+  if (deletedRows > 0 || result.conflicts > 0) {
+    const tables = rowPurged.flatMap((pair) => [pair.claims, pair.events]).join(', ');
     const started = Date.now();
     // Marks the dead rows' heap and index pages free for reuse; returns nothing to the OS (no lock
     // against the reconcile path, unlike VACUUM FULL). Without the right to vacuum (not the tables'
-    // owner, no MAINTAIN), PostgreSQL warns and skips: migration 010's autovacuum settings remain.
-    await awaitOlderSnapshots(db, options.signal);
-    await db.query('VACUUM (ANALYZE) claims, events, conflicts');
+    // owner, no MAINTAIN), PostgreSQL warns and skips: the DEFAULT partitions' autovacuum settings
+    // (migration 017) remain. The week partitions are never deleted from: nothing to vacuum there.
+    await awaitOlderSnapshots(pool, options.signal);
+    await pool.query(`VACUUM (ANALYZE) ${tables}, conflicts`);
     // The index pages that VACUUM emptied are deleted, not yet free: a B-tree page is recyclable only
     // once no transaction can still hold a link to it, and only a later VACUUM puts it in the
     // free-space map. Left to the next day's purge, every fill extended the indexes by its own size
@@ -146,8 +192,8 @@ export async function purgeExpiredClaims(
     // deleted has ended (a reconcile transaction, an autovacuum's ANALYZE of a catalog): without the
     // wait, one such snapshot left a cycle's deleted pages to the next day's purge, and that day's
     // fill extended the indexes by its own size (test/purge-space.test.ts, seen in CI).
-    await awaitOlderSnapshots(db, options.signal);
-    await db.query('VACUUM claims, events');
+    await awaitOlderSnapshots(pool, options.signal);
+    await pool.query(`VACUUM ${tables}`);
     result.vacuumMs = Date.now() - started;
   }
   return result;

@@ -3,14 +3,33 @@ import type pg from 'pg';
 /**
  * The whole schema of a database's `public` schema as deterministic text, pg_dump-like but read from
  * the catalog (no client tools, no version banner): tables with their columns, storage options,
- * constraints and triggers, then indexes, sequences and functions, each sorted by name.
+ * partitioning, constraints and triggers, then indexes, sequences and functions, each sorted by name.
+ * The claim store's week partitions (`claims_w20261207`, migration 017) are named by the date the
+ * database was migrated or purged, so they are summed up, not listed: their parent's line says how
+ * many there are, and their indexes are left out.
  */
+/** The week partitions' names: claims_w20261207, events_w20261207. */
+const WEEK_PARTITION = '^(claims|events)_w[0-9]{8}$';
+
 export async function dumpSchema(db: pg.Pool | pg.Client): Promise<string> {
   const out: string[] = [];
-  const tables = await db.query<{ oid: number; name: string; options: string[] | null }>(
-    `SELECT c.oid, c.relname AS name, c.reloptions AS options FROM pg_class c
+  const tables = await db.query<{
+    oid: number;
+    name: string;
+    options: string[] | null;
+    partitioning: string | null;
+  }>(
+    `SELECT c.oid, c.relname AS name, c.reloptions AS options,
+            CASE WHEN c.relkind = 'p' THEN 'PARTITION BY ' || pg_get_partkeydef(c.oid) || ', '
+                   || (SELECT count(*) FROM pg_inherits i JOIN pg_class w ON w.oid = i.inhrelid
+                        WHERE i.inhparent = c.oid AND w.relname ~ $1) || ' week partitions'
+                 WHEN c.relispartition THEN 'PARTITION OF ' || (SELECT i.inhparent::regclass::text
+                   FROM pg_inherits i WHERE i.inhrelid = c.oid) || ' ' || pg_get_expr(c.relpartbound, c.oid)
+            END AS partitioning
+       FROM pg_class c
        JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') ORDER BY c.relname`,
+      WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname !~ $1 ORDER BY c.relname`,
+    [WEEK_PARTITION],
   );
   for (const table of tables.rows) {
     const columns = await db.query<{ line: string }>(
@@ -29,7 +48,12 @@ export async function dumpSchema(db: pg.Pool | pg.Client): Promise<string> {
     );
     out.push(`CREATE TABLE ${table.name} (`);
     out.push([...columns.rows, ...constraints.rows].map((row) => row.line).join(',\n'));
-    out.push(table.options ? `) WITH (${[...table.options].sort().join(', ')});` : ');');
+    const partitioning = table.partitioning ? ` -- ${table.partitioning}` : '';
+    out.push(
+      table.options
+        ? `) WITH (${[...table.options].sort().join(', ')});${partitioning}`
+        : `);${partitioning}`,
+    );
     const triggers = await db.query<{ line: string }>(
       `SELECT pg_get_triggerdef(oid) || ';' AS line FROM pg_trigger
         WHERE tgrelid = $1::oid AND NOT tgisinternal ORDER BY tgname`,
@@ -38,7 +62,9 @@ export async function dumpSchema(db: pg.Pool | pg.Client): Promise<string> {
     out.push(...triggers.rows.map((row) => row.line), '');
   }
   const indexes = await db.query<{ line: string }>(
-    `SELECT indexdef || ';' AS line FROM pg_indexes WHERE schemaname = 'public' ORDER BY tablename, indexname`,
+    `SELECT indexdef || ';' AS line FROM pg_indexes
+      WHERE schemaname = 'public' AND tablename !~ $1 ORDER BY tablename, indexname`,
+    [WEEK_PARTITION],
   );
   out.push(...indexes.rows.map((row) => row.line), '');
   const sequences = await db.query<{ line: string }>(

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
+import { claimStoreSize, ensurePartitions } from '../../src/db/partitions';
 import { purgeExpiredClaims, type PurgeReport } from '../../src/db/purge';
 import { round } from '../harness/processes';
 import type { ProofStack } from '../harness/stack';
-import { relationSizes } from './bytes';
 import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
 
 /** settle's default SETTLE_CLAIM_RETENTION. */
@@ -16,6 +16,9 @@ const CYCLES = 5;
  */
 export async function fillPastRetention(pool: pg.Pool, count: number): Promise<void> {
   const prefix = `ret-${randomBytes(3).toString('hex')}`;
+  // Their week's partition (migration 017), as the store had it 100 days ago: the purge drops it
+  // whole. Without it they would land in the DEFAULT partitions and be deleted row by row.
+  await ensurePartitions(pool, { from: new Date(Date.now() - 100 * 24 * 3_600_000), weeks: 0 });
   // The two tables share no key constraint, so they are filled on two connections at once.
   await Promise.all([
     pool.query(
@@ -39,10 +42,8 @@ export async function fillPastRetention(pool: pg.Pool, count: number): Promise<v
   ]);
 }
 
-const claimStoreBytes = async (stack: ProofStack) => {
-  const sizes = await relationSizes(stack.pool);
-  return (sizes['table:claims'] ?? 0) + (sizes['table:events'] ?? 0);
-};
+/** claims and events, every partition with its indexes and TOAST. */
+const claimStoreBytes = async (stack: ProofStack) => (await claimStoreSize(stack.pool)).bytes;
 
 const mb = (bytes: number) => round(bytes / 1024 ** 2, 1);
 
@@ -59,9 +60,13 @@ async function cycleFigures(pool: pg.Pool, cycle: number, purged: PurgeReport & 
     dead: string;
     autovacuums: string;
   }>(
-    `SELECT relname, (pg_total_relation_size(relid) - pg_indexes_size(relid))::text AS heap,
-            pg_indexes_size(relid)::text AS indexes, n_dead_tup::text AS dead, autovacuum_count::text AS autovacuums
-       FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname IN ('claims', 'events')`,
+    `SELECT t.parent AS relname, sum(pg_total_relation_size(s.relid) - pg_indexes_size(s.relid))::text AS heap,
+            sum(pg_indexes_size(s.relid))::text AS indexes, sum(s.n_dead_tup)::text AS dead,
+            sum(s.autovacuum_count)::text AS autovacuums
+       FROM (SELECT 'claims' AS parent, relid FROM pg_partition_tree('claims') WHERE isleaf
+             UNION ALL SELECT 'events', relid FROM pg_partition_tree('events') WHERE isleaf) t
+       JOIN pg_stat_user_tables s ON s.relid = t.relid
+      GROUP BY t.parent`,
   );
   const figures: Record<string, number> = {
     [`c${cycle}PurgeRowsPerSecond`]: round(

@@ -31,8 +31,13 @@ export function newSecret(): string {
   return `whsec_${randomBytes(24).toString('base64')}`;
 }
 
-/** A database of its own for one test file, migrated; dropped by `drop()`. */
-export async function createTestDatabase(): Promise<{ pool: pg.Pool; url: string; drop(): Promise<void> }> {
+/**
+ * A database of its own for one test file, migrated (`through`: only up to that migration file, as
+ * an older settle left it); dropped by `drop()`.
+ */
+export async function createTestDatabase(
+  options: { through?: string } = {},
+): Promise<{ pool: pg.Pool; url: string; drop(): Promise<void> }> {
   const name = `settle_test_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
@@ -41,7 +46,7 @@ export async function createTestDatabase(): Promise<{ pool: pg.Pool; url: string
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
   const pool = createPool(url.toString());
-  await migrate(pool);
+  await migrate(pool, options);
   return {
     pool,
     url: url.toString(),

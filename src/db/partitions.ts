@@ -1,0 +1,227 @@
+import type pg from 'pg';
+import type { Queryable } from './pool';
+import { withTransaction } from './transaction';
+
+/**
+ * The claim store's time partitions (migration 017): claims by claimed_at and events by received_at,
+ * one partition per UTC week (`claims_w20261207`, its Monday), the legacy partition a migrated
+ * database's old table became (everything before its bound), and a DEFAULT partition each.
+ */
+
+/** Weeks created ahead of the current one, by the migrator and by every purge run. */
+export const WEEKS_AHEAD = 4;
+
+/** The outcomes of an open exception: kept past the retention until someone resolves them. */
+export const OPEN_OUTCOMES = `('unmatched', 'needs_review')`;
+
+/**
+ * Creates the week partitions of claims and events from the week of `from` (now, by default) to
+ * WEEKS_AHEAD weeks after it, moving in any rows the DEFAULT partitions took for those weeks; returns
+ * how many it created. Safe to call at any time and from several processes (each creation is one
+ * statement's catalog change; an existing week is left alone).
+ */
+export async function ensurePartitions(
+  db: Queryable,
+  options: { from?: Date; weeks?: number } = {},
+): Promise<number> {
+  const { rows } = await db.query<{ created: number }>(
+    `SELECT settle_ensure_partitions(coalesce($1::timestamptz, now()), $2::int) AS created`,
+    [options.from ?? null, options.weeks ?? WEEKS_AHEAD],
+  );
+  return rows[0]!.created;
+}
+
+/** One period's partitions of claims and events (either may be absent), all of whose rows are older than `end`. */
+export type ExpiredPeriod = {
+  suffix: string;
+  end: Date;
+  claims?: string;
+  events?: string;
+  /** Detached by a purge that stopped before its DROP: its kept rows were moved in the same transaction. */
+  detached?: boolean;
+};
+
+const PARTITION_NAME = /^(claims|events)_(w\d{8}|legacy)$/;
+
+/** A catalog name checked against the partitions' naming, double-quoted for SQL. */
+function ident(name: string): string {
+  if (!PARTITION_NAME.test(name)) throw new Error(`not a claim-store partition: ${name}`);
+  return `"${name}"`;
+}
+
+/**
+ * The week and legacy partitions whose upper bound is at or before `cutoff` (so every row they can
+ * hold is past it), paired by period, oldest first. The DEFAULT partitions are never listed.
+ */
+export async function listExpiredPeriods(db: Queryable, cutoff: Date): Promise<ExpiredPeriod[]> {
+  const { rows } = await db.query<{ parent: 'claims' | 'events'; name: string; end: Date }>(
+    `SELECT p.relname AS parent, c.relname AS name,
+            substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \\(''([^'']+)''\\)')::timestamptz AS "end"
+       FROM pg_inherits i
+       JOIN pg_class c ON c.oid = i.inhrelid
+       JOIN pg_class p ON p.oid = i.inhparent
+      WHERE i.inhparent IN ('claims'::regclass, 'events'::regclass)
+        AND pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT'`,
+  );
+  const periods = new Map<string, ExpiredPeriod>();
+  const leftovers = await db.query<{ parent: 'claims' | 'events'; name: string }>(
+    `SELECT substring(relname FROM '^[a-z]+') AS parent, relname AS name FROM pg_class
+      WHERE relname ~ '^(claims|events)_(w[0-9]{8}|legacy)$' AND relkind = 'r' AND NOT relispartition
+        AND relnamespace = current_schema()::regnamespace`,
+  );
+  for (const row of leftovers.rows) {
+    const suffix = row.name.slice(row.parent.length + 1);
+    const period = periods.get(suffix) ?? { suffix, end: new Date(0), detached: true };
+    period[row.parent] = row.name;
+    periods.set(suffix, period);
+  }
+  for (const row of rows) {
+    if (!(row.end.getTime() <= cutoff.getTime()) || !PARTITION_NAME.test(row.name)) continue;
+    const suffix = row.name.slice(row.parent.length + 1);
+    const period = periods.get(suffix) ?? { suffix, end: row.end };
+    period[row.parent] = row.name;
+    periods.set(suffix, period);
+  }
+  return [...periods.values()].sort((a, b) => a.end.getTime() - b.end.getTime());
+}
+
+/** What dropping one period removes, and what it moves to the DEFAULT partitions instead. */
+export type PeriodPlan = {
+  /** Rows of the period's partitions. */
+  claimRows: number;
+  eventRows: number;
+  /** Open exceptions (unmatched, needs_review): moved, not dropped. */
+  openClaims: number;
+  /** Events with no claim, or an open one: moved, not dropped. */
+  keptEventIds: string[];
+};
+
+/**
+ * Counts a period's rows and finds the events it must keep: those no closed claim covers (an event
+ * never reconciled is an open `failed` exception; an open claim needs its event to be replayed). The
+ * week's own claims are anti-joined first (one hash join of two weeks' partitions), the few events
+ * left then probed across the live partitions by their keys.
+ */
+export async function planPeriod(db: Queryable, period: ExpiredPeriod): Promise<PeriodPlan> {
+  const plan: PeriodPlan = { claimRows: 0, eventRows: 0, openClaims: 0, keptEventIds: [] };
+  if (period.claims) {
+    const { rows } = await db.query<{ total: number; open: number }>(
+      `SELECT count(*)::int AS total, count(*) FILTER (WHERE outcome IN ${OPEN_OUTCOMES})::int AS open
+         FROM ${ident(period.claims)}`,
+    );
+    plan.openClaims = rows[0]!.open;
+    plan.claimRows = rows[0]!.total;
+  }
+  if (period.events) {
+    const sameWeek = period.claims
+      ? `AND NOT EXISTS (SELECT 1 FROM ${ident(period.claims)} c
+                          WHERE c.event_id = e.event_id AND c.outcome NOT IN ${OPEN_OUTCOMES})`
+      : '';
+    const { rows } = await db.query<{ event_id: string }>(
+      `WITH unclosed AS MATERIALIZED (
+         SELECT e.event_id FROM ${ident(period.events)} e WHERE true ${sameWeek}
+       )
+       SELECT u.event_id FROM unclosed u
+        WHERE NOT EXISTS (SELECT 1 FROM claims c
+                           WHERE c.event_id = u.event_id AND c.outcome NOT IN ${OPEN_OUTCOMES})`,
+    );
+    const total = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(period.events)}`);
+    plan.keptEventIds = rows.map((row) => row.event_id);
+    plan.eventRows = total.rows[0]!.n;
+  }
+  return plan;
+}
+
+/** How long the DETACH waits for the parents' lock before it gives way to the live path and retries. */
+const LOCK_TIMEOUT_MS = 2_000;
+const LOCK_ATTEMPTS = 30;
+
+/**
+ * Detaches a period's partitions, moves what must be kept into the DEFAULT partitions and drops the
+ * rest whole: no row is deleted from the week, nothing is vacuumed, no WAL per row.
+ *
+ * The DETACH is the plain one: PostgreSQL refuses DETACH … CONCURRENTLY while a DEFAULT partition
+ * exists. It takes the parents' ACCESS EXCLUSIVE lock for one short transaction (the catalog change
+ * and the move of the kept rows, found by index); `lock_timeout` bounds how long the reconcile and
+ * the gateway can queue behind it, and a detach that timed out is retried. Once detached, the week is
+ * no longer part of claims or events: the kept rows, inserted into the parents, land in the DEFAULT
+ * partitions (no week covers their timestamps any more). Returns the rows moved and dropped.
+ */
+export async function dropPeriod(
+  pool: pg.Pool,
+  period: ExpiredPeriod,
+  plan: PeriodPlan,
+  signal?: AbortSignal,
+): Promise<{ claims: number; events: number }> {
+  let moved = { claims: plan.openClaims, events: plan.keptEventIds.length };
+  for (let attempt = 1; !period.detached; attempt += 1) {
+    signal?.throwIfAborted();
+    try {
+      moved = await withTransaction(pool, async (tx) => {
+        await tx.query(`SET LOCAL lock_timeout = ${LOCK_TIMEOUT_MS}`);
+        if (period.claims) await tx.query(`ALTER TABLE claims DETACH PARTITION ${ident(period.claims)}`);
+        if (period.events) await tx.query(`ALTER TABLE events DETACH PARTITION ${ident(period.events)}`);
+        const claims = period.claims
+          ? await tx.query(
+              `INSERT INTO claims SELECT * FROM ${ident(period.claims)} WHERE outcome IN ${OPEN_OUTCOMES}`,
+            )
+          : undefined;
+        // The planned ones, and any whose claim a compensation made open since the plan.
+        const events = period.events
+          ? await tx.query(
+              `INSERT INTO events SELECT * FROM ${ident(period.events)} e
+                WHERE e.event_id = ANY ($1::text[])
+                   OR e.event_id IN (SELECT event_id FROM claims WHERE outcome IN ${OPEN_OUTCOMES})`,
+              [plan.keptEventIds],
+            )
+          : undefined;
+        return { claims: claims?.rowCount ?? 0, events: events?.rowCount ?? 0 };
+      });
+      break;
+    } catch (error) {
+      if ((error as { code?: string }).code !== '55P03' || attempt >= LOCK_ATTEMPTS) throw error;
+    }
+  }
+  let orphans = 0;
+  if (period.claims) {
+    // Events a DEFAULT partition holds for the closed claims dropped now (kept earlier while their
+    // claim was not yet written): they go with their claim, as the DELETE purge removed them.
+    const deleted = await pool.query(
+      `DELETE FROM events_default d USING ${ident(period.claims)} c
+        WHERE c.event_id = d.event_id AND c.outcome NOT IN ${OPEN_OUTCOMES}`,
+    );
+    orphans = deleted.rowCount ?? 0;
+  }
+  if (period.claims) await pool.query(`DROP TABLE ${ident(period.claims)}`);
+  if (period.events) await pool.query(`DROP TABLE ${ident(period.events)}`);
+  return { claims: plan.claimRows - moved.claims, events: plan.eventRows - moved.events + orphans };
+}
+
+/**
+ * The claim store's size on disk: claims and events with every partition (a partitioned parent has
+ * no storage of its own), in bytes, and the part of it that is indexes.
+ */
+export async function claimStoreSize(db: Queryable): Promise<{ bytes: number; indexBytes: number }> {
+  const { rows } = await db.query<{ bytes: string; index_bytes: string }>(
+    `SELECT coalesce(sum(pg_total_relation_size(relid)), 0)::text AS bytes,
+            coalesce(sum(pg_indexes_size(relid)), 0)::text AS index_bytes
+       FROM (SELECT relid FROM pg_partition_tree('claims') WHERE isleaf
+             UNION ALL SELECT relid FROM pg_partition_tree('events') WHERE isleaf) AS leaves`,
+  );
+  return { bytes: Number(rows[0]!.bytes), indexBytes: Number(rows[0]!.index_bytes) };
+}
+
+/**
+ * The partitions the purge deletes from row by row, to the exact cutoff: the DEFAULT ones, and a
+ * legacy one (a migrated database's old table) while its range still reaches past the cutoff, so the
+ * rows it holds from before the migration go at their age as they always did, not weeks later.
+ */
+export async function rowPurgedPartitions(db: Queryable): Promise<{ claims: string; events: string }[]> {
+  const { rows } = await db.query<{ legacy: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM pg_inherits WHERE inhrelid = to_regclass('claims_legacy')) AS legacy`,
+  );
+  return [
+    { claims: 'claims_default', events: 'events_default' },
+    ...(rows[0]!.legacy ? [{ claims: 'claims_legacy', events: 'events_legacy' }] : []),
+  ];
+}

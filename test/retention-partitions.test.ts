@@ -1,0 +1,179 @@
+/**
+ * Retention by partition (migration 017, src/db/partitions.ts): the purge drops the week partitions
+ * wholly past the cutoff, keeps what must outlive them (open exceptions, the events they need,
+ * events never claimed) in the DEFAULT partitions, and creates the weeks ahead; a row whose week has
+ * no partition still goes in (the DEFAULT partition) and moves to its week when the week is created.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { ensurePartitions, WEEKS_AHEAD } from '../src/db/partitions';
+import { purgeExpiredClaims } from '../src/db/purge';
+import { createTestDatabase, uniqueId } from '../tools/harness/harness';
+
+const DAY_MS = 24 * 3_600_000;
+const RETENTION_MS = 90 * DAY_MS;
+
+let db: Awaited<ReturnType<typeof createTestDatabase>>;
+before(async () => {
+  db = await createTestDatabase();
+});
+after(async () => {
+  await db.drop();
+});
+
+type Row = { id: string; days: number; claim: 'applied' | 'unmatched' | 'needs_review' | null };
+
+/** An event received `days` ago and, unless `claim` is null, claimed the same moment. */
+async function store(row: Row): Promise<void> {
+  await db.pool.query(
+    `INSERT INTO events (event_id, type, payload, payload_sha256, workflow_id, received_at)
+     VALUES ($1::text, 'payment.settled', '{}'::jsonb, 'h', 'payment:' || $1::text,
+             now() - ($2::float8 * interval '1 day'))`,
+    [row.id, row.days],
+  );
+  if (row.claim === null) return;
+  await db.pool.query(
+    `INSERT INTO claims (event_id, payload_sha256, outcome, shipment_id, claimed_at)
+     VALUES ($1::text, 'h', $3::text, 'SHP-1', now() - ($2::float8 * interval '1 day'))`,
+    [row.id, row.days, row.claim],
+  );
+}
+
+/** The partition holding the ID's row in `table`, or undefined when there is none. */
+async function partitionOf(table: 'claims' | 'events', id: string): Promise<string | undefined> {
+  const { rows } = await db.pool.query<{ partition: string }>(
+    `SELECT tableoid::regclass::text AS partition FROM ${table} WHERE event_id = $1::text`,
+    [id],
+  );
+  return rows[0]?.partition;
+}
+
+async function exists(name: string): Promise<boolean> {
+  const { rows } = await db.pool.query(`SELECT 1 FROM pg_class WHERE relname = $1::text`, [name]);
+  return rows.length === 1;
+}
+
+/** The Monday 00:00 UTC that starts the week of `time`. */
+function weekStart(time: Date): Date {
+  const day = new Date(Date.UTC(time.getUTCFullYear(), time.getUTCMonth(), time.getUTCDate()));
+  return new Date(day.getTime() - ((day.getUTCDay() + 6) % 7) * DAY_MS);
+}
+
+const weekName = (table: string, start: Date) =>
+  `${table}_w${start.toISOString().slice(0, 10).replaceAll('-', '')}`;
+
+describe('the purge by partition', () => {
+  test('drops every week wholly past the retention, keeps the rest, and moves open exceptions and unclaimed events aside', async () => {
+    // Twenty weeks of partitions, as a store in use for five months has them.
+    await ensurePartitions(db.pool, { from: new Date(Date.now() - 140 * DAY_MS), weeks: 20 });
+    const rows: Row[] = [130, 120, 100, 93, 91, 89, 60, 1].map((days) => ({
+      id: uniqueId(`d${days}`),
+      days,
+      claim: 'applied',
+    }));
+    const unmatched: Row = { id: uniqueId('unmatched'), days: 130, claim: 'unmatched' };
+    const review: Row = { id: uniqueId('review'), days: 120, claim: 'needs_review' };
+    const unclaimed: Row = { id: uniqueId('unclaimed'), days: 125, claim: null };
+    for (const row of [...rows, unmatched, review, unclaimed]) await store(row);
+
+    const now = Date.now();
+    const cutoff = now - RETENTION_MS;
+    // A week goes when its end is at or before the cutoff; the week straddling it stays whole.
+    const dropped = (row: Row) =>
+      weekStart(new Date(now - row.days * DAY_MS)).getTime() + 7 * DAY_MS <= cutoff;
+    const gone = rows.filter(dropped);
+    const staying = rows.filter((row) => !dropped(row));
+    assert.ok(gone.length >= 3 && staying.length >= 3, `${gone.length} rows in dropped weeks`);
+
+    const dry = await purgeExpiredClaims(db.pool, RETENTION_MS, { dryRun: true });
+    const purged = await purgeExpiredClaims(db.pool, RETENTION_MS);
+    assert.deepEqual(
+      { claims: purged.claims, events: purged.events, kept: purged.keptExceptions },
+      { claims: gone.length, events: gone.length, kept: 2 },
+    );
+    assert.deepEqual(
+      { claims: dry.claims, events: dry.events },
+      { claims: purged.claims, events: purged.events },
+    );
+
+    for (const row of gone) {
+      assert.equal(await partitionOf('claims', row.id), undefined, `claim ${row.days} days old`);
+      assert.equal(await partitionOf('events', row.id), undefined, `event ${row.days} days old`);
+      // Its week is gone whole: dropped, not emptied.
+      const start = weekStart(new Date(now - row.days * DAY_MS));
+      assert.equal(await exists(weekName('claims', start)), false);
+      assert.equal(await exists(weekName('events', start)), false);
+    }
+    for (const row of staying) {
+      const start = weekStart(new Date(now - row.days * DAY_MS));
+      assert.equal(
+        await partitionOf('claims', row.id),
+        weekName('claims', start),
+        `claim ${row.days} days old`,
+      );
+      assert.equal(
+        await partitionOf('events', row.id),
+        weekName('events', start),
+        `event ${row.days} days old`,
+      );
+    }
+    // Open exceptions and an event never claimed outlive their week, in the DEFAULT partitions.
+    for (const row of [unmatched, review]) {
+      assert.equal(await partitionOf('claims', row.id), 'claims_default');
+      assert.equal(await partitionOf('events', row.id), 'events_default');
+    }
+    assert.equal(await partitionOf('events', unclaimed.id), 'events_default');
+
+    // Resolved, the exception goes with the next purge, from the DEFAULT partition, row by row.
+    await db.pool.query(`UPDATE claims SET outcome = 'applied' WHERE event_id = $1::text`, [unmatched.id]);
+    const next = await purgeExpiredClaims(db.pool, RETENTION_MS);
+    assert.deepEqual(
+      { claims: next.claims, events: next.events, kept: next.keptExceptions },
+      { claims: 1, events: 1, kept: 1 },
+    );
+    assert.equal(await partitionOf('claims', unmatched.id), undefined);
+    assert.equal(await partitionOf('events', unmatched.id), undefined);
+    assert.equal(await partitionOf('claims', review.id), 'claims_default');
+  });
+
+  test('creates this week and the next ones, so an insert finds its week', async () => {
+    await purgeExpiredClaims(db.pool, RETENTION_MS);
+    const start = weekStart(new Date());
+    for (let week = 0; week <= WEEKS_AHEAD; week += 1) {
+      for (const table of ['claims', 'events']) {
+        assert.equal(await exists(weekName(table, new Date(start.getTime() + week * 7 * DAY_MS))), true);
+      }
+    }
+    const row: Row = { id: uniqueId('now'), days: 0, claim: 'applied' };
+    await store(row);
+    assert.equal(await partitionOf('claims', row.id), weekName('claims', start));
+  });
+
+  test('a row whose week has no partition goes to the DEFAULT partition, and into its week once created', async () => {
+    const later = new Date(Date.now() + 70 * DAY_MS); // Beyond the weeks created ahead.
+    const row: Row = { id: uniqueId('later'), days: -70, claim: 'applied' };
+    await store(row);
+    assert.equal(await partitionOf('claims', row.id), 'claims_default');
+    assert.equal(await partitionOf('events', row.id), 'events_default');
+    assert.equal(await ensurePartitions(db.pool, { from: later, weeks: 0 }), 2);
+    assert.equal(await partitionOf('claims', row.id), weekName('claims', weekStart(later)));
+    assert.equal(await partitionOf('events', row.id), weekName('events', weekStart(later)));
+  });
+
+  test('a purge stopped between its DETACH and its DROP is finished by the next one', async () => {
+    const start = weekStart(new Date(Date.now() - 150 * DAY_MS));
+    await ensurePartitions(db.pool, { from: start, weeks: 0 });
+    const row: Row = {
+      id: uniqueId('half'),
+      days: (Date.now() - start.getTime()) / DAY_MS - 1,
+      claim: 'applied',
+    };
+    await store(row);
+    await db.pool.query(`ALTER TABLE claims DETACH PARTITION ${weekName('claims', start)}`);
+    await db.pool.query(`ALTER TABLE events DETACH PARTITION ${weekName('events', start)}`);
+    const purged = await purgeExpiredClaims(db.pool, RETENTION_MS);
+    assert.deepEqual({ claims: purged.claims, events: purged.events }, { claims: 1, events: 1 });
+    assert.equal(await exists(weekName('claims', start)), false);
+    assert.equal(await exists(weekName('events', start)), false);
+  });
+});
