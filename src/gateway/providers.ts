@@ -10,6 +10,7 @@ import { createStripeAdapter } from '../providers/stripe';
 import {
   inMode,
   type AdaptedEvent,
+  type ProviderAdapter,
   type ProviderMode,
   type ProviderRequest,
   type Verification,
@@ -103,19 +104,25 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
     return taken;
   };
 
-  app.post('/webhooks/stripe', async (request, reply) => {
-    const verified = await stripe.verify(providerRequest(request));
-    if (!verified.ok) return refuseVerification(reply, 'Stripe', verified);
-    // Signed, then held to the edge rule before anything is admitted (the order of /webhooks/payments).
-    const unreadable = refuseUnreadableBody(request, reply);
-    if (unreadable) return unreadable;
-    const adapted = takenInMode('Stripe', stripe.adapt(verified.items[0]), verified.mode);
-    if (adapted.kind !== 'invalid') request.eventId = adapted.eventId;
-    const outcome = await admitProviderEvent(deps, 'stripe', adapted);
-    request.ingestOutcome = outcome.status;
-    return answerOne(reply, outcome, adapted);
-  });
-  refuseOtherMethods(app, '/webhooks/stripe', ['POST']);
+  /** A provider that posts one event per request (Stripe, PayPal): verify, hold to the edge rule, admit. */
+  const singleEventRoute = (provider: 'stripe' | 'paypal', label: string, adapter: ProviderAdapter) => {
+    const path = `/webhooks/${provider}`;
+    app.post(path, async (request, reply) => {
+      const verified = await adapter.verify(providerRequest(request));
+      if (!verified.ok) return refuseVerification(reply, label, verified);
+      // Signed, then held to the edge rule before anything is admitted (the order of /webhooks/payments).
+      const unreadable = refuseUnreadableBody(request, reply);
+      if (unreadable) return unreadable;
+      const adapted = takenInMode(label, adapter.adapt(verified.items[0]), verified.mode);
+      if (adapted.kind !== 'invalid') request.eventId = adapted.eventId;
+      const outcome = await admitProviderEvent(deps, provider, adapted);
+      request.ingestOutcome = outcome.status;
+      return answerOne(reply, outcome, adapted);
+    });
+    refuseOtherMethods(app, path, ['POST']);
+  };
+
+  singleEventRoute('stripe', 'Stripe', stripe);
 
   app.post('/webhooks/adyen', async (request, reply) => {
     const verified = await adyen.verify(providerRequest(request));
@@ -153,19 +160,7 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
     certOrigin: deps.paypalCertOrigin,
     trustedCas: deps.paypalTrustedCas,
   });
-  app.post('/webhooks/paypal', async (request, reply) => {
-    const verified = await paypal.verify(providerRequest(request));
-    if (!verified.ok) return refuseVerification(reply, 'PayPal', verified);
-    // Signed, then held to the edge rule before anything is admitted (the order of /webhooks/payments).
-    const unreadable = refuseUnreadableBody(request, reply);
-    if (unreadable) return unreadable;
-    const adapted = takenInMode('PayPal', paypal.adapt(verified.items[0]), verified.mode);
-    if (adapted.kind !== 'invalid') request.eventId = adapted.eventId;
-    const outcome = await admitProviderEvent(deps, 'paypal', adapted);
-    request.ingestOutcome = outcome.status;
-    return answerOne(reply, outcome, adapted);
-  });
-  refuseOtherMethods(app, '/webhooks/paypal', ['POST']);
+  singleEventRoute('paypal', 'PayPal', paypal);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { readBoundedText } from '../lib/bounded-text';
 import { retryAfterMs } from '../lib/retry-after';
 import { createPaypalAdapter, PAYPAL_ACTED_ON_TYPES } from './paypal';
 import {
@@ -67,7 +68,11 @@ export function createPaypalRecoverySource(options: PaypalRecoveryOptions): Reco
     const retryAfter = retryAfterMs(response.headers.get('retry-after') ?? undefined);
     let text: string;
     try {
-      text = await boundedText(response, MAX_RESPONSE_BYTES);
+      text = await readBoundedText(
+        response,
+        MAX_RESPONSE_BYTES,
+        (max) => new Error(`the answer is larger than ${max} bytes`),
+      );
     } catch (error) {
       throw new RecoveryFault('unavailable', `PayPal ${response.status}: ${causeOf(error)}`, retryAfter);
     }
@@ -245,22 +250,4 @@ function causeOf(error: unknown): string {
   const code = (error as { cause?: { code?: string } }).cause?.code;
   if (code) return code;
   return error instanceof Error ? error.message : String(error);
-}
-
-async function boundedText(response: Response, max: number): Promise<string> {
-  const reader = response.body?.getReader();
-  if (!reader) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      throw new Error(`the answer is larger than ${max} bytes`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

@@ -3,6 +3,7 @@ import { rootCertificates } from 'node:tls';
 import { crc32 } from 'node:zlib';
 import { isEventId } from '../domain/ids';
 import type { PaymentEventType } from '../domain/payment-event';
+import { readBoundedText } from '../lib/bounded-text';
 import {
   adaptedPaymentEvent,
   field,
@@ -118,7 +119,11 @@ export function createPaypalAdapter(options: PaypalAdapterOptions): ProviderAdap
         await response.body?.cancel();
         throw new CertificateRefused(`fetching PAYPAL-CERT-URL answered ${response.status}`);
       }
-      text = await boundedText(response, CERT_MAX_BYTES);
+      text = await readBoundedText(
+        response,
+        CERT_MAX_BYTES,
+        (max) => new CertificateRefused(`PAYPAL-CERT-URL's answer is larger than ${max} bytes`),
+      );
     } catch (error) {
       if (error instanceof CertificateRefused) throw error;
       throw new CertificateRefused(`PAYPAL-CERT-URL could not be fetched (${errorName(error)})`);
@@ -343,25 +348,6 @@ function firstCertificate(pem: string): X509Certificate {
   const [first] = certificates(pem);
   if (!first) throw new Error('SETTLE_PAYPAL_CERT_PATH holds no PEM certificate');
   return first;
-}
-
-/** The body as text, refused once it passes `max` bytes (the rest is never read). */
-async function boundedText(response: Response, max: number): Promise<string> {
-  const reader = response.body?.getReader();
-  if (!reader) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      throw new CertificateRefused(`PAYPAL-CERT-URL's answer is larger than ${max} bytes`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 function errorName(error: unknown): string {
