@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { signWebhook } from '../src/domain/webhook-signature';
-import { freePort } from '../src/lib/free-port';
+import { freePort } from '../tools/harness/free-port';
 import { shortHash } from '../src/lib/hash';
 import { paymentEvent, startTestStack, uniqueId, waitFor, type TestStack } from '../tools/harness/harness';
 import { startReceiver, type Receiver } from '../tools/harness/receiver';

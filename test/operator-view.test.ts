@@ -11,7 +11,7 @@ import {
   SettleOutcomeKey,
   ShipmentIdKey,
 } from '../src/domain/search-attributes';
-import { freePort } from '../src/lib/free-port';
+import { freePort } from '../tools/harness/free-port';
 import { renderMetrics } from '../src/metrics/settle-metrics';
 import { startTemporalDevServer } from '../src/stack/temporal-dev-server';
 import {
