@@ -129,7 +129,7 @@ function houseRules() {
 function layerRules() {
   const layers = [
     ['domain', 'lib', 'config'],
-    ['db', 'temporal', 'client', 'workflows', 'providers', 'metrics'],
+    ['db', 'temporal', 'client', 'workflows', 'providers', 'metrics', 'tracing'],
     ['app', 'activities'],
     ['gateway', 'worker-runtime', 'codec'],
     ['roles', 'worker'],

@@ -20,7 +20,7 @@ import type { RecoveryProvider } from '../workflows/contracts';
 import { clientOnWorkerConnection } from '../client';
 import { logger, redactIds, redactMeta } from '../lib/logger';
 import { DRAIN_GRACE_MS, onShutdown } from '../lib/shutdown';
-import { activeTracing } from '../lib/tracing';
+import { activeTracing } from '../tracing/tracing';
 import { startDrainingTemporalMetrics, temporalMetricsBuffer } from '../metrics/temporal-metrics';
 import {
   classifyTemporalError,

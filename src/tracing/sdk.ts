@@ -46,9 +46,9 @@ import type { WorkflowInfo } from '@temporalio/workflow';
 import type { InjectedSinks } from '@temporalio/worker';
 import { subjectOfWorkflowId } from '../domain/ids';
 import { ShipmentIdKey } from '../domain/search-attributes';
-import { shortHash } from './hash';
-import { redactIds } from './logger';
-import type { SpanFacts, Tracing, TracingSettings } from './tracing-contract';
+import { shortHash } from '../lib/hash';
+import { redactIds } from '../lib/logger';
+import type { SpanFacts, Tracing, TracingSettings } from './contract';
 
 /** The attributes settle's spans carry about the business (docs/operations.md, "Tracing"). */
 const SPAN_ATTRIBUTES = {
