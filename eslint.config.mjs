@@ -139,6 +139,8 @@ function layerRules() {
   const alsoForbidden = {
     // Pure rules, safe inside workflows: nothing with I/O, no configuration.
     domain: ['lib', 'config'],
+    // Helpers with no business: they know none of settle's rules (domain).
+    lib: ['domain'],
     // The edges do not reach into each other: only roles/ wires them (one function per role), and
     // the composition roots reach them through it.
     gateway: ['worker-runtime', 'codec'],

@@ -47,7 +47,7 @@ import type { InjectedSinks } from '@temporalio/worker';
 import { subjectOfWorkflowId } from '../domain/ids';
 import { ShipmentIdKey } from '../domain/search-attributes';
 import { shortHash } from '../lib/hash';
-import { redactIds } from '../lib/logger';
+import { redactIds } from '../temporal/redact-ids';
 import type { SpanFacts, Tracing, TracingSettings } from './contract';
 
 /** The attributes settle's spans carry about the business (docs/operations.md, "Tracing"). */
