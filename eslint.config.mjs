@@ -151,6 +151,13 @@ function layerRules() {
     stack: ['cli', 'gateway', 'worker-runtime', 'codec'],
     cli: ['gateway', 'worker-runtime', 'codec'],
   };
+  // Domain's rules run inside workflows and in every process: a package would bring I/O, an SDK or
+  // configuration with it. Only relative modules, and zod for the schemas.
+  const domainPackages = {
+    regex: '^(?!\\.\\.?/|zod$)',
+    message:
+      'domain/ imports only relative modules and zod: its rules run inside workflows, so nothing with I/O, no SDK (docs/architecture.md, "Layers").',
+  };
   // `../x` from a folder, `./x` from src/client.ts and src/worker.ts (a layer entry naming a file).
   const folderPattern = (folders) => `^(\\.\\.?/)+(${folders.join('|')})(/|$)`;
   return layers.flat().map((folder) => {
@@ -169,7 +176,14 @@ function layerRules() {
         'no-restricted-imports': [
           'error',
           // A folder's rule replaces houseRules()' for src/**, so it carries the house's pattern too.
-          { patterns: [...(folder === 'workflows' ? workflowPatterns : []), layerPattern, SRC_FORBIDDEN] },
+          {
+            patterns: [
+              ...(folder === 'workflows' ? workflowPatterns : []),
+              ...(folder === 'domain' ? [domainPackages] : []),
+              layerPattern,
+              SRC_FORBIDDEN,
+            ],
+          },
         ],
       },
     };

@@ -15,7 +15,7 @@ import type { PaymentEvent } from './domain/payment-event';
 import { temporalConnectionOptions, type TemporalConnectionConfig } from './temporal/connection';
 import { settleDataConverter, type PayloadKeysConfig } from './temporal/data-converter';
 import { bulkTaskQueue } from './temporal/task-queues';
-import { paymentStartSearchAttributes, paymentSummary, reminderSummary } from './domain/search-attributes';
+import { paymentStartSearchAttributes, paymentSummary, reminderSummary } from './workflows/search-attributes';
 import { payloadSha256 } from './lib/hash';
 import { carriesRunMark, RUN_MARK_MEMO, runMark, type RunMarkSpec } from './temporal/run-mark';
 import type { paymentWorkflow, reminderWorkflow } from './workflows';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { signWebhook } from '../src/domain/webhook-signature';
+import { signWebhook } from '../src/lib/webhook-signature';
 import { freePort } from '../tools/harness/free-port';
 import { shortHash } from '../src/lib/hash';
 import { paymentEvent, startTestStack, uniqueId, waitFor, type TestStack } from '../tools/harness/harness';

@@ -10,7 +10,7 @@ import {
   SettleDeliveryStateKey,
   SettleOutcomeKey,
   ShipmentIdKey,
-} from '../src/domain/search-attributes';
+} from '../src/workflows/search-attributes';
 import { freePort } from '../tools/harness/free-port';
 import { renderMetrics } from '../src/metrics/settle-metrics';
 import { startTemporalDevServer } from '../src/stack/temporal-dev-server';

@@ -45,7 +45,7 @@ import {
 import type { WorkflowInfo } from '@temporalio/workflow';
 import type { InjectedSinks } from '@temporalio/worker';
 import { subjectOfWorkflowId } from '../domain/ids';
-import { ShipmentIdKey } from '../domain/search-attributes';
+import { ShipmentIdKey } from '../workflows/search-attributes';
 import { shortHash } from '../lib/hash';
 import { redactIds } from '../temporal/redact-ids';
 import type { SpanFacts, Tracing, TracingSettings } from './contract';
@@ -316,7 +316,7 @@ function workflowAttributes(info: WorkflowInfo): Attributes {
   };
 }
 
-/** The run's ShipmentId search attribute, set at its start (domain/search-attributes.ts). */
+/** The run's ShipmentId search attribute, set at its start (workflows/search-attributes.ts). */
 function shipmentOf(info: WorkflowInfo): string | undefined {
   try {
     const typed = info.typedSearchAttributes?.get(ShipmentIdKey);
