@@ -129,7 +129,7 @@ function houseRules() {
 function layerRules() {
   const layers = [
     ['domain', 'lib', 'config'],
-    ['db', 'temporal', 'client', 'workflows', 'providers', 'metrics'],
+    ['db', 'temporal', 'client', 'workflows', 'providers', 'metrics', 'tracing'],
     ['app', 'activities'],
     ['gateway', 'worker-runtime', 'codec'],
     ['roles', 'worker'],
@@ -139,6 +139,8 @@ function layerRules() {
   const alsoForbidden = {
     // Pure rules, safe inside workflows: nothing with I/O, no configuration.
     domain: ['lib', 'config'],
+    // Helpers with no business: they know none of settle's rules (domain).
+    lib: ['domain'],
     // The edges do not reach into each other: only roles/ wires them (one function per role), and
     // the composition roots reach them through it.
     gateway: ['worker-runtime', 'codec'],
@@ -148,6 +150,13 @@ function layerRules() {
     worker: ['gateway', 'codec'],
     stack: ['cli', 'gateway', 'worker-runtime', 'codec'],
     cli: ['gateway', 'worker-runtime', 'codec'],
+  };
+  // Domain's rules run inside workflows and in every process: a package would bring I/O, an SDK or
+  // configuration with it. Only relative modules, and zod for the schemas.
+  const domainPackages = {
+    regex: '^(?!\\.\\.?/|zod$)',
+    message:
+      'domain/ imports only relative modules and zod: its rules run inside workflows, so nothing with I/O, no SDK (docs/architecture.md, "Layers").',
   };
   // `../x` from a folder, `./x` from src/client.ts and src/worker.ts (a layer entry naming a file).
   const folderPattern = (folders) => `^(\\.\\.?/)+(${folders.join('|')})(/|$)`;
@@ -167,7 +176,14 @@ function layerRules() {
         'no-restricted-imports': [
           'error',
           // A folder's rule replaces houseRules()' for src/**, so it carries the house's pattern too.
-          { patterns: [...(folder === 'workflows' ? workflowPatterns : []), layerPattern, SRC_FORBIDDEN] },
+          {
+            patterns: [
+              ...(folder === 'workflows' ? workflowPatterns : []),
+              ...(folder === 'domain' ? [domainPackages] : []),
+              layerPattern,
+              SRC_FORBIDDEN,
+            ],
+          },
         ],
       },
     };

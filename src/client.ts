@@ -9,13 +9,13 @@ import {
 import type { SearchAttributePair } from '@temporalio/common';
 import type { NativeConnection } from '@temporalio/worker';
 import type { Config } from './config';
-import { activeTracing } from './lib/tracing';
+import { activeTracing } from './tracing/tracing';
 import { paymentWorkflowId, reminderWorkflowId } from './domain/ids';
 import type { PaymentEvent } from './domain/payment-event';
 import { temporalConnectionOptions, type TemporalConnectionConfig } from './temporal/connection';
 import { settleDataConverter, type PayloadKeysConfig } from './temporal/data-converter';
 import { bulkTaskQueue } from './temporal/task-queues';
-import { paymentStartSearchAttributes, paymentSummary, reminderSummary } from './domain/search-attributes';
+import { paymentStartSearchAttributes, paymentSummary, reminderSummary } from './workflows/search-attributes';
 import { payloadSha256 } from './lib/hash';
 import { carriesRunMark, RUN_MARK_MEMO, runMark, type RunMarkSpec } from './temporal/run-mark';
 import type { paymentWorkflow, reminderWorkflow } from './workflows';
@@ -41,7 +41,7 @@ export async function connectClient(config: TemporalConnectionConfig & ClientCon
   });
 }
 
-/** With tracing on, each start is a StartWorkflow span whose context the run continues (lib/tracing.ts). */
+/** With tracing on, each start is a StartWorkflow span whose context the run continues (tracing/tracing.ts). */
 function tracedStarts() {
   return { workflow: activeTracing()?.workflowClientInterceptors ?? [] };
 }

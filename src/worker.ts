@@ -1,7 +1,7 @@
 import type { Config } from './config';
 import { createPool } from './db/pool';
 import { logger } from './lib/logger';
-import { startTracing, stopTracing } from './lib/tracing';
+import { startTracing, stopTracing } from './tracing/tracing';
 import { startMetricsServer } from './metrics/metrics-server';
 import type { WorkerOptions } from './worker-runtime/create-worker';
 import { refuseWithoutTargets } from './roles/refusal';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { signWebhook } from '../src/domain/webhook-signature';
+import { signWebhook } from '../src/lib/webhook-signature';
 import {
   newSecret,
   paymentEvent,

@@ -7,7 +7,7 @@ import { addShipments } from '../src/db/shipments';
 import type { SloFigures } from '../src/db/slo';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { buildGateway } from '../src/gateway/server';
-import { freePort } from '../src/lib/free-port';
+import { freePort } from '../tools/harness/free-port';
 import { logger } from '../src/lib/logger';
 import { startMetricsServer } from '../src/metrics/metrics-server';
 import { parsePrometheusText, sumOf, type Sample } from '../src/metrics/prometheus-text';

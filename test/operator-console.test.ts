@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import type { ExceptionRow } from '../src/db/exceptions';
 import { addShipments } from '../src/db/shipments';
 import { writeDeliveryStuckAfter } from '../src/db/settings';
-import { freePort } from '../src/lib/free-port';
+import { freePort } from '../tools/harness/free-port';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { parsePrometheusText, sumOf } from '../src/metrics/prometheus-text';
 import type { ReplayResult } from '../src/app/replay';

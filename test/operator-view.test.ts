@@ -10,8 +10,8 @@ import {
   SettleDeliveryStateKey,
   SettleOutcomeKey,
   ShipmentIdKey,
-} from '../src/domain/search-attributes';
-import { freePort } from '../src/lib/free-port';
+} from '../src/workflows/search-attributes';
+import { freePort } from '../tools/harness/free-port';
 import { renderMetrics } from '../src/metrics/settle-metrics';
 import { startTemporalDevServer } from '../src/stack/temporal-dev-server';
 import {

@@ -20,7 +20,7 @@ import { startCodecServer } from '../src/codec/server';
 import type { PayloadKey } from '../src/config/payload-keys';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { freePort } from '../src/lib/free-port';
+import { freePort } from '../tools/harness/free-port';
 import { logger } from '../src/lib/logger';
 import { connectClient } from '../src/client';
 import { settleDataConverter } from '../src/temporal/data-converter';

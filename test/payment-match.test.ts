@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { SettleOutcomeKey } from '../src/domain/search-attributes';
+import { SettleOutcomeKey } from '../src/workflows/search-attributes';
 import type { PaymentWorkflowResult } from '../src/workflows';
 import {
   countRows,

@@ -18,7 +18,7 @@ import { createPool } from '../src/db/pool';
 import { createPurgeActivities } from '../src/activities/purge-claims';
 import { claimStoreSize } from '../src/db/partitions';
 import { purgeExpiredClaims } from '../src/db/purge';
-import { freePort } from '../src/lib/free-port';
+import { freePort } from '../tools/harness/free-port';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/stack/embedded-postgres';
 import type { PurgeResult } from '../src/workflows/contracts';
 

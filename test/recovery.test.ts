@@ -13,7 +13,7 @@ import { DEFAULT_RECOVERY_LOOKBACK_MS, recoverMissedEvents, summaryOfFault } fro
 import { ensureRecoverySchedule, recoveryScheduleId } from '../src/app/recovery-schedule';
 import { advanceRecoveryCursor } from '../src/db/recovery-cursor';
 import { addShipments } from '../src/db/shipments';
-import { freePort } from '../src/lib/free-port';
+import { freePort } from '../tools/harness/free-port';
 import { recoverySweepFailuresTotal } from '../src/metrics/settle-metrics';
 import { RecoveryFault } from '../src/providers/recovery';
 import { STRIPE_ACTED_ON_TYPES } from '../src/providers/stripe';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { addShipments } from '../src/db/shipments';
-import { freePort } from '../src/lib/free-port';
+import { freePort } from '../tools/harness/free-port';
 import {
   newSecret,
   paymentEvent,

@@ -11,7 +11,7 @@ import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import type { PaymentWorkflowResult } from '../src/workflows';
 import { startDevDownstream } from '../src/stack/dev-downstream';
-import { signWebhook } from '../src/domain/webhook-signature';
+import { signWebhook } from '../src/lib/webhook-signature';
 import type { Config } from '../src/config';
 import {
   newSecret,

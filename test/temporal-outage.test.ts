@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { freePort } from '../src/lib/free-port';
+import { freePort } from '../tools/harness/free-port';
 import { startTemporalDevServer, type DevServer } from '../src/stack/temporal-dev-server';
 import type { PaymentWorkflowResult } from '../src/workflows';
 import {

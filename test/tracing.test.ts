@@ -16,7 +16,7 @@ import type { PayloadKey } from '../src/config/payload-keys';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { shortHash } from '../src/lib/hash';
-import { activeTracing, startTracing, stopTracing } from '../src/lib/tracing';
+import { activeTracing, startTracing, stopTracing } from '../src/tracing/tracing';
 import { paymentEvent, postWebhook, startTestStack, uniqueId, waitFor } from '../tools/harness/harness';
 import { startReceiver, type Receiver } from '../tools/harness/receiver';
 

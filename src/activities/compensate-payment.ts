@@ -33,7 +33,7 @@ import {
   targetCallPolicy,
   type DeliveryDependencies,
 } from './downstream';
-import { annotateSpan } from '../lib/tracing';
+import { annotateSpan } from '../tracing/tracing';
 
 /**
  * Undoes a delivered row by calling its target again with the target's `undo` (DELIVERY_TARGETS: its

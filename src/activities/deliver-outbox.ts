@@ -27,7 +27,7 @@ import {
   targetCallPolicy,
   type DeliveryDependencies,
 } from './downstream';
-import { annotateSpan } from '../lib/tracing';
+import { annotateSpan } from '../tracing/tracing';
 
 /**
  * Delivers one outbox row: one call per attempt, with the row's `Idempotency-Key`, identical on every

@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { Config } from '../config';
 import { ErrorCode } from '../domain/errors';
 import type { DeliveryTarget, SigningSecrets, TargetConfigKey } from '../domain/outbox';
-import { signWebhook } from '../domain/webhook-signature';
+import { signWebhook } from '../lib/webhook-signature';
 import { HttpRequestError, type HttpClient, type HttpFailureKind, type HttpResponse } from '../lib/http';
 import { retryAfterMs } from '../lib/retry-after';
 import { deliveriesTotal } from '../metrics/settle-metrics';

@@ -8,6 +8,7 @@ import type {
   ReminderDeliveryInput,
 } from '../workflows/contracts';
 import { createHttpClient, type HttpClient } from '../lib/http';
+import { traceDownstreamCall } from '../tracing/tracing';
 import { compensatePaymentEffects, reholdShipment } from './compensate-payment';
 import { deliverOutboxRow } from './deliver-outbox';
 import { deliverReminder, failReminder } from './deliver-reminder';
@@ -36,7 +37,7 @@ export type ActivityDependencies = {
 /** Builds the activities with their dependencies injected; workflows import this type only. */
 export function createActivities({
   pool,
-  http = createHttpClient(),
+  http = createHttpClient({ wrap: traceDownstreamCall }),
   config = {},
   tuning,
   accounts = OPEN_ACCOUNT_POLICY,

@@ -35,7 +35,7 @@ import {
   transactionFailuresTotal,
   unadmittedRunsTotal,
 } from '../metrics/settle-metrics';
-import { annotateSpan } from '../lib/tracing';
+import { annotateSpan } from '../tracing/tracing';
 
 /**
  * One transaction: claim the event ID and apply its business effect together. A repeat returns the

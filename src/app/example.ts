@@ -1,4 +1,4 @@
-import { signWebhook } from '../domain/webhook-signature';
+import { signWebhook } from '../lib/webhook-signature';
 import { inspectEvent, type EventInspection } from './inspect';
 import type { Services } from './services';
 

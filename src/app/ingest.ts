@@ -8,7 +8,7 @@ import { payloadSha256 } from '../lib/hash';
 import { startOutcomeUnknownTotal } from '../metrics/settle-metrics';
 import { admitThenStart, refusedByDatabase } from './admit';
 import { recordDisplacedRuns, runMarkKey } from './run-marks';
-import { annotateSpan } from '../lib/tracing';
+import { annotateSpan } from '../tracing/tracing';
 import type { Services } from './services';
 import { GrpcStatus } from '../temporal/grpc-status';
 

@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import { SETTLE_SEARCH_ATTRIBUTES } from '../domain/search-attributes';
+import { SETTLE_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { GrpcStatus } from '../temporal/grpc-status';
 
 /** gRPC's ALREADY_EXISTS: another process registered the attribute between our list and add. */

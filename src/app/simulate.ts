@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { PaymentEvent, PaymentEventType } from '../domain/payment-event';
-import { signWebhook } from '../domain/webhook-signature';
+import { signWebhook } from '../lib/webhook-signature';
 import { providerRequestFor, type ProviderSigning } from '../providers/simulated';
 
 export type SimulateOptions = {

@@ -1,7 +1,7 @@
 /**
  * The ID rules, each declared once, and the one place workflow IDs are derived (downstream
  * idempotency keys: src/domain/outbox.ts). Plain code: the workflow bundle, the zod schemas, the
- * CLI, the logger and the OpenAPI document all read these.
+ * CLI, the log redaction and the OpenAPI document all read these.
  */
 
 /** The alphabet of the keys that appear in workflow IDs, URLs and logs: event and delivery IDs. */

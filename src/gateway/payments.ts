@@ -3,7 +3,7 @@ import { admitPaymentEvent } from '../app/ingest';
 import { describeIssues, readPaymentEvent, type FieldIssue } from '../domain/payment-event';
 import { ErrorCode } from '../domain/errors';
 import { answerAdmission, reject } from './replies';
-import { createSignatureVerifier } from '../domain/webhook-signature';
+import { createSignatureVerifier } from '../lib/webhook-signature';
 import type { Services } from '../app/services';
 
 type Deps = Services & { webhookSecrets: string[] };

@@ -12,7 +12,7 @@ import { withBoundedWait } from '../db/pool';
 import { shortHash } from '../lib/hash';
 import { createLimitedServer, type ListenerLimits } from '../lib/listener-limits';
 import type { Logger } from '../lib/logger';
-import { activeTracing } from '../lib/tracing';
+import { activeTracing } from '../tracing/tracing';
 import { poolWaitTimeoutsTotal } from '../metrics/settle-metrics';
 import { operatorViews, registerOperatorRoutes, type OperatorViews } from './operations';
 import { registerPaymentRoutes } from './payments';
@@ -84,7 +84,7 @@ export function buildGateway(deps: GatewayDependencies): FastifyInstance {
     done(null, body),
   );
 
-  // With tracing on, a span per request (lib/tracing.ts). An incoming `traceparent` is continued only
+  // With tracing on, a span per request (tracing/tracing.ts). An incoming `traceparent` is continued only
   // from a caller that presents the bearer token on a route that asks for it; a webhook's (its
   // signature not yet verified) or any other unauthenticated caller's is a link on a new trace, so
   // no outsider chooses settle's trace ID or its sampling.

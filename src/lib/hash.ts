@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../domain/canonical-json';
+import { canonicalJson } from './canonical-json';
 
 export function sha256Hex(text: string): string {
   return createHash('sha256').update(text).digest('hex');

@@ -3,7 +3,6 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { isPublicAddress, parseAddress, TargetRefusedError } from './target-policy';
-import { activeTracing } from './tracing';
 
 export type HttpResponse = { status: number; headers: http.IncomingHttpHeaders; body: string };
 
@@ -33,6 +32,16 @@ export type PostOptions = {
 /** settle's one HTTP client: every downstream call (carrier, ERP, reminder endpoints) goes through it. */
 export type HttpClient = { post(url: string, options: PostOptions): Promise<HttpResponse> };
 
+/**
+ * Wraps each call (tracing, src/tracing/: a client span, `traceparent` added to the headers); `call`
+ * sends the request with the headers it is given. Without one, the request is sent as it is.
+ */
+export type CallWrapper = <T extends { status: number }>(
+  url: string,
+  headers: Record<string, string>,
+  call: (headers: Record<string, string>) => Promise<T>,
+) => Promise<T>;
+
 /** Only the start of a response body is kept, for the operator's `last_error`. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
@@ -50,17 +59,13 @@ const IDLE_CONNECTION_MS = 4_000;
  * was made. Private and public-only requests never share a pool, so a connection made without the
  * check can never serve a request that needs it.
  */
-export function createHttpClient(): HttpClient {
+export function createHttpClient({ wrap }: { wrap?: CallWrapper } = {}): HttpClient {
   const pools = { publicOnly: keptAlivePool(), any: keptAlivePool() };
   return {
     post: (target, options) => {
       const pool = pools[options.allowPrivateTargets ? 'any' : 'publicOnly'];
-      // With tracing on, the call is a client span and its request carries `traceparent`.
-      const tracing = activeTracing();
-      if (!tracing) return post(target, options, pool);
-      return tracing.downstreamCall(target, options.headers, (headers) =>
-        post(target, { ...options, headers }, pool),
-      );
+      if (!wrap) return post(target, options, pool);
+      return wrap(target, options.headers, (headers) => post(target, { ...options, headers }, pool));
     },
   };
 }

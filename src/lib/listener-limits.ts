@@ -7,7 +7,6 @@ import {
 } from 'node:http';
 import type { Socket } from 'node:net';
 import { CONFIG_DEFAULTS } from '../config';
-import { ErrorCode } from '../domain/errors';
 
 /**
  * What every settle listener holds a client to (docs/limits.md, "Slow and abusive clients"): the
@@ -48,6 +47,15 @@ export const DEFAULT_LISTENER_LIMITS: ListenerLimits = {
  * timeout has passed, the request is answered 408 and its connection closed (Node's own default is 30 s).
  */
 const TIMEOUT_CHECK_INTERVAL_MS = 1_000;
+
+/**
+ * The `error` codes of those answers: two of settle's error codes (domain/errors.ts ErrorCode), named
+ * here so that lib imports no domain; test/unit/http-contract.test.ts holds them to that list.
+ */
+export const PARSER_REFUSAL_CODES = {
+  headersTooLarge: 'headers_too_large',
+  badRequest: 'bad_request',
+} as const;
 
 /** Node's own limit on the request line and headers together (its default); past it, a 431. */
 export const MAX_HEADER_BYTES = 16 * 1024;
@@ -97,12 +105,12 @@ function answerClientError(error: Error & { code?: string }, socket: Socket, max
     error.code === 'HPE_HEADER_OVERFLOW'
       ? [
           431,
-          ErrorCode.HeadersTooLarge,
+          PARSER_REFUSAL_CODES.headersTooLarge,
           `the request line and headers are larger than ${maxHeaderBytes / 1024} KiB`,
         ]
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, ErrorCode.BadRequest, 'the request did not arrive in time']
-        : [400, ErrorCode.BadRequest, 'the request could not be parsed as HTTP'];
+        ? [408, PARSER_REFUSAL_CODES.badRequest, 'the request did not arrive in time']
+        : [400, PARSER_REFUSAL_CODES.badRequest, 'the request could not be parsed as HTTP'];
   const body = JSON.stringify({ status: 'rejected', error: code, message });
   // An answer already under way on this connection cannot be followed by another.
   const answering = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;

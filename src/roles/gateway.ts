@@ -5,7 +5,7 @@ import { createPool } from '../db/pool';
 import { missingWebhookSecrets, startGateway, type OperatorListener } from '../gateway/run';
 import { logger } from '../lib/logger';
 import { onShutdown } from '../lib/shutdown';
-import { startTracing, stopTracing } from '../lib/tracing';
+import { startTracing, stopTracing } from '../tracing/tracing';
 import { connectClient } from '../client';
 import { probeTls, requireNamespace, usesTls } from '../temporal/connection';
 import { RoleRefusal } from './refusal';

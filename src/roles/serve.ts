@@ -6,7 +6,7 @@ import { createPool } from '../db/pool';
 import { startGateway } from '../gateway/run';
 import { logger } from '../lib/logger';
 import { onShutdown } from '../lib/shutdown';
-import { startTracing, stopTracing } from '../lib/tracing';
+import { startTracing, stopTracing } from '../tracing/tracing';
 import { clientOnWorkerConnection } from '../client';
 import { createWorker } from '../worker-runtime/create-worker';
 import { closeGateway, OPERATOR_POOL_SIZE, refuseTlsRefused, refuseWithoutWebhookSecrets } from './gateway';

@@ -5,7 +5,7 @@ import {
   type OutboxTarget,
   type SigningSecrets,
 } from '../domain/outbox';
-import { createSignatureVerifier } from '../domain/webhook-signature';
+import { createSignatureVerifier } from '../lib/webhook-signature';
 import { shortHash } from '../lib/hash';
 import { createLimitedServer, type ListenerLimits } from '../lib/listener-limits';
 import { logger } from '../lib/logger';

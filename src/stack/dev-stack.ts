@@ -21,7 +21,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgre
 import { stateDir } from '../lib/paths';
 import { findTemporalCli } from './temporal-binaries';
 import { startTemporalDevServer, type DevServer } from './temporal-dev-server';
-import { startTracing, stopTracing } from '../lib/tracing';
+import { startTracing, stopTracing } from '../tracing/tracing';
 import { listeningOn } from '../config/port-in-use';
 
 /** The share of the shutdown deadline (lib/shutdown.ts) settle's own parts get to drain. */

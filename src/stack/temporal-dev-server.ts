@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Connection } from '@temporalio/client';
-import { SETTLE_SEARCH_ATTRIBUTES } from '../domain/search-attributes';
+import { SETTLE_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 
 export type DevServer = {
   address: string;

@@ -18,9 +18,10 @@ import type { RecoverySource } from '../providers/recovery';
 import { createStripeRecoverySource } from '../providers/stripe-recovery';
 import type { RecoveryProvider } from '../workflows/contracts';
 import { clientOnWorkerConnection } from '../client';
-import { logger, redactIds, redactMeta } from '../lib/logger';
+import { logger } from '../lib/logger';
+import { redactIds, redactMeta } from '../temporal/redact-ids';
 import { DRAIN_GRACE_MS, onShutdown } from '../lib/shutdown';
-import { activeTracing } from '../lib/tracing';
+import { activeTracing } from '../tracing/tracing';
 import { startDrainingTemporalMetrics, temporalMetricsBuffer } from '../metrics/temporal-metrics';
 import {
   classifyTemporalError,

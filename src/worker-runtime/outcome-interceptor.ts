@@ -8,7 +8,8 @@ import type {
 import { errorCodeOf } from '../domain/errors';
 import { subjectOfWorkflowId } from '../domain/ids';
 import { shortHash } from '../lib/hash';
-import { logger, redactIds } from '../lib/logger';
+import { logger } from '../lib/logger';
+import { redactIds } from '../temporal/redact-ids';
 import { activityOutcomesTotal } from '../metrics/settle-metrics';
 
 /**

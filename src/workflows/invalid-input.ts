@@ -1,6 +1,6 @@
 import { ApplicationFailure, log, patched, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { canonicalJson } from '../domain/canonical-json';
+import { canonicalJson } from '../lib/canonical-json';
 import { ErrorCode } from '../domain/errors';
 
 /**

@@ -5,7 +5,7 @@ import {
   SettleOutcomeKey,
   START_DELIVERY_STATE,
   type DeliveryState,
-} from '../domain/search-attributes';
+} from './search-attributes';
 import type { OutboxEntry, PaymentWorkflowResult } from './contracts';
 
 /** The patch that sends a workflow task's search-attribute changes as one upsert command. */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configVariables, settingsVariables } from '../../src/config/schema';
 import { DELIVERY_TARGETS, OUTBOX_TARGETS, targetUrl } from '../../src/domain/outbox';
-import { freePorts } from '../../src/lib/free-port';
+import { freePorts } from '../../tools/harness/free-port';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import type { TestStack } from '../../tools/harness/harness';
 

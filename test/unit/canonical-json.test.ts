@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { canonicalJson } from '../../src/domain/canonical-json';
+import { canonicalJson } from '../../src/lib/canonical-json';
 import { payloadSha256 } from '../../src/lib/hash';
 
 /** The same value with every object's keys in another order (arrays keep theirs: order matters there). */

@@ -22,7 +22,7 @@ import { commandConfig, roleConfig } from '../../src/cli/context';
 import { OUTBOX_TARGETS } from '../../src/domain/outbox';
 import { loadOrCreateDevSecrets } from '../../src/lib/dev-state';
 import { PROJECT_ROOT } from '../../src/lib/paths';
-import { TRACING_VARIABLES } from '../../src/lib/tracing';
+import { TRACING_VARIABLES } from '../../src/tracing/tracing';
 
 // The dev-secrets cases below place `.settle/` in a folder of their own.
 delete process.env.SETTLE_HOME;

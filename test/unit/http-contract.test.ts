@@ -12,7 +12,8 @@ import { eventIdSchema, paymentEventSchema, shipmentIdSchema } from '../../src/d
 import { isPaymentEvent, RFC3339_PATTERN } from '../../src/domain/payment-event-shape';
 import { deliveryIdSchema, reminderRequestSchema } from '../../src/domain/reminder';
 import { openApiDocument } from '../../src/gateway/openapi';
-import { redactIds } from '../../src/lib/logger';
+import { PARSER_REFUSAL_CODES } from '../../src/lib/listener-limits';
+import { redactIds } from '../../src/temporal/redact-ids';
 
 const keys: [unknown, boolean][] = [
   ['pay_7f3', true],
@@ -155,6 +156,9 @@ describe('the OpenAPI document, generated from the zod schemas', () => {
   test('the Rejected body lists every error code, and requests name storable text', () => {
     const error = (components.Rejected!.properties as Json).error as Json;
     assert.deepEqual(error.enum, Object.values(ErrorCode));
+    // What every listener answers for bytes Node's parser refuses is in that list too.
+    assert.equal(PARSER_REFUSAL_CODES.headersTooLarge, ErrorCode.HeadersTooLarge);
+    assert.equal(PARSER_REFUSAL_CODES.badRequest, ErrorCode.BadRequest);
     const data = (components.PaymentEvent!.properties as Json).data as Json;
     assert.equal(((data.properties as Json).shipment_id as Json).pattern, '^[^\\u0000]*$');
     assert.equal(components.Accepted!.additionalProperties, false);

@@ -22,7 +22,7 @@ import type {
 } from '../../src/workflows/contracts';
 import { ErrorCode } from '../../src/domain/errors';
 import { paymentWorkflowId } from '../../src/domain/ids';
-import { SETTLE_SEARCH_ATTRIBUTES } from '../../src/domain/search-attributes';
+import { SETTLE_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
 import type { PaymentEvent } from '../../src/domain/payment-event';
 import { findTemporalTestServer } from '../../src/stack/temporal-binaries';
 import { workflowBundlePath } from '../../src/worker-runtime/workflow-bundle';

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ConfigError } from '../../src/config/error';
-import { tracingSettings } from '../../src/lib/tracing';
+import { tracingSettings } from '../../src/tracing/tracing';
 
 const ENDPOINT = 'http://collector:4318';
 

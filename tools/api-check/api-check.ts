@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from '../../src/lib/free-port';
+import { freePort } from '../harness/free-port';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/stack/embedded-postgres';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { findTemporalCli } from '../../src/stack/temporal-binaries';

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
-import { freePort } from '../../src/lib/free-port';
+import { freePort } from '../harness/free-port';
 import { startEmbeddedPostgres } from '../../src/stack/embedded-postgres';
 import { benchBareClaimLoop, benchReconcileActivity } from './claim-loop';
 import { round, sleep } from '../harness/processes';

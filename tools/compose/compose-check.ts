@@ -37,7 +37,7 @@ import { makeEvent, newRunId, shipmentFor } from '../harness/load';
 import { addShipments } from '../../src/db/shipments';
 import { createPool } from '../../src/db/pool';
 import { paymentWorkflowId } from '../../src/domain/ids';
-import { freePorts } from '../../src/lib/free-port';
+import { freePorts } from '../harness/free-port';
 import { shortHash } from '../../src/lib/hash';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { parsePayloadKeys } from '../../src/config/payload-keys';

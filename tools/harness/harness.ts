@@ -12,7 +12,7 @@ import { migrate } from '../../src/db/migrate';
 import type { PaymentEvent } from '../../src/domain/payment-event';
 import { providerRouteOptions } from '../../src/gateway/providers';
 import { buildGateway } from '../../src/gateway/server';
-import { signWebhook } from '../../src/domain/webhook-signature';
+import { signWebhook } from '../../src/lib/webhook-signature';
 import { logger } from '../../src/lib/logger';
 import { createWorker } from '../../src/worker-runtime/create-worker';
 import type { ActivityDependencies } from '../../src/activities';

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { httpRequest } from './load';
 import type { Child } from './processes';
 import type { PaymentEvent } from '../../src/domain/payment-event';
-import { signWebhook } from '../../src/domain/webhook-signature';
+import { signWebhook } from '../../src/lib/webhook-signature';
 import { shortHash } from '../../src/lib/hash';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { buildInto } from './binaries';

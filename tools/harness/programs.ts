@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { childHandle, sleep, type Child } from './processes';
-import { freePort } from '../../src/lib/free-port';
+import { freePort } from './free-port';
 
 /**
  * Runs a program (a Temporal service, the UI server, a setup script) as a child process whose

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { parsePayloadKeys, type PayloadKey } from '../../src/config/payload-keys';
 import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
-import { freePort } from '../../src/lib/free-port';
+import { freePort } from './free-port';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/stack/embedded-postgres';
 import { findTemporalCli } from '../../src/stack/temporal-binaries';
 import { startTemporalDevServer, type DevServer } from '../../src/stack/temporal-dev-server';

@@ -40,7 +40,7 @@ import { addShipments } from '../../src/db/shipments';
 import { paymentWorkflowId, reminderWorkflowId } from '../../src/domain/ids';
 import type { PaymentEvent } from '../../src/domain/payment-event';
 import { buildGateway } from '../../src/gateway/server';
-import { freePort } from '../../src/lib/free-port';
+import { freePort } from '../harness/free-port';
 import { payloadSha256 } from '../../src/lib/hash';
 import { logger } from '../../src/lib/logger';
 import { startEmbeddedPostgres } from '../../src/stack/embedded-postgres';

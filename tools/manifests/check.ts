@@ -35,7 +35,7 @@ import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { configVariables, secretFileVariable, settingsVariables, TEMPORAL_VARIABLES } from '../../src/config';
-import { TRACING_VARIABLES } from '../../src/lib/tracing';
+import { TRACING_VARIABLES } from '../../src/tracing/tracing';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { SHUTDOWN_DEADLINE_MS } from '../../src/lib/shutdown';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';

@@ -3,7 +3,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import fc from 'fast-check';
 import { paymentWorkflowId } from '../../../src/domain/ids';
 import { EVENT_ID_PATTERN } from '../../../src/domain/payment-event';
-import { signWebhook } from '../../../src/domain/webhook-signature';
+import { signWebhook } from '../../../src/lib/webhook-signature';
 import { httpRequest } from '../../harness/load';
 import { checker, type Scenario } from './common';
 

@@ -2,7 +2,7 @@ import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { WorkerOptions } from '@temporalio/worker';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
-// What lib/tracing.ts (always loaded, no OpenTelemetry) and lib/tracing-sdk.ts (loaded only when
+// What tracing.ts (always loaded, no OpenTelemetry) and sdk.ts (loaded only when
 // tracing is on) share, so that neither imports the other's module back.
 
 /** The OTLP encodings settle exports with; gRPC is not among them (one HTTP exporter per encoding). */
@@ -22,7 +22,7 @@ export type GatewayTracing = {
   continuesTrace(request: FastifyRequest): boolean;
 };
 
-/** What the rest of settle calls when tracing is on (implemented by ./tracing-sdk.ts). */
+/** What the rest of settle calls when tracing is on (implemented by ./sdk.ts). */
 export type Tracing = {
   /** For every Temporal client: the StartWorkflow span, its context carried in the start's headers. */
   readonly workflowClientInterceptors: WorkflowClientInterceptor[];

@@ -1,7 +1,7 @@
 /**
  * OpenTelemetry tracing, off unless an OTLP endpoint is configured the standard way
  * (docs/operations.md, "Tracing"). This module loads no OpenTelemetry code: `startTracing` imports
- * ./tracing-sdk.ts only when tracing is on, so a process without it (and `settle --help`) pays nothing
+ * ./sdk.ts only when tracing is on, so a process without it (and `settle --help`) pays nothing
  * and no exporter exists. The rest of settle reaches tracing through `activeTracing()` (undefined when
  * off) and `annotateSpan`, a no-op when off.
  */
@@ -12,9 +12,9 @@ import {
   type Tracing,
   type TracingProtocol,
   type TracingSettings,
-} from './tracing-contract';
+} from './contract';
 
-export type { SpanFacts, Tracing, TracingSettings } from './tracing-contract';
+export type { SpanFacts, Tracing, TracingSettings } from './contract';
 
 /**
  * The OpenTelemetry variables settle documents (README, "Configuration"): the ones read here, and
@@ -83,7 +83,7 @@ export async function startTracing(role: string, env: NodeJS.ProcessEnv = proces
   if (active) return active;
   const settings = tracingSettings(env);
   if (!settings) return undefined;
-  const { createTracing } = await import('./tracing-sdk.js');
+  const { createTracing } = await import('./sdk.js');
   active = createTracing(settings, role);
   return active;
 }
@@ -98,4 +98,17 @@ export async function stopTracing(deadlineMs = 2_000): Promise<void> {
 /** Puts the event's short hash and the shipment ID on the active span (nothing when tracing is off). */
 export function annotateSpan(facts: SpanFacts): void {
   active?.annotate(facts);
+}
+
+/**
+ * Runs one downstream call in a client span whose context its request carries (`traceparent`), when
+ * tracing is on; otherwise just the call. The wrapper settle's HTTP client is made with (lib/http.ts).
+ */
+export function traceDownstreamCall<T extends { status: number }>(
+  url: string,
+  headers: Record<string, string>,
+  call: (headers: Record<string, string>) => Promise<T>,
+): Promise<T> {
+  const tracing = active;
+  return tracing ? tracing.downstreamCall(url, headers, call) : call(headers);
 }

@@ -45,10 +45,10 @@ import {
 import type { WorkflowInfo } from '@temporalio/workflow';
 import type { InjectedSinks } from '@temporalio/worker';
 import { subjectOfWorkflowId } from '../domain/ids';
-import { ShipmentIdKey } from '../domain/search-attributes';
-import { shortHash } from './hash';
-import { redactIds } from './logger';
-import type { SpanFacts, Tracing, TracingSettings } from './tracing-contract';
+import { ShipmentIdKey } from '../workflows/search-attributes';
+import { shortHash } from '../lib/hash';
+import { redactIds } from '../temporal/redact-ids';
+import type { SpanFacts, Tracing, TracingSettings } from './contract';
 
 /** The attributes settle's spans carry about the business (docs/operations.md, "Tracing"). */
 const SPAN_ATTRIBUTES = {
@@ -316,7 +316,7 @@ function workflowAttributes(info: WorkflowInfo): Attributes {
   };
 }
 
-/** The run's ShipmentId search attribute, set at its start (domain/search-attributes.ts). */
+/** The run's ShipmentId search attribute, set at its start (workflows/search-attributes.ts). */
 function shipmentOf(info: WorkflowInfo): string | undefined {
   try {
     const typed = info.typedSearchAttributes?.get(ShipmentIdKey);

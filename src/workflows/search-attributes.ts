@@ -1,5 +1,5 @@
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
-import type { PaymentEvent } from './payment-event';
+import type { PaymentEvent } from '../domain/payment-event';
 
 /**
  * The search attributes every payment run carries, all Keyword: what an operator filters the Temporal

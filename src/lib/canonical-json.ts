@@ -2,6 +2,7 @@
  * JSON with object keys sorted at every depth and no insignificant white space, so two deliveries
  * of the same event hash the same however the provider ordered or spaced its fields. It works from
  * an explicit stack rather than recursion, so no nesting, however deep, overflows the call stack.
+ * Imports nothing: the workflow bundle loads it (workflows/invalid-input.ts).
  */
 export function canonicalJson(value: unknown): string {
   const out: string[] = [];
