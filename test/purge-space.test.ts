@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import { CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type pg from 'pg';
-import { createPurgeActivities } from '../src/activities/purge-claims';
+import { createPurgeActivities } from '../src/activities/purge';
 import { purgeExpiredClaims } from '../src/db/purge';
 import type { PurgeResult } from '../src/workflows/contracts';
 import { createTestDatabase } from '../tools/harness/harness';
