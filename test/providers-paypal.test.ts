@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { recoverMissedEvents } from '../src/app/recover';
+import { recoverMissedEvents } from '../src/app/recovery';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { createPaypalAdapter } from '../src/providers/paypal';

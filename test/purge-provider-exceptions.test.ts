@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { createPurgeActivities } from '../src/activities/purge-claims';
+import { createPurgeActivities } from '../src/activities/purge';
 import { recordProviderException } from '../src/db/provider-exceptions';
 import { purgeExpiredClaims } from '../src/db/purge';
 import type { PurgeResult } from '../src/workflows/contracts';

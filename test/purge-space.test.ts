@@ -15,7 +15,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import type pg from 'pg';
 import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
-import { createPurgeActivities } from '../src/activities/purge-claims';
+import { createPurgeActivities } from '../src/activities/purge';
 import { claimStoreSize } from '../src/db/partitions';
 import { purgeExpiredClaims } from '../src/db/purge';
 import { freePort } from '../tools/harness/free-port';

@@ -9,7 +9,7 @@ import {
   type Client,
 } from '@temporalio/client';
 import { openExceptions } from '../src/app/exceptions';
-import { DEFAULT_RECOVERY_LOOKBACK_MS, recoverMissedEvents, summaryOfFault } from '../src/app/recover';
+import { DEFAULT_RECOVERY_LOOKBACK_MS, recoverMissedEvents, summaryOfFault } from '../src/app/recovery';
 import { ensureRecoverySchedule, recoveryScheduleId } from '../src/app/recovery-schedule';
 import { advanceRecoveryCursor } from '../src/db/recovery-cursor';
 import { addShipments } from '../src/db/shipments';

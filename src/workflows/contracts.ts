@@ -147,7 +147,7 @@ export type RecoverySweepResult = {
 };
 
 /**
- * The recovery sweep's activity as its workflow sees it (src/activities/sweep-provider-events.ts
+ * The recovery sweep's activity as its workflow sees it (src/activities/recovery.ts
  * implements it): declared here so that workflow code reaches no use-case module, even as a type.
  */
 export type RecoveryActivities = {

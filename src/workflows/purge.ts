@@ -1,5 +1,5 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type { PurgeActivities } from '../activities/purge-claims';
+import type { PurgeActivities } from '../activities/purge';
 import type { PurgeResult } from './contracts';
 
 /**

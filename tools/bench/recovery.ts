@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { recoverMissedEvents } from '../../src/app/recover';
+import { recoverMissedEvents } from '../../src/app/recovery';
 import { advanceRecoveryCursor } from '../../src/db/recovery-cursor';
 import { addShipments } from '../../src/db/shipments';
 import { createStripeRecoverySource } from '../../src/providers/stripe-recovery';

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../../config';
 import { purgeExpiredClaims } from '../../db/purge';
 import { formatDuration, parseDuration } from '../../domain/duration';
-import { checkRetention } from '../../app/purge-schedule';
+import { checkRetention } from '../../app/purge';
 import { CliError, commandConfig, output, withServices } from '../context';
 
 export async function purge(options: {

@@ -1,5 +1,5 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { recoverMissedEvents, summaryOfFault } from '../app/recover';
+import { recoverMissedEvents, summaryOfFault } from '../app/recovery';
 import type { Services } from '../app/services';
 import { logger } from '../lib/logger';
 import { recoverySweepFailuresTotal } from '../metrics/settle-metrics';
@@ -13,12 +13,12 @@ import type {
   RecoverySweepResult,
 } from '../workflows/contracts';
 
-/** Well inside the workflow's heartbeat timeout (src/workflows/recovery-sweep.ts), and above one request's. */
+/** Well inside the workflow's heartbeat timeout (src/workflows/recovery.ts), and above one request's. */
 const HEARTBEAT_EVERY_MS = 10_000;
 
 /**
  * ApplicationFailure types of a sweep that ended on a fault; the workflow's retry policy does not
- * retry the first two (src/workflows/recovery-sweep.ts).
+ * retry the first two (src/workflows/recovery.ts).
  */
 export const RecoveryFailureType = {
   /** The provider refused the API key (revoked, expired, lacking read access): an operator must act. */
@@ -31,7 +31,7 @@ export const RecoveryFailureType = {
 
 /**
  * The recovery sweep, run by the recovery Schedule: lists the provider's events from the durable
- * cursor and admits each through the webhook's door (src/app/recover.ts). The worker's own
+ * cursor and admits each through the webhook's door (src/app/recovery.ts). The worker's own
  * configuration holds the key, so nothing secret is in the Schedule or in history. Safe to retry:
  * each attempt resumes from the cursor, and what an earlier attempt admitted is a duplicate.
  */

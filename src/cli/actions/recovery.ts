@@ -1,5 +1,5 @@
 import { SingleBar } from 'cli-progress';
-import { recoverMissedEvents, summaryOfFault, type RecoverySummary } from '../../app/recover';
+import { recoverMissedEvents, summaryOfFault, type RecoverySummary } from '../../app/recovery';
 import { parseDuration } from '../../domain/duration';
 import { onShutdown, stopping } from '../../lib/shutdown';
 import { RecoveryFault } from '../../providers/recovery';

@@ -38,6 +38,6 @@ export function registerRecover(program: Command) {
         dryRun?: boolean;
         json?: boolean;
         maxRetries?: string;
-      }) => (await import('../actions/recover.js')).recover(options),
+      }) => (await import('../actions/recovery.js')).recover(options),
     );
 }
