@@ -10,9 +10,7 @@ export function registerInspect(program: Command) {
     )
     .argument('<event-id>', "the provider's event ID, e.g. pay_7f3")
     .option('--json', 'print the same JSON as GET /events/<id>')
-    .action(async (eventId: string, options: { json?: boolean }) =>
-      inspect(eventId, options),
-    );
+    .action(async (eventId: string, options: { json?: boolean }) => inspect(eventId, options));
 }
 
 // The implementation: what it needs beyond commander is imported when the command runs.
