@@ -18,11 +18,12 @@ import { ConfigError } from '../config/error';
 import { CliError } from './errors';
 import { RoleRefusal } from '../roles/refusal';
 
-// This module and commands/ only declare the commands, their options and help: `settle --help` loads
-// commander and nothing else. Each command's implementation is imported when that command runs: a
-// role (src/worker.ts, roles/<name>.ts) straight from its command, a command with logic of its own
-// (argument checks, output) from actions/<name>.ts. A new command is a register function in
-// commands/ and one line below.
+// Each command is one file, commands/<name>.ts: its declaration (options, help) and its
+// implementation. What the implementation needs beyond commander (src/app, src/db, src/roles, the
+// Temporal SDK, pg, the providers, config, ./context) it imports inside the action, so `settle --help`
+// and `settle <cmd> --help` load commander and nothing else (test/unit/cli-help-load.test.ts). A role
+// (src/worker.ts, roles/<name>.ts) is imported straight from its command. A new command is a register
+// function in commands/ and one line below.
 
 // Before anything else: SIGINT and SIGTERM stop every role and command within the deadline.
 installShutdown();

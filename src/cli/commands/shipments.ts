@@ -1,4 +1,9 @@
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import type { NewShipment } from '../../db/shipments';
+import { isShipmentId, SHIPMENT_ID_RULE } from '../../domain/ids';
+import { unstorableText } from '../../domain/untrusted-json';
+import { CliError } from '../errors';
 
 export function registerShipments(program: Command) {
   const shipments = program
@@ -16,7 +21,7 @@ export function registerShipments(program: Command) {
     .option('--currency <code>', 'the ISO 4217 currency it expects (EUR); required with --amount')
     .option('--json', 'print the result as JSON')
     .action(async (ids: string[], options: { json?: boolean; amount?: string; currency?: string }) =>
-      (await import('../actions/shipments.js')).add(ids, options),
+      add(ids, options),
     );
 
   shipments
@@ -27,7 +32,135 @@ export function registerShipments(program: Command) {
     )
     .argument('<file>', 'path to a .csv or .jsonl file')
     .option('--json', 'print the result as JSON')
-    .action(async (file: string, options: { json?: boolean }) =>
-      (await import('../actions/shipments.js')).importFile(file, options),
-    );
+    .action(async (file: string, options: { json?: boolean }) => importFile(file, options));
+}
+
+// The implementation: what it needs beyond commander is imported when the command runs.
+
+/** The rule an event's `data.shipment_id` follows, so that every event can name a loaded shipment. */
+function isLoadableShipmentId(value: unknown): value is string {
+  return isShipmentId(value) && unstorableText(value) === undefined;
+}
+
+/** ISO 4217 minor-unit digits of a currency (EUR 2, JPY 0, KWD 3), from the runtime's ICU data. */
+function minorDigits(currency: string): number | undefined {
+  try {
+    return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions()
+      .maximumFractionDigits;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What a shipment expects, from `--amount 42.00 --currency EUR` or a file's columns: the amount in
+ * minor units (4200), exactly, or the reason it cannot be read. Both or neither.
+ */
+function readExpectation(
+  amount: unknown,
+  currency: unknown,
+): { ok: true; expectation: Omit<NewShipment, 'shipmentId'> } | { ok: false; message: string } {
+  const given = (value: unknown) => value !== undefined && value !== null && value !== '';
+  if (!given(amount) && !given(currency)) return { ok: true, expectation: {} };
+  if (!given(amount) || !given(currency)) {
+    return { ok: false, message: 'amount and currency go together: give both or neither' };
+  }
+  if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency)) {
+    return { ok: false, message: 'currency must be an ISO 4217 code such as EUR' };
+  }
+  const digits = minorDigits(currency);
+  if (digits === undefined) return { ok: false, message: `currency ${currency} is not an ISO 4217 code` };
+  const text = typeof amount === 'number' ? String(amount) : amount;
+  const match = typeof text === 'string' ? /^(\d{1,15})(?:\.(\d+))?$/.exec(text) : null;
+  if (!match || (match[2] ?? '').length > digits) {
+    return {
+      ok: false,
+      message: `amount must be a number of ${currency} with at most ${digits} decimal(s), such as ${(42).toFixed(digits)}`,
+    };
+  }
+  const minor = Number(match[1]) * 10 ** digits + Number((match[2] ?? '').padEnd(digits, '0') || '0');
+  if (!Number.isSafeInteger(minor)) return { ok: false, message: 'amount is too large' };
+  return { ok: true, expectation: { expectedAmount: minor, expectedCurrency: currency } };
+}
+
+async function add(
+  ids: string[],
+  options: { json?: boolean; amount?: string; currency?: string },
+): Promise<void> {
+  const bad = ids.filter((id) => !isLoadableShipmentId(id));
+  if (bad.length) throw new CliError(`not a valid shipment ID: ${bad.join(', ')}`);
+  const read = readExpectation(options.amount, options.currency);
+  if (!read.ok) throw new CliError(read.message);
+  const [{ addShipments }, { output, withDatabase }] = await Promise.all([
+    import('../../db/shipments.js'),
+    import('../context.js'),
+  ]);
+  const result = await withDatabase((pool) =>
+    addShipments(
+      pool,
+      ids.map((shipmentId) => ({ shipmentId, ...read.expectation })),
+    ),
+  );
+  output(
+    options.json,
+    { ...result, existing: ids.length - result.added },
+    (r) => `added ${r.added}, already present ${r.existing}`,
+  );
+}
+
+async function importFile(file: string, options: { json?: boolean }): Promise<void> {
+  const [{ parse: parseCsv }, { addShipments }, { output, withDatabase }] = await Promise.all([
+    import('csv-parse/sync'),
+    import('../../db/shipments.js'),
+    import('../context.js'),
+  ]);
+  const ids = readShipmentIds(file, parseCsv);
+  const result = await withDatabase((pool) => addShipments(pool, ids));
+  output(
+    options.json,
+    { read: ids.length, added: result.added, existing: ids.length - result.added },
+    (r) => `read ${r.read}, added ${r.added}, already present ${r.existing}`,
+  );
+}
+
+/** Every ID in the file, or a CliError naming the first bad line; nothing is written on an error. */
+function readShipmentIds(file: string, parseCsv: typeof import('csv-parse/sync').parse): NewShipment[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    throw new CliError(`cannot read ${file}`);
+  }
+  const ids: NewShipment[] = [];
+  const take = (record: { shipment_id?: unknown; amount?: unknown; currency?: unknown }, line: number) => {
+    const value = record.shipment_id;
+    if (!isLoadableShipmentId(value)) {
+      throw new CliError(`${file}:${line}: shipment_id ${SHIPMENT_ID_RULE} (any text PostgreSQL can store)`);
+    }
+    const read = readExpectation(record.amount, record.currency);
+    if (!read.ok) throw new CliError(`${file}:${line}: ${read.message}`);
+    ids.push({ shipmentId: value, ...read.expectation });
+  };
+  if (/\.jsonl?$/i.test(file) || text.trimStart().startsWith('{')) {
+    text.split('\n').forEach((line, index) => {
+      if (!line.trim()) return;
+      let record: { shipment_id?: unknown };
+      try {
+        record = JSON.parse(line) as { shipment_id?: unknown };
+        if (typeof record !== 'object' || record === null) throw new Error('not an object');
+      } catch {
+        throw new CliError(`${file}:${index + 1}: not valid JSON`);
+      }
+      take(record, index + 1);
+    });
+  } else {
+    const records = parseCsv(text, { columns: true, skip_empty_lines: true, trim: true }) as Record<
+      string,
+      string
+    >[];
+    if (records.length && !('shipment_id' in records[0]!))
+      throw new CliError(`${file}: no shipment_id column`);
+    records.forEach((record, index) => take(record, index + 2));
+  }
+  return ids;
 }
