@@ -79,12 +79,17 @@ async function assertLoadsOnlyCommander(args: string[]): Promise<string> {
   return run.stdout;
 }
 
-test('`settle --help` and every `settle <command> --help` load only commander and src/cli', async () => {
-  const top = commandsIn(await assertLoadsOnlyCommander(['--help']));
-  // Every command settle has, so that a command added later is checked too.
-  assert.ok(top.length >= 14, `too few commands in settle --help: ${top.join(', ')}`);
-  const helps = await Promise.all(top.map((name) => assertLoadsOnlyCommander([name, '--help'])));
-  const nested = top.flatMap((name, i) => commandsIn(helps[i]!).map((sub) => [name, sub]));
-  assert.ok(nested.length > 0, 'no subcommand found (exceptions resolve, shipments add, …)');
-  await Promise.all(nested.map((path) => assertLoadsOnlyCommander([...path, '--help'])));
-});
+// A bound on a hang (about 30 CLI starts, at most 15 at once), not on the machine's speed.
+test(
+  '`settle --help` and every `settle <command> --help` load only commander and src/cli',
+  { timeout: 300_000 },
+  async () => {
+    const top = commandsIn(await assertLoadsOnlyCommander(['--help']));
+    // Every command settle has, so that a command added later is checked too.
+    assert.ok(top.length >= 14, `too few commands in settle --help: ${top.join(', ')}`);
+    const helps = await Promise.all(top.map((name) => assertLoadsOnlyCommander([name, '--help'])));
+    const nested = top.flatMap((name, i) => commandsIn(helps[i]!).map((sub) => [name, sub]));
+    assert.ok(nested.length > 0, 'no subcommand found (exceptions resolve, shipments add, …)');
+    await Promise.all(nested.map((path) => assertLoadsOnlyCommander([...path, '--help'])));
+  },
+);
