@@ -15,6 +15,14 @@ const workflowPatterns = [
     message: 'Import activities as types only; no I/O modules in workflows.',
   },
   {
+    // src/temporal/ is the client side: the connection, the codec, and what settle prepares in
+    // Temporal (Schedules, search attributes, Worker Deployments) through the client SDK.
+    group: ['../temporal/*', '../client'],
+    allowTypeImports: true,
+    message:
+      'Workflow code does not call Temporal through the client: src/temporal/ and src/client.ts stay out of the bundle.',
+  },
+  {
     // Each run evaluates the bundle's modules again, so zod and its schemas would cost CPU per event.
     group: ['zod', 'zod/*', '../domain/payment-event', '../domain/reminder'],
     allowTypeImports: true,
@@ -121,9 +129,12 @@ function houseRules() {
  * The layers of src/, bottom first (docs/architecture.md, "Layers"). A folder imports from its own
  * layer and the layers below, never from above: the edges (gateway, worker-runtime, codec)
  * translate, roles (and src/worker.ts, the worker role) wire them into the processes settle runs,
- * and the composition roots (stack, cli) call roles; the use cases (app) and side effects
- * (activities) sit on the SQL, Temporal (src/client.ts among them) and provider modules; domain, lib
- * and config are the floor. Cycles, within a layer too, are refused by tools/ci/check-cycles.ts
+ * and the composition roots (stack, cli) call roles; stack also holds the developer tools (settle
+ * simulate, settle example, the stack's state file), which call the use cases. The use cases (app)
+ * and side effects (activities) sit on the SQL, Temporal (src/client.ts, and src/temporal/ with the
+ * Schedules, search attributes and Worker Deployments settle prepares) and provider modules, so
+ * neither Temporal's set-up nor a use case can reach the developer tools; domain, lib and config are
+ * the floor. Cycles, within a layer too, are refused by tools/ci/check-cycles.ts
  * (`npm run lint` runs both).
  */
 function layerRules() {
@@ -141,6 +152,9 @@ function layerRules() {
     domain: ['lib', 'config'],
     // Helpers with no business: they know none of settle's rules (domain).
     lib: ['domain'],
+    // Temporal's side only: the connection and what settle prepares in Temporal, no SQL, no provider,
+    // no counters (the use cases and the roles put those together with it).
+    temporal: ['db', 'providers', 'metrics', 'tracing', 'client'],
     // The edges do not reach into each other: only roles/ wires them (one function per role), and
     // the composition roots reach them through it.
     gateway: ['worker-runtime', 'codec'],

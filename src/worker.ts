@@ -57,7 +57,7 @@ export async function runWorker(config: Config, options: WorkerRoleOptions = {})
     const [{ clientOnWorkerConnection }, { prepareRetention }, { createWorker, runUntilStopped }] =
       await Promise.all([
         import('./client.js'),
-        import('./app/purge.js'),
+        import('./temporal/purge-schedule.js'),
         import('./worker-runtime/create-worker.js'),
       ]);
     // createWorker checks the namespace first: a worker that cannot register ends here with the

@@ -11,7 +11,7 @@ import { freePort } from '../tools/harness/free-port';
 import { logger } from '../src/lib/logger';
 import { startMetricsServer } from '../src/metrics/metrics-server';
 import { parsePrometheusText, sumOf, type Sample } from '../src/metrics/prometheus-text';
-import type { SimulateSummary } from '../src/app/simulate';
+import type { SimulateSummary } from '../src/stack/simulate';
 import {
   newSecret,
   paymentEvent,

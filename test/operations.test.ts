@@ -5,7 +5,7 @@ import { replayEvent } from '../src/app/replay';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import type { EventInspection } from '../src/app/inspect';
-import { purgeScheduleId } from '../src/app/purge';
+import { purgeScheduleId } from '../src/temporal/purge-schedule';
 import {
   paymentEvent,
   postWebhook,

@@ -10,7 +10,7 @@ import {
 } from '@temporalio/client';
 import { openExceptions } from '../src/app/exceptions';
 import { DEFAULT_RECOVERY_LOOKBACK_MS, recoverMissedEvents, summaryOfFault } from '../src/app/recovery';
-import { ensureRecoverySchedule, recoveryScheduleId } from '../src/app/recovery-schedule';
+import { ensureRecoverySchedule, recoveryScheduleId } from '../src/temporal/recovery-schedule';
 import { advanceRecoveryCursor } from '../src/db/recovery-cursor';
 import { addShipments } from '../src/db/shipments';
 import { freePort } from '../tools/harness/free-port';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { setCurrentVersion } from '../src/app/deployments';
+import { setCurrentVersion } from '../src/temporal/deployments';
 import { inspectEvent } from '../src/app/inspect';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';

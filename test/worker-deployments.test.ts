@@ -7,7 +7,7 @@ import {
   setCurrentVersion,
   setRampingVersion,
   waitDrained,
-} from '../src/app/deployments';
+} from '../src/temporal/deployments';
 import { inspectEvent } from '../src/app/inspect';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';

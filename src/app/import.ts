@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { admitPaymentEvent, type IngestOutcome } from './ingest';
-import { admitProviderEvent } from './provider-ingest';
+import { admitPaymentEvent, type IngestOutcome } from './admit-payment-event';
+import { admitProviderEvent } from './admit-provider-event';
 import { describeIssues, readPaymentEvent } from '../domain/payment-event';
 import { parseUntrustedJson } from '../domain/untrusted-json';
 import { ErrorCode } from '../domain/errors';

@@ -11,7 +11,7 @@ import {
   type RecoverySource,
 } from '../providers/recovery';
 import { inMode, type AdaptedEvent, type ProviderMode } from '../providers/types';
-import { admitProviderEvent } from './provider-ingest';
+import { admitProviderEvent } from './admit-provider-event';
 import type { Services } from './services';
 
 /** Where a first sweep (no cursor yet) begins: Stripe retries a failed delivery for three days. */

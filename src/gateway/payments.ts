@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { admitPaymentEvent } from '../app/ingest';
+import { admitPaymentEvent } from '../app/admit-payment-event';
 import { describeIssues, readPaymentEvent, type FieldIssue } from '../domain/payment-event';
 import { ErrorCode } from '../domain/errors';
 import { answerAdmission, reject } from './replies';

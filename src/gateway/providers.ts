@@ -1,6 +1,6 @@
 import type { Unmatched } from '../domain/api-contract';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { admitProviderBatch, admitProviderEvent, type ProviderOutcome } from '../app/provider-ingest';
+import { admitProviderBatch, admitProviderEvent, type ProviderOutcome } from '../app/admit-provider-event';
 import { describeIssues } from '../domain/payment-event';
 import { parseUntrustedJson } from '../domain/untrusted-json';
 import { ErrorCode } from '../domain/errors';
@@ -86,7 +86,7 @@ function readPaypalCertificate(path: string): string {
 
 /**
  * `POST /webhooks/stripe`, `POST /webhooks/adyen` and `POST /webhooks/paypal`: the provider's adapter verifies and translates,
- * then every payment event takes the path of `/webhooks/payments` (src/app/ingest.ts). Under
+ * then every payment event takes the path of `/webhooks/payments` (src/app/admit-payment-event.ts). Under
  * SETTLE_PROVIDER_MODE, a verified event of the other mode is acknowledged as ignored and writes
  * nothing.
  */
@@ -141,7 +141,7 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
         issues: [{ path, message: item.message }],
       });
     }
-    // `[accepted]` only once every item is durably admitted (src/app/provider-ingest.ts).
+    // `[accepted]` only once every item is durably admitted (src/app/admit-provider-event.ts).
     const admitted = await admitProviderBatch(deps, 'adyen', batch);
     if (admitted.status === 'unavailable') {
       request.ingestOutcome = 'unavailable';

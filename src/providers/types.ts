@@ -43,7 +43,7 @@ export type Verification =
 /**
  * One payment provider: verify a request with the provider's own library, and turn each of its
  * events into settle's canonical payment event (or `ignored`/`unmatched`). Everything after the
- * adapter is the admission path every event takes (src/app/ingest.ts).
+ * adapter is the admission path every event takes (src/app/admit-payment-event.ts).
  */
 export interface ProviderAdapter {
   readonly name: ProviderName;

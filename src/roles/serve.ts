@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { prepareRetention } from '../app/purge';
+import { prepareRetention } from '../temporal/purge-schedule';
 import type { Config } from '../config';
 import { createPool } from '../db/pool';
 import { startGateway } from '../gateway/run';

@@ -16,7 +16,7 @@ import { LISTENER_SETTINGS } from '../lib/listener-limits';
 import { logger } from '../lib/logger';
 import { onShutdown, SHUTDOWN_DEADLINE_MS, stopping, within } from '../lib/shutdown';
 import { startDevDownstream, type DevDownstream } from './dev-downstream';
-import { clearRunningStack, loadOrCreateDevSecrets, writeRunningStack } from '../lib/dev-state';
+import { clearRunningStack, loadOrCreateDevSecrets, writeRunningStack } from './dev-state';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres';
 import { stateDir } from '../lib/paths';
 import { findTemporalCli } from './temporal-binaries';

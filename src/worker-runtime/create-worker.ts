@@ -207,7 +207,7 @@ export class SettleWorker {
   }
 }
 
-/** The providers this worker can sweep: those with an API key (src/app/recovery-schedule.ts). */
+/** The providers this worker can sweep: those with an API key (src/temporal/recovery-schedule.ts). */
 function recoverySources(config: WorkerOptions['config']) {
   const sources: Partial<Record<RecoveryProvider, RecoverySource>> = {};
   const apiKey = config.stripeApiKey;

@@ -4,7 +4,7 @@ import {
   describeDeployment,
   describeDeploymentVersion,
   type DeploymentView,
-} from '../../src/app/deployments';
+} from '../../src/temporal/deployments';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';
 import { createWorker } from '../../src/worker-runtime/create-worker';
 import type { TestStack } from '../../tools/harness/harness';

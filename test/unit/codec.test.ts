@@ -24,7 +24,11 @@ import {
 import { loadDataConverter } from '@temporalio/common/lib/internal-non-workflow/data-converter-helpers';
 import { ConfigError, loadConfig, loadConfigPart } from '../../src/config';
 import type { PayloadKey } from '../../src/config/payload-keys';
-import { loadOrCreateDevSecrets, resolveStackEnvironment, writeRunningStack } from '../../src/lib/dev-state';
+import {
+  loadOrCreateDevSecrets,
+  resolveStackEnvironment,
+  writeRunningStack,
+} from '../../src/stack/dev-state';
 import { settleDataConverter } from '../../src/temporal/data-converter';
 import { EncryptionCodec, KEY_ID_METADATA, StaticKeySource } from '../../src/temporal/payload-codec';
 

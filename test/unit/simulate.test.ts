@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { planTraffic } from '../../src/app/simulate';
+import { planTraffic } from '../../src/stack/simulate';
 
 const IN_ORDER = ['payment.authorized', 'payment.captured', 'payment.settled'];
 const SWAPPED = ['payment.authorized', 'payment.settled', 'payment.captured'];

@@ -7,6 +7,10 @@
  * 2. No upward arrow between top-level folders (docs/architecture.md, "The house"):
  *    src ← tools/harness ← tools/<tool>, test. src/ imports only src/; tools/harness/ only src/ and
  *    itself; tools/<tool>/ src/, the harness and its own folder; test/ anything below it; bin/ src/.
+ * 3. No two rooms of src/ (`src/app/`, `src/temporal/`, …, `src/client.ts`) importing each other's
+ *    values: eslint lets rooms of one layer import each other, this keeps the arrow between them one
+ *    way. Type-only imports are left out here (workflows name their activities' types, and the
+ *    activities the workflows' contracts): they cost nothing at run time.
  *
  * eslint.config.mjs says the same with patterns on the specifiers; this resolves each one to a file.
  * Prints every cycle and upward arrow found and exits 1, or exits 0 in silence.
@@ -17,6 +21,8 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 const ROOT = resolve(__dirname, '..', '..');
 const TOP_LEVEL = ['src', 'tools', 'test', 'bin'];
 const EXTENSIONS = ['.ts', '.mjs', '.js'];
+/** `import type … from`, `export type … from`: gone at run time. */
+const TYPE_ONLY = /^\s*(?:import|export)\s+type\b[^;]*?\bfrom\s*['"](\.{1,2}\/[^'"]*)['"]/gms;
 /** Static `import … from`, `export … from`, `import '…'`; dynamic `import('…')`, `require('…')`. */
 const SPECIFIERS = [
   /^\s*(?:import|export)\b[^;]*?\bfrom\s*['"](\.{1,2}\/[^'"]*)['"]/gms,
@@ -47,6 +53,12 @@ function area(file: string): string {
   return top === 'tools' ? `tools/${second}` : top!;
 }
 
+/** A src/ file's room: `src/<folder>`, or `src/<file>.ts` for a file at the top of src/. */
+function room(file: string): string | undefined {
+  const [top, second] = relative(ROOT, file).split(sep);
+  return top === 'src' ? `src/${second}` : undefined;
+}
+
 /** Whether an import from area `from` to area `to` points down (or stays in its folder). */
 function allowed(from: string, to: string): boolean {
   if (from === to || to === 'src') return true;
@@ -60,12 +72,19 @@ const files = TOP_LEVEL.map((top) => join(ROOT, top))
   .flatMap(sourceFiles);
 const known = new Set(files);
 const edges = new Map<string, string[]>();
+/** The same imports without the type-only ones: what a module loads when it runs. */
+const valueEdges = new Map<string, string[]>();
+const targetsIn = (file: string, text: string) => [
+  ...new Set(
+    SPECIFIERS.flatMap((pattern) => [...text.matchAll(pattern)])
+      .map((match) => resolveModule(file, match[1]!, known))
+      .filter((target): target is string => target !== undefined),
+  ),
+];
 for (const file of files) {
   const text = readFileSync(file, 'utf8');
-  const targets = SPECIFIERS.flatMap((pattern) => [...text.matchAll(pattern)])
-    .map((match) => resolveModule(file, match[1]!, known))
-    .filter((target): target is string => target !== undefined);
-  edges.set(file, [...new Set(targets)]);
+  edges.set(file, targetsIn(file, text));
+  valueEdges.set(file, targetsIn(file, text.replace(TYPE_ONLY, '')));
 }
 
 /** Tarjan's strongly connected components: every component of more than one node is a cycle. */
@@ -118,16 +137,28 @@ for (const [file, targets] of edges) {
   folderEdges.set(from, [...new Set([...(folderEdges.get(from) ?? []), ...to])]);
 }
 const folderCycles = cyclesOf(folderEdges);
+// Between the rooms of src/, values only.
+const roomEdges = new Map<string, string[]>();
+for (const [file, targets] of valueEdges) {
+  const from = room(file);
+  if (from === undefined) continue;
+  const to = targets.map(room).filter((target): target is string => target !== undefined && target !== from);
+  roomEdges.set(from, [...new Set([...(roomEdges.get(from) ?? []), ...to])]);
+}
+const roomCycles = cyclesOf(roomEdges);
 
 for (const cycle of moduleCycles) console.error(`import cycle between ${cycle.map(name).sort().join(', ')}`);
 for (const cycle of folderCycles) console.error(`folders importing each other: ${cycle.sort().join(', ')}`);
+for (const cycle of roomCycles)
+  console.error(`rooms of src/ importing each other: ${cycle.sort().join(', ')}`);
 for (const { file, target } of upward) {
   console.error(`upward arrow ${area(file)} → ${area(target)}: ${name(file)} imports ${name(target)}`);
 }
-if (moduleCycles.length || folderCycles.length || upward.length) {
+if (moduleCycles.length || folderCycles.length || roomCycles.length || upward.length) {
   console.error(
     `${moduleCycles.length} import cycle(s), ${folderCycles.length} circle(s) between folders, ` +
-      `${upward.length} upward arrow(s): break each (docs/architecture.md, "The house").`,
+      `${roomCycles.length} circle(s) between rooms of src/, ${upward.length} upward arrow(s): ` +
+      'break each (docs/architecture.md, "The house").',
   );
   process.exit(1);
 }

@@ -20,7 +20,7 @@ import {
   setCurrentVersion,
   setRampingVersion,
   waitDrained,
-} from '../../src/app/deployments';
+} from '../../src/temporal/deployments';
 import { loadConfig } from '../../src/config';
 import { addShipments } from '../../src/db/shipments';
 import { paymentWorkflowId } from '../../src/domain/ids';

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
-import type { DeploymentVersionDetail, DeploymentView } from '../../app/deployments';
+import type { DeploymentVersionDetail, DeploymentView } from '../../temporal/deployments';
 import { parseDuration } from '../../domain/duration';
 import { stopping } from '../../lib/shutdown';
 import { CliError } from '../errors';
@@ -78,7 +78,7 @@ async function withDeployment<T>(
   fn: (client: Client, deploymentName: string) => Promise<T>,
 ): Promise<T> {
   const [{ DeploymentError }, { commandConfig }] = await Promise.all([
-    import('../../app/deployments.js'),
+    import('../../temporal/deployments.js'),
     import('../context.js'),
   ]);
   const { config } = commandConfig();
@@ -98,7 +98,7 @@ async function withDeployment<T>(
 
 async function describe(buildId: string | undefined, options: { json?: boolean }, command: Command) {
   const [{ describeDeployment, describeDeploymentVersion }, { output }] = await Promise.all([
-    import('../../app/deployments.js'),
+    import('../../temporal/deployments.js'),
     import('../context.js'),
   ]);
   if (buildId) {
@@ -126,7 +126,7 @@ async function ramp(
     throw new CliError(`the percentage must be a number from 0 to 100, not ${percent}`);
   }
   const [{ describeDeployment, setRampingVersion }, { output }] = await Promise.all([
-    import('../../app/deployments.js'),
+    import('../../temporal/deployments.js'),
     import('../context.js'),
   ]);
   const view = await withDeployment(command, async (client, name) => {
@@ -138,7 +138,7 @@ async function ramp(
 
 async function setCurrent(buildId: string, options: { json?: boolean }, command: Command) {
   const [{ describeDeployment, setCurrentVersion }, { output }] = await Promise.all([
-    import('../../app/deployments.js'),
+    import('../../temporal/deployments.js'),
     import('../context.js'),
   ]);
   const view = await withDeployment(command, async (client, name) => {
@@ -156,7 +156,7 @@ async function waitForDrained(
   const timeoutMs = parseDuration(options.timeout);
   if (timeoutMs === undefined) throw new CliError('--timeout must be a duration such as 30m or 2h');
   const [{ waitDrained }, { output }] = await Promise.all([
-    import('../../app/deployments.js'),
+    import('../../temporal/deployments.js'),
     import('../context.js'),
   ]);
   const version = await withDeployment(command, (client, name) =>

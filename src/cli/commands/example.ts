@@ -30,7 +30,7 @@ async function example(options: {
   const [{ addShipments }, { sendExampleEvent }, { loadSettings }, { output, withDevServices }] =
     await Promise.all([
       import('../../db/shipments.js'),
-      import('../../app/example.js'),
+      import('../../stack/example.js'),
       import('../../config/index.js'),
       import('../context.js'),
     ]);

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { SearchAttributeRegistration } from '../../app/search-attributes';
+import type { SearchAttributeRegistration } from '../../temporal/search-attributes';
 import type { MigrationResult } from '../../db/migrate';
 
 export function registerMigrate(program: Command) {
@@ -55,9 +55,9 @@ async function migrateAll(options: { json?: boolean }): Promise<void> {
 async function registerIfConfigured(): Promise<SearchAttributeRegistration | null> {
   const [{ registerSearchAttributes }, { connectClient }, { resolveEnvironment }, { commandConfig }] =
     await Promise.all([
-      import('../../app/search-attributes.js'),
+      import('../../temporal/search-attributes.js'),
       import('../../client.js'),
-      import('../../lib/dev-state.js'),
+      import('../../stack/dev-state.js'),
       import('../context.js'),
     ]);
   const env = resolveEnvironment();

@@ -67,7 +67,7 @@ async function purge(options: {
  * neither and takes effect again. The operator can insist (--force), knowing that.
  */
 async function refuseShortRetention(client: Client, config: Config, olderThanMs: number): Promise<void> {
-  const { checkRetention } = await import('../../app/purge.js');
+  const { checkRetention } = await import('../../temporal/purge-schedule.js');
   let check: Awaited<ReturnType<typeof checkRetention>>;
   try {
     check = await client.connection.withDeadline(Date.now() + 10_000, () =>

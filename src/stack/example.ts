@@ -1,6 +1,6 @@
 import { signWebhook } from '../lib/webhook-signature';
-import { inspectEvent, type EventInspection } from './inspect';
-import type { Services } from './services';
+import { inspectEvent, type EventInspection } from '../app/inspect';
+import type { Services } from '../app/services';
 
 /** How long `settle example` waits for its event to be reconciled and its run to finish. */
 const SETTLE_WAIT_MS = 15_000;

@@ -2,7 +2,7 @@ import type { EventSource } from '../db/events';
 import type { FieldIssue } from '../domain/untrusted-json';
 import { recordProviderException } from '../db/provider-exceptions';
 import type { AdaptedEvent, ProviderName } from '../providers/types';
-import { admitPaymentEvent, type IngestOutcome } from './ingest';
+import { admitPaymentEvent, type IngestOutcome } from './admit-payment-event';
 import type { Services } from './services';
 
 export type ProviderOutcome =

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { PaymentEvent, PaymentEventType } from '../domain/payment-event';
 import { signWebhook } from '../lib/webhook-signature';
-import { providerRequestFor, type ProviderSigning } from '../providers/simulated';
+import { providerRequestFor, type ProviderSigning } from './simulate-provider';
 
 export type SimulateOptions = {
   gatewayUrl: string;

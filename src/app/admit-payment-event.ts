@@ -6,7 +6,7 @@ import { paymentWorkflowId } from '../domain/ids';
 import { isHandledPaymentType, type FieldIssue, type PaymentEvent } from '../domain/payment-event';
 import { payloadSha256 } from '../lib/hash';
 import { startOutcomeUnknownTotal } from '../metrics/settle-metrics';
-import { admitThenStart, refusedByDatabase } from './admit';
+import { admitThenStart, refusedByDatabase } from './admit-then-start';
 import { recordDisplacedRuns, runMarkKey } from './run-marks';
 import { annotateSpan } from '../tracing/tracing';
 import type { Services } from './services';

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { google, temporal } from '@temporalio/proto';
-import { GrpcStatus } from '../temporal/grpc-status';
+import { GrpcStatus } from './grpc-status';
 
 /**
  * The Worker Deployment settle's versioned workers join (SETTLE_BUILD_ID, SETTLE_DEPLOYMENT_NAME), as

@@ -1,7 +1,7 @@
 import type { PaymentEvent } from '../domain/payment-event';
-import { signAdyenItem } from './adyen';
-import { signStripe } from './stripe';
-import type { ProviderName } from './types';
+import { signAdyenItem } from '../providers/adyen';
+import { signStripe } from '../providers/stripe';
+import type { ProviderName } from '../providers/types';
 
 /** How `settle simulate --provider` signs: the provider's own library, as the provider would. */
 export type ProviderSigning =
