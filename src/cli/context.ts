@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createPool } from '../db/pool';
-import { resolveEnvironment, resolveStackEnvironment, withDevSecrets } from '../stack/dev-state';
+import { resolveEnvironment, resolveStackEnvironment, withDevSecrets } from '../config/dev-state';
 import type { Services } from '../app/services';
 import { CliError } from './errors';
 

@@ -34,7 +34,8 @@ import {
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
-import { PROJECT_ROOT, stateDir } from '../lib/paths';
+import { stateDir } from '../config/dev-state';
+import { PROJECT_ROOT } from '../lib/paths';
 import { FAILURE_CONVERTER_PATH } from '../temporal/data-converter';
 
 const WORKFLOWS_PATH = require.resolve('../workflows');

@@ -28,7 +28,7 @@ import {
   loadOrCreateDevSecrets,
   resolveStackEnvironment,
   writeRunningStack,
-} from '../../src/stack/dev-state';
+} from '../../src/config/dev-state';
 import { settleDataConverter } from '../../src/temporal/data-converter';
 import { EncryptionCodec, KEY_ID_METADATA, StaticKeySource } from '../../src/temporal/payload-codec';
 

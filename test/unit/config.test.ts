@@ -20,7 +20,7 @@ import {
 } from '../../src/config';
 import { commandConfig, roleConfig } from '../../src/cli/context';
 import { OUTBOX_TARGETS } from '../../src/domain/outbox';
-import { loadOrCreateDevSecrets } from '../../src/stack/dev-state';
+import { loadOrCreateDevSecrets } from '../../src/config/dev-state';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { TRACING_VARIABLES } from '../../src/tracing/tracing';
 

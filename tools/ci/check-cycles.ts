@@ -11,6 +11,10 @@
  *    values: eslint lets rooms of one layer import each other, this keeps the arrow between them one
  *    way. Type-only imports are left out here (workflows name their activities' types, and the
  *    activities the workflows' contracts): they cost nothing at run time.
+ * 4. Nothing the image ships loads `src/stack/`: the image drops dist/stack/ (Dockerfile), so a
+ *    value import of it from anywhere else in src/ would fail every command that reaches it. The
+ *    only ones allowed are the developer tools' commands, each through `importDevTool`
+ *    (src/cli/errors.ts), which refuses in one sentence where the tool is not installed.
  *
  * eslint.config.mjs says the same with patterns on the specifiers; this resolves each one to a file.
  * Prints every cycle and upward arrow found and exits 1, or exits 0 in silence.
@@ -146,18 +150,38 @@ for (const [file, targets] of valueEdges) {
   roomEdges.set(from, [...new Set([...(roomEdges.get(from) ?? []), ...to])]);
 }
 const roomCycles = cyclesOf(roomEdges);
+// Into src/stack/ from the rest of src/, values only: the developer tools' commands and nothing else.
+const DEV_TOOL_IMPORTS = new Map([
+  ['src/cli/commands/roles.ts', 'src/stack/dev-stack.ts'],
+  ['src/cli/commands/simulate.ts', 'src/stack/simulate.ts'],
+  ['src/cli/commands/example.ts', 'src/stack/example.ts'],
+]);
+const stackImports = [...valueEdges].flatMap(([file, targets]) =>
+  room(file) === undefined || room(file) === 'src/stack'
+    ? []
+    : targets
+        .filter((target) => room(target) === 'src/stack' && DEV_TOOL_IMPORTS.get(name(file)) !== name(target))
+        .map((target) => ({ file, target })),
+);
 
 for (const cycle of moduleCycles) console.error(`import cycle between ${cycle.map(name).sort().join(', ')}`);
 for (const cycle of folderCycles) console.error(`folders importing each other: ${cycle.sort().join(', ')}`);
 for (const cycle of roomCycles)
   console.error(`rooms of src/ importing each other: ${cycle.sort().join(', ')}`);
+for (const { file, target } of stackImports) {
+  console.error(
+    `${name(file)} loads ${name(target)}, which the image does not ship (dist/stack/ is dropped): ` +
+      'move what it needs out of src/stack/, or make it a developer tool (importDevTool)',
+  );
+}
 for (const { file, target } of upward) {
   console.error(`upward arrow ${area(file)} → ${area(target)}: ${name(file)} imports ${name(target)}`);
 }
-if (moduleCycles.length || folderCycles.length || roomCycles.length || upward.length) {
+if (moduleCycles.length || folderCycles.length || roomCycles.length || upward.length || stackImports.length) {
   console.error(
     `${moduleCycles.length} import cycle(s), ${folderCycles.length} circle(s) between folders, ` +
-      `${roomCycles.length} circle(s) between rooms of src/, ${upward.length} upward arrow(s): ` +
+      `${roomCycles.length} circle(s) between rooms of src/, ${upward.length} upward arrow(s), ` +
+      `${stackImports.length} import(s) of src/stack/ the image would not find: ` +
       'break each (docs/architecture.md, "The house").',
   );
   process.exit(1);

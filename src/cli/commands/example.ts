@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
-import { CliError } from '../errors';
+import { CliError, importDevTool } from '../errors';
 import { renderInspection } from './inspect';
 
 export function registerExample(program: Command) {
@@ -30,7 +30,7 @@ async function example(options: {
   const [{ addShipments }, { sendExampleEvent }, { loadSettings }, { output, withDevServices }] =
     await Promise.all([
       import('../../db/shipments.js'),
-      import('../../stack/example.js'),
+      importDevTool('example', () => import('../../stack/example.js')),
       import('../../config/index.js'),
       import('../context.js'),
     ]);

