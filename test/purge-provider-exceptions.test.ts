@@ -9,7 +9,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { createPurgeActivities } from '../src/activities/purge';
 import { recordProviderException } from '../src/db/provider-exceptions';
 import { purgeExpiredClaims } from '../src/db/purge';
-import type { PurgeResult } from '../src/workflows/contracts';
+import type { PurgeResult } from '../src/domain/workflow-contracts';
 import { createTestDatabase } from '../tools/harness/harness';
 
 const RETENTION_MS = 90 * 24 * 3_600_000;

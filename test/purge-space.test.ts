@@ -20,7 +20,7 @@ import { claimStoreSize } from '../src/db/partitions';
 import { purgeExpiredClaims } from '../src/db/purge';
 import { freePort } from '../tools/harness/free-port';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/stack/embedded-postgres';
-import type { PurgeResult } from '../src/workflows/contracts';
+import type { PurgeResult } from '../src/domain/workflow-contracts';
 
 const RETENTION_MS = 90 * 24 * 3_600_000;
 const CLAIMS_PER_CYCLE = 20_000;

@@ -19,7 +19,7 @@ import { RecoveryFault } from '../src/providers/recovery';
 import { STRIPE_ACTED_ON_TYPES } from '../src/providers/stripe';
 import { createStripeRecoverySource } from '../src/providers/stripe-recovery';
 import { connectClient } from '../src/client';
-import type { RecoverySweepResult } from '../src/workflows/contracts';
+import type { RecoverySweepResult } from '../src/domain/workflow-contracts';
 import { startTestStack, uniqueId, waitFor, type TestStack } from '../tools/harness/harness';
 import { newStripeSecret, paymentIntent, postStripe, stripeEvent } from './support/providers';
 import { finished, runSettle, spawnSettle, stackEnv } from './support/settle-cli';

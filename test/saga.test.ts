@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../src/activities';
-import type { PaymentCompensationResult } from '../src/workflows/contracts';
+import type { PaymentCompensationResult } from '../src/domain/workflow-contracts';
 import { listOutboxForEvent } from '../src/db/outbox';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';

@@ -25,7 +25,7 @@ import type {
   OutboxInput,
   PaymentCompensationResult,
   ReholdResult,
-} from '../workflows/contracts';
+} from '../domain/workflow-contracts';
 import {
   callDownstream,
   countDelivery,

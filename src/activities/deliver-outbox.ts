@@ -19,7 +19,7 @@ import {
   type OutboxStatus,
   type OutboxTarget,
 } from '../domain/outbox';
-import type { OutboxDeliveryResult, OutboxInput } from '../workflows/contracts';
+import type { OutboxDeliveryResult, OutboxInput } from '../domain/workflow-contracts';
 import {
   callDownstream,
   countDelivery,

@@ -15,7 +15,7 @@ import type {
   FailReminderResult,
   ReminderDeliveryInput,
   ReminderDeliveryResult,
-} from '../workflows/contracts';
+} from '../domain/workflow-contracts';
 import { ErrorCode } from '../domain/errors';
 import { callAudience, REMINDER_SECRET_VARIABLE } from '../domain/outbox';
 import { reminderWorkflowId } from '../domain/ids';

@@ -6,7 +6,7 @@ import type {
   InvalidRunInput,
   OutboxInput,
   ReminderDeliveryInput,
-} from '../workflows/contracts';
+} from '../domain/workflow-contracts';
 import { createHttpClient, type HttpClient } from '../lib/http';
 import { traceDownstreamCall } from '../tracing/tracing';
 import { compensatePaymentEffects, reholdShipment } from './compensate-payment';

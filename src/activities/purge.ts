@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
 import { purgeExpiredClaims } from '../db/purge';
-import type { PurgeResult } from '../workflows/contracts';
+import type { PurgeResult } from '../domain/workflow-contracts';
 import { logger } from '../lib/logger';
 import { purgedClaimsTotal } from '../metrics/settle-metrics';
 import { untilDrained } from '../lib/shutdown';

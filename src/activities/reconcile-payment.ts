@@ -23,7 +23,7 @@ import {
   type AccountPolicy,
   type Mismatch,
 } from '../domain/payment-rules';
-import type { ReconcileResult } from '../workflows/contracts';
+import type { ReconcileResult } from '../domain/workflow-contracts';
 import { ErrorCode, errorCodeOf } from '../domain/errors';
 import { payloadSha256, shortHash } from '../lib/hash';
 import { logger } from '../lib/logger';

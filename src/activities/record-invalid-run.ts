@@ -2,7 +2,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import { recordUnadmittedRun } from '../db/events';
 import { isEventId, subjectOfWorkflowId } from '../domain/ids';
-import type { InvalidRunInput, InvalidRunResult } from '../workflows/contracts';
+import type { InvalidRunInput, InvalidRunResult } from '../domain/workflow-contracts';
 import { sha256Hex, shortHash } from '../lib/hash';
 import { logger } from '../lib/logger';
 import { unadmittedRunsTotal } from '../metrics/settle-metrics';

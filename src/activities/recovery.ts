@@ -11,7 +11,7 @@ import type {
   RecoveryProvider,
   RecoverySweepInput,
   RecoverySweepResult,
-} from '../workflows/contracts';
+} from '../domain/workflow-contracts';
 
 /** Well inside the workflow's heartbeat timeout (src/workflows/recovery.ts), and above one request's. */
 const HEARTBEAT_EVERY_MS = 10_000;

@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type pg from 'pg';
-import type { ReconcileResult } from '../workflows/contracts';
+import type { ReconcileResult } from '../domain/workflow-contracts';
 import { startPaymentWorkflow } from '../client';
 import { recordDisplacedRuns, runMarkKey } from './run-marks';
 import { findClaim, type ClaimOutcome } from '../db/claims';

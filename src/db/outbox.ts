@@ -23,7 +23,7 @@ const COLUMNS = `outbox_id AS "outboxId", event_id AS "eventId", shipment_id AS 
 
 const ENTRY_COLUMNS = `outbox_id AS "outboxId", target, action, idempotency_key AS "idempotencyKey", status`;
 
-/** What the workflow needs of an outbox row to deliver it (OutboxEntry in src/workflows/contracts.ts). */
+/** What the workflow needs of an outbox row to deliver it (OutboxEntry in src/domain/workflow-contracts.ts). */
 export type OutboxEntryRow = Pick<OutboxRow, 'outboxId' | 'target' | 'action' | 'idempotencyKey' | 'status'>;
 
 /**

@@ -11,7 +11,7 @@ import {
 
 /**
  * What purgeExpiredClaims removed and kept, and how long its VACUUMs took. The purge activity maps it
- * into its result as workflow history carries it (PurgeResult, src/workflows/contracts.ts).
+ * into its result as workflow history carries it (PurgeResult, src/domain/workflow-contracts.ts).
  */
 export type PurgeReport = {
   /** Claims older than this were eligible. */

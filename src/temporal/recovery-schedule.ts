@@ -3,7 +3,7 @@ import type { Config } from '../config';
 import { formatDuration } from '../domain/duration';
 import type { Logger } from '../lib/logger';
 import type { recoverySweepWorkflow } from '../workflows';
-import type { RecoveryProvider } from '../workflows/contracts';
+import type { RecoveryProvider } from '../domain/workflow-contracts';
 
 /** One recovery Schedule per provider and deployment (task queue). */
 export function recoveryScheduleId(provider: RecoveryProvider, taskQueue: string): string {

@@ -16,7 +16,7 @@ import { CONFIG_DEFAULTS, loadSettings, type Config } from '../config';
 import { createPaypalRecoverySource } from '../providers/paypal-recovery';
 import type { RecoverySource } from '../providers/recovery';
 import { createStripeRecoverySource } from '../providers/stripe-recovery';
-import type { RecoveryProvider } from '../workflows/contracts';
+import type { RecoveryProvider } from '../domain/workflow-contracts';
 import { clientOnWorkerConnection } from '../client';
 import { logger } from '../lib/logger';
 import { redactIds, redactMeta } from '../temporal/redact-ids';

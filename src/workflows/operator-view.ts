@@ -6,7 +6,7 @@ import {
   START_DELIVERY_STATE,
   type DeliveryState,
 } from './search-attributes';
-import type { OutboxEntry, PaymentWorkflowResult } from './contracts';
+import type { OutboxEntry, PaymentWorkflowResult } from '../domain/workflow-contracts';
 
 /** The patch that sends a workflow task's search-attribute changes as one upsert command. */
 export const COALESCE_SEARCH_ATTRIBUTES_PATCH = 'coalesce-search-attributes';

@@ -9,13 +9,13 @@ import type {
   PaymentWorkflowInput,
   PaymentWorkflowResult,
   ReconcileResult,
-} from './contracts';
+} from '../domain/workflow-contracts';
 import { COALESCE_SEARCH_ATTRIBUTES_PATCH, OperatorView, storedDeliveryState } from './operator-view';
 import { refuseInvalidInput } from './invalid-input';
 import { DELIVER, downstream, isRefusal, RECONCILE, runStep, transactions } from './run-step';
 import { Saga } from './saga';
 
-export type { PaymentWorkflowInput, PaymentWorkflowResult } from './contracts';
+export type { PaymentWorkflowInput, PaymentWorkflowResult } from '../domain/workflow-contracts';
 
 /**
  * What this run's reconcile decided (the claim's outcome, and the outbox rows as they stood, which

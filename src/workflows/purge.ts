@@ -1,6 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { PurgeActivities } from '../activities/purge';
-import type { PurgeResult } from './contracts';
+import type { PurgeResult } from '../domain/workflow-contracts';
 
 /**
  * A day's deletes grow with the volume (at high rates they take tens of minutes: docs/deployment.md,

@@ -1,5 +1,9 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type { RecoveryActivities, RecoverySweepInput, RecoverySweepResult } from './contracts';
+import type {
+  RecoveryActivities,
+  RecoverySweepInput,
+  RecoverySweepResult,
+} from '../domain/workflow-contracts';
 
 /**
  * One sweep lists what arrived since the last one, so it is short; a provider rate-limiting

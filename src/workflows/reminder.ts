@@ -11,9 +11,9 @@ import type { Activities } from '../activities';
 import { isDeliveryId } from '../domain/ids';
 import { NON_RETRYABLE_ERROR_TYPES } from '../domain/errors';
 import { refuseInvalidInput } from './invalid-input';
-import type { ReminderWorkflowInput, ReminderWorkflowResult } from './contracts';
+import type { ReminderWorkflowInput, ReminderWorkflowResult } from '../domain/workflow-contracts';
 
-export type { ReminderWorkflowInput, ReminderWorkflowResult } from './contracts';
+export type { ReminderWorkflowInput, ReminderWorkflowResult } from '../domain/workflow-contracts';
 
 /** Sent by DELETE /reminders/<id> after it marked the reminder cancelled: wakes the workflow to end it. */
 export const cancelReminderSignal = defineSignal('cancelReminder');

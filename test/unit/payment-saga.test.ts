@@ -19,7 +19,7 @@ import type {
   PaymentCompensationResult,
   ReconcileResult,
   ReholdResult,
-} from '../../src/workflows/contracts';
+} from '../../src/domain/workflow-contracts';
 import { ErrorCode } from '../../src/domain/errors';
 import { paymentWorkflowId } from '../../src/domain/ids';
 import { SETTLE_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';

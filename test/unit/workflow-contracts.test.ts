@@ -6,10 +6,10 @@ import { z } from 'zod';
 import { OUTBOX_STATUSES, OUTBOX_TARGETS } from '../../src/domain/outbox';
 import { paymentEventSchema } from '../../src/domain/payment-event';
 import { PAYMENT_STATUSES } from '../../src/domain/payment-rules';
-import type * as contracts from '../../src/workflows/contracts';
+import type * as contracts from '../../src/domain/workflow-contracts';
 
 /**
- * What is written to workflow history (src/workflows/contracts.ts), restated as strict zod schemas.
+ * What is written to workflow history (src/domain/workflow-contracts.ts), restated as strict zod schemas.
  * The type checks below tie each schema to its contract type (`npm run typecheck` fails when they
  * drift); the snapshot catches a change of shape (test/fixtures/workflow-contracts.json: rewrite it
  * with SETTLE_UPDATE_CONTRACTS=1 only for a change made on purpose, behind patched() if need be);
@@ -123,7 +123,7 @@ const HISTORY_SHAPES: Record<string, { input?: z.ZodType; result: z.ZodType }> =
 
 const SNAPSHOT = join(__dirname, '..', 'fixtures', 'workflow-contracts.json');
 
-describe('the shapes written to workflow history (src/workflows/contracts.ts)', () => {
+describe('the shapes written to workflow history (src/domain/workflow-contracts.ts)', () => {
   test('are unchanged: their JSON Schema matches the checked-in snapshot', () => {
     const current = Object.fromEntries(
       Object.entries(HISTORY_SHAPES).map(([name, shape]) => [

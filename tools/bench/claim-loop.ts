@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import pg from 'pg';
 import { reconcilePayment } from '../../src/activities/reconcile-payment';
-import type { ReconcileResult } from '../../src/workflows/contracts';
+import type { ReconcileResult } from '../../src/domain/workflow-contracts';
 import { insertAdmittedEvent } from '../../src/db/events';
 import { addShipments } from '../../src/db/shipments';
 import { paymentWorkflowId } from '../../src/domain/ids';

@@ -9,8 +9,7 @@
  *    itself; tools/<tool>/ src/, the harness and its own folder; test/ anything below it; bin/ src/.
  * 3. No two rooms of src/ (`src/app/`, `src/temporal/`, …, `src/client.ts`) importing each other's
  *    values: eslint lets rooms of one layer import each other, this keeps the arrow between them one
- *    way. Type-only imports are left out here (workflows name their activities' types, and the
- *    activities the workflows' contracts): they cost nothing at run time.
+ *    way. Type-only imports are left out here (workflows name their activities' types): they cost nothing at run time.
  * 4. Nothing the image ships loads `src/stack/`: the image drops dist/stack/ (Dockerfile), so a
  *    value import of it from anywhere else in src/ would fail every command that reaches it. The
  *    only ones allowed are the developer tools' commands, each through `importDevTool`

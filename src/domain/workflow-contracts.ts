@@ -1,7 +1,7 @@
-import type { PaymentEvent } from '../domain/payment-event';
-import type { OutboxStatus, OutboxTarget, UndoneStatus } from '../domain/outbox';
-import type { PaymentStatus } from '../domain/payment-rules';
-import type { ReconcileOutcome, ReminderState } from '../domain/lifecycles';
+import type { PaymentEvent } from './payment-event';
+import type { OutboxStatus, OutboxTarget, UndoneStatus } from './outbox';
+import type { PaymentStatus } from './payment-rules';
+import type { ReconcileOutcome, ReminderState } from './lifecycles';
 
 /**
  * What settle writes to workflow history: each workflow's input and result, and each activity's
