@@ -18,6 +18,7 @@ import {
   type DeliveryTuning,
   type DownstreamConfig,
 } from './downstream';
+import { reconcileAndDeliver } from './reconcile-and-deliver';
 import { reconcilePayment } from './reconcile-payment';
 import { recordInvalidRun } from './record-invalid-run';
 import { OPEN_ACCOUNT_POLICY, type AccountPolicy } from '../domain/payment-rules';
@@ -52,9 +53,14 @@ export function createActivities({
   if (delivery.tuning.reminderLeaseMs <= delivery.tuning.requestTimeoutMs) {
     throw new Error('the reminder lease must be longer than the request timeout');
   }
-  return {
+  const steps = {
     reconcilePayment: (event: PaymentEvent) => reconcilePayment(pool, event, accounts),
     deliverOutboxRow: (input: OutboxInput) => deliverOutboxRow(delivery, input),
+  };
+  return {
+    ...steps,
+    reconcileAndDeliver: (event: PaymentEvent) =>
+      reconcileAndDeliver(steps, delivery.tuning.requestTimeoutMs, event),
     reholdShipment: (input: OutboxInput) => reholdShipment(delivery, input),
     compensatePaymentEffects: (input: CompensationInput) => compensatePaymentEffects(pool, input),
     deliverReminder: (input: ReminderDeliveryInput) => deliverReminder(delivery, input),

@@ -47,6 +47,32 @@ export type OutboxDeliveryResult = {
   status: OutboxStatus;
 };
 
+/**
+ * Why one step of the first pass failed, as the workflow needs it to hand the step to its durable
+ * activity: the activity failure's type (an ErrorCode), its message, whether a retry can change it,
+ * and a downstream's Retry-After.
+ */
+export type StepFailure = {
+  type: string | null;
+  message: string;
+  nonRetryable: boolean;
+  retryAfterMs: number | null;
+};
+
+/** One outbox row's delivery attempt in the first pass: its result, or why it failed. */
+export type DeliveryAttempt =
+  { outboxId: number; delivered: OutboxDeliveryResult } | { outboxId: number; failure: StepFailure };
+
+/**
+ * `reconcileAndDeliver`'s input is the event itself; its result: the reconcile's, and one attempt per
+ * row it tried, in DELIVERY_TARGETS' order, up to the first that failed (the rows after it, and any
+ * the activity had no time left for, have none: the workflow delivers those step by step).
+ */
+export type ReconcileAndDeliverResult = {
+  reconciled: ReconcileResult;
+  attempts: DeliveryAttempt[];
+};
+
 /** `reholdShipment`'s result: its target's `undo.status` (`reheld`) once the target confirmed the undo. */
 export type ReholdResult = {
   status: UndoneStatus | 'already_compensated' | 'never_sent' | 'refused' | 'not_configured';

@@ -40,6 +40,12 @@ export type Tracing = {
     headers: Record<string, string>,
     call: (headers: Record<string, string>) => Promise<T>,
   ): Promise<T>;
+  /**
+   * Runs one step of an activity that does several (reconcileAndDeliver) in the spans the step had as
+   * an activity of its own, `StartActivity:<name>` and within it `RunActivity:<name>` (INTERNAL), so
+   * a trace names the same steps whichever shape ran them.
+   */
+  step<T>(name: string, run: () => Promise<T>): Promise<T>;
   /** Sets the facts on the active span; spans started under it in this process inherit them. */
   annotate(facts: SpanFacts): void;
   /** Exports what is buffered and stops, within `deadlineMs`. */

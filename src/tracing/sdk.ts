@@ -188,6 +188,31 @@ export function createTracing(settings: TracingSettings, role: string): Tracing 
       });
     },
 
+    step(name, run) {
+      const inSpan = <T>(span: Span, work: () => Promise<T>): Promise<T> =>
+        work().then(
+          (result) => {
+            span.end();
+            return result;
+          },
+          (error: unknown) => {
+            span.setStatus({
+              code: SpanStatusCode.ERROR,
+              message: error instanceof Error ? error.message : 'failed',
+            });
+            span.end();
+            throw error;
+          },
+        );
+      return tracer.startActiveSpan(`StartActivity:${name}`, { kind: SpanKind.INTERNAL }, (start) =>
+        inSpan(start, () =>
+          tracer.startActiveSpan(`RunActivity:${name}`, { kind: SpanKind.INTERNAL }, (span) =>
+            inSpan(span, run),
+          ),
+        ),
+      );
+    },
+
     annotate(facts: SpanFacts) {
       const span = trace.getActiveSpan();
       if (!span) return;

@@ -100,6 +100,12 @@ export function annotateSpan(facts: SpanFacts): void {
   active?.annotate(facts);
 }
 
+/** Runs one step of a multi-step activity in its own spans when tracing is on (Tracing.step). */
+export function traceStep<T>(name: string, run: () => Promise<T>): Promise<T> {
+  const tracing = active;
+  return tracing ? tracing.step(name, run) : run();
+}
+
 /**
  * Runs one downstream call in a client span whose context its request carries (`traceparent`), when
  * tracing is on; otherwise just the call. The wrapper settle's HTTP client is made with (lib/http.ts).

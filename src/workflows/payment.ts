@@ -3,19 +3,38 @@ import { deliveryTarget, isDeliverable } from '../domain/outbox';
 import type { PaymentEvent } from '../domain/payment-event';
 import { isPaymentEvent } from '../domain/payment-event-shape';
 import type {
+  DeliveryAttempt,
   OutboxDeliveryResult,
   OutboxEntry,
   PaymentCompensationResult,
   PaymentWorkflowInput,
   PaymentWorkflowResult,
+  ReconcileAndDeliverResult,
   ReconcileResult,
 } from '../domain/workflow-contracts';
 import { COALESCE_SEARCH_ATTRIBUTES_PATCH, OperatorView, storedDeliveryState } from './operator-view';
 import { refuseInvalidInput } from './invalid-input';
-import { DELIVER, downstream, isRefusal, RECONCILE, runStep, transactions } from './run-step';
+import {
+  DELIVER,
+  downstream,
+  failureOf,
+  FIRST_PASS,
+  isRefusal,
+  RECONCILE,
+  retryDurably,
+  runStep,
+  transactions,
+} from './run-step';
 import { Saga } from './saga';
 
 export type { PaymentWorkflowInput, PaymentWorkflowResult } from '../domain/workflow-contracts';
+
+/**
+ * The patch that runs the reconcile and each row's first delivery as one local activity, the first
+ * pass (one marker, one activation), in place of one local activity per step. Runs started before it
+ * replay the step-by-step path they recorded (test/histories/reconcile-and-deliver/).
+ */
+export const FIRST_PASS_PATCH = 'reconcile-and-deliver';
 
 /**
  * What this run's reconcile decided (the claim's outcome, and the outbox rows as they stood, which
@@ -67,8 +86,10 @@ async function settlePayment(
     );
   });
 
-  // 1. Reconcile: claim the event and apply its effect in one transaction.
-  const reconciled = await reconcile(event, view);
+  // 1. Reconcile: claim the event and apply its effect in one transaction; in the first pass, with
+  // the first delivery of each row after it.
+  const first = patched(FIRST_PASS_PATCH) ? await firstPass(event, view) : undefined;
+  const reconciled = await reconcile(event, view, first?.reconciled);
   onDecided(reconciled);
   const deliveries: OutboxDeliveryResult[] = [];
   if (reconciled.outcome !== 'applied') {
@@ -87,7 +108,8 @@ async function settlePayment(
       );
     }
     if (!isDeliverable(row.status)) continue;
-    const delivered = await deliver(event, row, view);
+    const attempt = first?.attempts.find((tried) => tried.outboxId === row.outboxId);
+    const delivered = await deliver(event, row, view, attempt);
     if (delivered) {
       deliveries.push(delivered);
       continue;
@@ -119,13 +141,34 @@ async function settlePayment(
   return { ...reconciled, outbox, deliveries, compensated: false };
 }
 
-async function reconcile(event: PaymentEvent, view: OperatorView): Promise<ReconcileResult> {
-  const reconciled = await runStep(
-    RECONCILE,
-    [event],
-    `reconcile ${event.type} · ${event.data.shipment_id}`,
-    view,
-  );
+/**
+ * The first pass: the reconcile and each row's first delivery. When it throws (its reconcile failed,
+ * or its worker lost it), the reconcile goes to the durable activity as a failed local one does, and
+ * every row is delivered step by step: a delivery follows a committed reconcile, so the durable
+ * reconcile finds the claim and the rows as they stand, and nothing the pass sent is sent twice.
+ */
+async function firstPass(event: PaymentEvent, view: OperatorView): Promise<ReconcileAndDeliverResult> {
+  const summary = reconcileSummary(event);
+  try {
+    return await FIRST_PASS.executeWithOptions({ summary: `${summary}, then deliver` }, [event]);
+  } catch (error) {
+    return {
+      reconciled: await retryDurably(RECONCILE, [event], summary, view, failureOf(error)),
+      attempts: [],
+    };
+  }
+}
+
+function reconcileSummary(event: PaymentEvent): string {
+  return `reconcile ${event.type} · ${event.data.shipment_id}`;
+}
+
+async function reconcile(
+  event: PaymentEvent,
+  view: OperatorView,
+  first: ReconcileResult | undefined,
+): Promise<ReconcileResult> {
+  const reconciled = first ?? (await runStep(RECONCILE, [event], reconcileSummary(event), view));
   log.info('payment event reconciled', {
     eventType: event.type,
     shipmentId: event.data.shipment_id,
@@ -136,17 +179,27 @@ async function reconcile(event: PaymentEvent, view: OperatorView): Promise<Recon
   return reconciled;
 }
 
-/** One row's delivery: its result, or undefined when the downstream refused it (compensate). */
+/**
+ * One row's delivery: its result, or undefined when the downstream refused it (compensate). The first
+ * pass's attempt at it, when there was one, stands for the step's local attempt: its result is the
+ * row's, its failure sends the row to the durable activity.
+ */
 async function deliver(
   event: PaymentEvent,
   row: OutboxEntry,
   view: OperatorView,
+  attempt: DeliveryAttempt | undefined,
 ): Promise<OutboxDeliveryResult | undefined> {
   const summary = `${row.target} ${row.action}`;
   view.deliveryState('delivering', `${summary}: sending`);
-  const delivered = await runStep(DELIVER, [{ outboxId: row.outboxId }], summary, view, (reason) =>
-    view.deliveryState('retrying', `${summary}: ${reason}`),
-  ).catch((error: unknown) => {
+  const args: [{ outboxId: number }] = [{ outboxId: row.outboxId }];
+  const onRetry = (reason: string) => view.deliveryState('retrying', `${summary}: ${reason}`);
+  const run = () => {
+    if (!attempt) return runStep(DELIVER, args, summary, view, onRetry);
+    if ('delivered' in attempt) return Promise.resolve(attempt.delivered);
+    return retryDurably(DELIVER, args, summary, view, attempt.failure, onRetry);
+  };
+  const delivered = await run().catch((error: unknown) => {
     if (isRefusal(error)) return undefined;
     throw error;
   });

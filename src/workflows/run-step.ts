@@ -13,6 +13,7 @@ import type { Duration } from '@temporalio/common';
 import type { Activities } from '../activities';
 import type { RetryAfterDetails } from '../activities/downstream';
 import { ErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../domain/errors';
+import type { StepFailure } from '../domain/workflow-contracts';
 import type { OperatorView } from './operator-view';
 
 // The payment workflow's step runner: its activities' timeouts and retry policies, and runStep's
@@ -66,6 +67,16 @@ const local = proxyLocalActivities<Activities>({
   retry: { maximumAttempts: 1 },
 });
 
+/**
+ * The first pass (activities/reconcile-and-deliver.ts): the reconcile and each row's first delivery in
+ * one local activity, one attempt. Its time is a bound on a hang: it starts a delivery only while one
+ * request's timeout still fits inside it, so a call it made has always ended when it gives up.
+ */
+export const FIRST_PASS = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '60 seconds',
+  retry: { maximumAttempts: 1 },
+}).reconcileAndDeliver;
+
 /** What a step runs: its activity through both proxies, and the durable retry policy's first wait. */
 type Step<F extends ActivityFunction> = {
   local: LocalActivityFunctionWithOptions<F>;
@@ -86,12 +97,8 @@ export const DELIVER: Step<Activities['deliverOutboxRow']> = {
 };
 
 /**
- * Runs a step as a local activity once, and after a failure as the durable activity: at once for a
- * failure no retry can fix (the durable attempt meets the same stored state and fails the same way, so
- * the workflow's failure names the activity), otherwise after the durable retry policy's first interval
- * (or the downstream's Retry-After). `onRetry` runs before a retryable failure's wait. The summary names
- * the step in the UI; the durable activity's summary adds why it runs, so a failed local attempt is
- * never mistaken for a good one.
+ * Runs a step as a local activity once, and after a failure as the durable activity (retryDurably).
+ * The summary names the step in the UI.
  */
 export async function runStep<F extends ActivityFunction>(
   step: Step<F>,
@@ -103,23 +110,52 @@ export async function runStep<F extends ActivityFunction>(
   try {
     return await step.local.executeWithOptions({ summary }, args);
   } catch (error) {
-    const failure = applicationFailureOf(error);
-    log.info('a local attempt failed; the durable activity takes over', {
-      step: summary,
-      errorType: failure?.type,
-    });
-    const why = `${failure?.type ?? 'error'}${failure?.message ? ` (${failure.message})` : ''}`;
-    const reason = failure?.nonRetryable
-      ? `first attempt refused: ${why}; the durable attempt records the refusal`
-      : `retrying, first attempt failed: ${why}`;
-    if (!failure?.nonRetryable) onRetry(reason);
-    // The timer or the durable activity ends the workflow task: what changed is shown from here on.
-    view.flush();
-    if (!failure?.nonRetryable) {
-      await sleep(retryAfterMs(failure) ?? step.firstRetryDelay, { summary: `wait, then retry ${summary}` });
-    }
-    return step.durable.executeWithOptions({ summary: `${summary} · ${reason}` }, args);
+    return retryDurably(step, args, summary, view, failureOf(error), onRetry);
   }
+}
+
+/**
+ * A step whose first attempt (a local activity, or a step of the first pass) failed, run as the
+ * durable activity: at once for a failure no retry can fix (the durable attempt meets the same stored
+ * state and fails the same way, so the workflow's failure names the activity), otherwise after the
+ * durable retry policy's first interval (or the downstream's Retry-After). `onRetry` runs before a
+ * retryable failure's wait. The durable activity's summary adds why it runs, so a failed first attempt
+ * is never mistaken for a good one.
+ */
+export async function retryDurably<F extends ActivityFunction>(
+  step: Step<F>,
+  args: Parameters<F>,
+  summary: string,
+  view: OperatorView,
+  failure: StepFailure,
+  onRetry: (reason: string) => void = () => {},
+): Promise<Awaited<ReturnType<F>>> {
+  log.info('a local attempt failed; the durable activity takes over', {
+    step: summary,
+    errorType: failure.type ?? undefined,
+  });
+  const why = `${failure.type ?? 'error'}${failure.message ? ` (${failure.message})` : ''}`;
+  const reason = failure.nonRetryable
+    ? `first attempt refused: ${why}; the durable attempt records the refusal`
+    : `retrying, first attempt failed: ${why}`;
+  if (!failure.nonRetryable) onRetry(reason);
+  // The timer or the durable activity ends the workflow task: what changed is shown from here on.
+  view.flush();
+  if (!failure.nonRetryable) {
+    await sleep(failure.retryAfterMs ?? step.firstRetryDelay, { summary: `wait, then retry ${summary}` });
+  }
+  return step.durable.executeWithOptions({ summary: `${summary} · ${reason}` }, args);
+}
+
+/** A local attempt's failure as retryDurably reads it (the first pass returns its own, the same shape). */
+export function failureOf(error: unknown): StepFailure {
+  const failure = applicationFailureOf(error);
+  return {
+    type: failure?.type ?? null,
+    message: failure?.message ?? '',
+    nonRetryable: failure?.nonRetryable ?? false,
+    retryAfterMs: retryAfterMs(failure) ?? null,
+  };
 }
 
 /** A permanent refusal by the downstream (4xx) or of the target itself: what triggers compensation. */

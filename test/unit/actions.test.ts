@@ -94,10 +94,61 @@ const COALESCED: [string, number, Record<string, number>][] = [
   ],
 ];
 
+/**
+ * The same scenarios with the first pass (the reconcile-and-deliver patch): the reconcile and the
+ * first deliveries are one local activity, so one marker wherever the run did not wait.
+ */
+const FIRST_PASS: [string, number, Record<string, number>][] = [
+  // start; the patch markers and the first pass's marker; one upsert: T3L's 2 + 1.
+  ['payment-applied-delivered', 3, { workflowStart: 1, localActivities: 1, upsertSearchAttributes: 1 }],
+  [
+    'payment-encrypted-applied-delivered',
+    3,
+    { workflowStart: 1, localActivities: 1, upsertSearchAttributes: 1 },
+  ],
+  ['payment-stale', 3, { workflowStart: 1, localActivities: 1, upsertSearchAttributes: 1 }],
+  ['payment-unmatched', 3, { workflowStart: 1, localActivities: 1, upsertSearchAttributes: 1 }],
+  ['payment-claim-existed', 3, { workflowStart: 1, localActivities: 1, upsertSearchAttributes: 1 }],
+  ['payment-conflict', 3, { workflowStart: 1, localActivities: 1, activity: 1 }],
+  ['payment-unadmitted', 3, { workflowStart: 1, localActivities: 1, activity: 1 }],
+  // The first pass lost its completion: a timer, the durable reconcile (which finds the rows the pass
+  // delivered), one upsert at the end; no second marker.
+  [
+    'payment-lost-ack-retried',
+    5,
+    { workflowStart: 1, localActivities: 1, timer: 1, activity: 1, upsertSearchAttributes: 1 },
+  ],
+  // The carrier's first call (in the pass) failed: `retrying` before the wait, a timer, the durable
+  // delivery and its retry, then the ERP's local delivery in the last task, `delivered` at the end.
+  [
+    'payment-delivery-retried',
+    8,
+    {
+      workflowStart: 1,
+      localActivities: 2,
+      upsertSearchAttributes: 2,
+      timer: 1,
+      activity: 1,
+      activityRetries: 1,
+    },
+  ],
+  [
+    'payment-saga-compensated',
+    7,
+    { workflowStart: 1, localActivities: 1, upsertSearchAttributes: 2, activity: 3 },
+  ],
+];
+
 describe('billable actions counted from a history', () => {
   for (const [name, total, byKind] of COALESCED) {
     test(`coalesced ${name}: ${total}`, () => {
       assert.deepEqual(countActions(read(`coalesced-search-attributes/${name}`)), { total, byKind });
+    });
+  }
+
+  for (const [name, total, byKind] of FIRST_PASS) {
+    test(`first pass ${name}: ${total}`, () => {
+      assert.deepEqual(countActions(read(`reconcile-and-deliver/${name}`)), { total, byKind });
     });
   }
 

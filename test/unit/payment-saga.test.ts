@@ -12,6 +12,7 @@ import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import type { Activities } from '../../src/activities';
+import { firstPass } from '../../src/activities/reconcile-and-deliver';
 import type { OutboxStatus } from '../../src/domain/outbox';
 import type {
   OutboxDeliveryResult,
@@ -34,6 +35,8 @@ type Scenario = {
   deliver?(row: OutboxEntry, call: Call): OutboxDeliveryResult;
   rehold?(call: Call): ReholdResult;
   compensate?(outbox: OutboxEntry[]): PaymentCompensationResult;
+  /** How many deliveries the first pass has time for (all, when unset). */
+  firstPassDeliveries?: number;
 };
 /** One activity call as the stubs saw it; `local` for the fast path's single local attempt. */
 type Call = { activity: string; target?: string; local: boolean };
@@ -51,14 +54,27 @@ function stubActivities(): Partial<Activities> {
     run.calls.push(call);
     return { ...run, call, row };
   };
-  return {
+  const steps = {
     async reconcilePayment() {
       const { scenario, call } = begin('reconcilePayment');
       return scenario.reconcile(call);
     },
-    async deliverOutboxRow({ outboxId }) {
+    async deliverOutboxRow({ outboxId }: { outboxId: number }) {
       const { scenario, call, row } = begin('deliverOutboxRow', outboxId);
       return scenario.deliver ? scenario.deliver(row!, call) : deliveredAs(row!, 'delivered');
+    },
+  };
+  return {
+    ...steps,
+    // The real first pass over the stub steps; each step records itself as a call of the pass.
+    async reconcileAndDeliver(event) {
+      const run = scenarios.get(Context.current().info.workflowExecution!.workflowId)!;
+      let timeFor = run.scenario.firstPassDeliveries ?? Infinity;
+      return firstPass(event, {
+        reconcile: () => steps.reconcilePayment(),
+        deliver: (input) => steps.deliverOutboxRow(input),
+        hasTimeFor: () => timeFor-- > 0,
+      });
     },
     async reholdShipment({ outboxId }) {
       const { scenario, call } = begin('reholdShipment', outboxId);
@@ -178,6 +194,17 @@ async function runPayment(scenario: Scenario, outbox: OutboxEntry[] = [CARRIER, 
   /** The calls without the local/durable distinction: "what was done, in order". */
   const steps = run.calls.map(({ activity, target }) => (target ? `${activity} ${target}` : activity));
   return { ...settled, calls: run.calls, steps, handle };
+}
+
+/** The activity types of the run's local-activity markers, in order. */
+async function localActivityTypes(handle: { fetchHistory(): Promise<temporal.api.history.v1.IHistory> }) {
+  const { events } = await handle.fetchHistory();
+  return events!.flatMap((event) => {
+    const marker = event.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_local_activity') return [];
+    const data = marker.details!.data!.payloads![0]!.data!;
+    return [(JSON.parse(Buffer.from(data).toString()) as { activity_type: string }).activity_type];
+  });
 }
 
 /** WorkflowFailedError → ActivityFailure (of `activity`) → ApplicationFailure of type `type`. */
@@ -373,6 +400,79 @@ describe('the payment workflow with stub activities', () => {
       [
         ['carrier', 'delivered'],
         ['erp', 'not_configured'],
+      ],
+    );
+  });
+
+  test('the happy path is one first pass: one local activity, no activity task, every step local', async () => {
+    const { result, calls, handle } = await runPayment({ reconcile: () => reconciled([CARRIER, ERP]) });
+    assert.equal(result!.outcome, 'applied');
+    assert.ok(calls.every(({ local }) => local));
+    assert.deepEqual(await localActivityTypes(handle), ['reconcileAndDeliver']);
+    const events = (await handle.fetchHistory()).events!;
+    assert.equal(events.filter((event) => event.activityTaskScheduledEventAttributes).length, 0);
+  });
+
+  test('a first pass out of time for a row leaves it, and the rows after it, to the step-by-step path', async () => {
+    const { result, steps, handle } = await runPayment({
+      reconcile: () => reconciled([CARRIER, ERP]),
+      firstPassDeliveries: 1,
+    });
+    assert.deepEqual(steps, ['reconcilePayment', 'deliverOutboxRow carrier', 'deliverOutboxRow erp']);
+    assert.deepEqual(await localActivityTypes(handle), ['reconcileAndDeliver', 'deliverOutboxRow']);
+    assert.deepEqual(
+      result!.deliveries.map(({ target, status }) => [target, status]),
+      [
+        ['carrier', 'delivered'],
+        ['erp', 'delivered'],
+      ],
+    );
+  });
+
+  test('a first pass whose reconcile fails: the durable reconcile, then each row step by step', async () => {
+    const { result, calls } = await runPayment({
+      reconcile: (call) => {
+        if (call.local)
+          throw ApplicationFailure.retryable('PostgreSQL is down', ErrorCode.DatabaseUnavailable);
+        return reconciled([CARRIER, ERP]);
+      },
+    });
+    assert.equal(result!.outcome, 'applied');
+    assert.deepEqual(
+      calls.map(
+        ({ activity, target, local }) =>
+          `${activity}${target ? ` ${target}` : ''} ${local ? 'local' : 'durable'}`,
+      ),
+      [
+        'reconcilePayment local',
+        'reconcilePayment durable',
+        'deliverOutboxRow carrier local',
+        'deliverOutboxRow erp local',
+      ],
+    );
+  });
+
+  test('a first pass whose carrier call fails: the ERP is not called in it; both rows then go on in order', async () => {
+    const { result, calls } = await runPayment({
+      reconcile: () => reconciled([CARRIER, ERP]),
+      deliver: (row, call) => {
+        if (row.target === 'carrier' && call.local) {
+          throw ApplicationFailure.retryable('the carrier answered 503', ErrorCode.DownstreamUnavailable);
+        }
+        return deliveredAs(row, 'delivered');
+      },
+    });
+    assert.equal(result!.outcome, 'applied');
+    assert.deepEqual(
+      calls.map(
+        ({ activity, target, local }) =>
+          `${activity}${target ? ` ${target}` : ''} ${local ? 'local' : 'durable'}`,
+      ),
+      [
+        'reconcilePayment local',
+        'deliverOutboxRow carrier local',
+        'deliverOutboxRow carrier durable',
+        'deliverOutboxRow erp local',
       ],
     );
   });

@@ -38,6 +38,20 @@ const outboxDeliveryResult = z.strictObject({
   action: z.string(),
   status: z.enum(OUTBOX_STATUSES),
 });
+const stepFailure = z.strictObject({
+  type: z.string().nullable(),
+  message: z.string(),
+  nonRetryable: z.boolean(),
+  retryAfterMs: z.number().nullable(),
+});
+const deliveryAttempt = z.union([
+  z.strictObject({ outboxId: z.number(), delivered: outboxDeliveryResult }),
+  z.strictObject({ outboxId: z.number(), failure: stepFailure }),
+]);
+const reconcileAndDeliverResult = z.strictObject({
+  reconciled: reconcileResult,
+  attempts: z.array(deliveryAttempt),
+});
 const reholdResult = z.strictObject({
   status: z.enum(['reheld', 'already_compensated', 'never_sent', 'refused', 'not_configured']),
 });
@@ -88,6 +102,9 @@ same<z.infer<typeof outboxEntry>, contracts.OutboxEntry>(true);
 same<z.infer<typeof reconcileResult>, contracts.ReconcileResult>(true);
 same<z.infer<typeof outboxInput>, contracts.OutboxInput>(true);
 same<z.infer<typeof outboxDeliveryResult>, contracts.OutboxDeliveryResult>(true);
+same<z.infer<typeof stepFailure>, contracts.StepFailure>(true);
+same<z.infer<typeof deliveryAttempt>, contracts.DeliveryAttempt>(true);
+same<z.infer<typeof reconcileAndDeliverResult>, contracts.ReconcileAndDeliverResult>(true);
 same<z.infer<typeof reholdResult>, contracts.ReholdResult>(true);
 same<z.infer<typeof compensationInput>, contracts.CompensationInput>(true);
 same<z.infer<typeof paymentCompensationResult>, contracts.PaymentCompensationResult>(true);
@@ -112,6 +129,7 @@ const HISTORY_SHAPES: Record<string, { input?: z.ZodType; result: z.ZodType }> =
   recoverySweepWorkflow: { input: recoverySweepInput, result: recoverySweepResult },
   reconcilePayment: { input: paymentEventSchema, result: reconcileResult },
   deliverOutboxRow: { input: outboxInput, result: outboxDeliveryResult },
+  reconcileAndDeliver: { input: paymentEventSchema, result: reconcileAndDeliverResult },
   reholdShipment: { input: outboxInput, result: reholdResult },
   compensatePaymentEffects: { input: compensationInput, result: paymentCompensationResult },
   deliverReminder: { input: reminderDeliveryInput, result: reminderDeliveryResult },

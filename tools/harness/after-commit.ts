@@ -6,9 +6,12 @@ export type AfterCommit = (eventId: string, attempt: number) => void | Promise<v
 
 /**
  * A fault-injection seam for tests, benchmarks and the history recorder, passed to createWorker as an
- * activity interceptor: `afterCommit` runs once `reconcilePayment` has returned (its transaction has
- * committed), local attempts included, as a worker that crashes or hangs before completing would.
+ * activity interceptor: `afterCommit` runs once `reconcilePayment` or the first pass that ran it
+ * (`reconcileAndDeliver`, its first deliveries made too) has returned: its transaction has committed,
+ * local attempts included, as a worker that crashes or hangs before completing would.
  */
+const RECONCILES = new Set(['reconcilePayment', 'reconcileAndDeliver']);
+
 export function afterReconcileCommit(afterCommit: AfterCommit): ActivityInterceptorsFactory {
   return (ctx) => ({
     inbound: {
@@ -16,7 +19,7 @@ export function afterReconcileCommit(afterCommit: AfterCommit): ActivityIntercep
         const result = await next(input);
         const { activityType, attempt, workflowExecution } = ctx.info;
         const eventId = workflowExecution && subjectOfWorkflowId(workflowExecution.workflowId);
-        if (activityType === 'reconcilePayment' && eventId) await afterCommit(eventId, attempt);
+        if (RECONCILES.has(activityType) && eventId) await afterCommit(eventId, attempt);
         return result;
       },
     },
