@@ -31,8 +31,10 @@ export type { PaymentWorkflowInput, PaymentWorkflowResult } from '../domain/work
 
 /**
  * The patch that runs the reconcile and each row's first delivery as one local activity, the first
- * pass (one marker, one activation), in place of one local activity per step. Runs started before it
- * replay the step-by-step path they recorded (test/histories/reconcile-and-deliver/).
+ * pass (one marker, one activation), in place of one local activity per step. It implies the
+ * coalesce-search-attributes patch, which a patched run therefore never asks for: each patch is a
+ * marker and an upsert of TemporalChangeVersion, a visibility write on the server per run. Runs started
+ * before it replay the path they recorded (test/histories/coalesced-search-attributes/ and the top level).
  */
 export const FIRST_PASS_PATCH = 'reconcile-and-deliver';
 
@@ -61,10 +63,11 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
   const { event } = input;
   let decided: ReconcileResult | null = null;
   setHandler(reconciledQuery, () => decided);
-  // Runs started before this change upserted each attribute as it changed (one action per command).
-  const view = new OperatorView(patched(COALESCE_SEARCH_ATTRIBUTES_PATCH));
+  const firstPassShape = patched(FIRST_PASS_PATCH);
+  // Runs started before the coalesce patch upserted each attribute as it changed (one action per command).
+  const view = new OperatorView(firstPassShape || patched(COALESCE_SEARCH_ATTRIBUTES_PATCH));
   try {
-    return await settlePayment(event, view, (result) => (decided = result));
+    return await settlePayment(event, view, firstPassShape, (result) => (decided = result));
   } finally {
     view.flush();
   }
@@ -74,6 +77,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
 async function settlePayment(
   event: PaymentEvent,
   view: OperatorView,
+  firstPassShape: boolean,
   onDecided: (result: ReconcileResult) => void,
 ): Promise<PaymentWorkflowResult> {
   const saga = new Saga();
@@ -88,7 +92,7 @@ async function settlePayment(
 
   // 1. Reconcile: claim the event and apply its effect in one transaction; in the first pass, with
   // the first delivery of each row after it.
-  const first = patched(FIRST_PASS_PATCH) ? await firstPass(event, view) : undefined;
+  const first = firstPassShape ? await firstPass(event, view) : undefined;
   const reconciled = await reconcile(event, view, first?.reconciled);
   onDecided(reconciled);
   const deliveries: OutboxDeliveryResult[] = [];

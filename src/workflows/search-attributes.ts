@@ -65,15 +65,23 @@ export function reminderSummary(reminder: { contractId?: string; dueAt: Date }):
   return `renewal reminder${contract} · due ${reminder.dueAt.toISOString()}`;
 }
 
+/** Minor digits by currency code, each worked out once: an Intl.NumberFormat per event was a hot spot. */
+const minorDigits = new Map<string, number>();
+
 /** 12500 EUR is "125.00", 500 JPY is "500": the currency's own number of minor digits. */
 function formatMinorUnits(amount: number, currency: string): string {
-  let digits = 2;
-  try {
-    digits =
-      new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ??
-      2;
-  } catch {
-    // An ISO-shaped code Intl does not know: two digits, as most currencies have.
+  let digits = minorDigits.get(currency);
+  if (digits === undefined) {
+    digits = 2;
+    try {
+      digits =
+        new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions()
+          .maximumFractionDigits ?? 2;
+    } catch {
+      // An ISO-shaped code Intl does not know: two digits, as most currencies have.
+    }
+    // Bounded: the door admits only ISO-shaped codes (three letters), so the map cannot grow without end.
+    if (minorDigits.size < 1_000) minorDigits.set(currency, digits);
   }
   return (amount / 10 ** digits).toFixed(digits);
 }
