@@ -20,7 +20,11 @@ export type AttemptInfo = {
  * its steps, under the step's own activity name, so that the logs and metrics of an event read the
  * same whichever shape ran it.
  */
-export async function observeAttempt<T>(info: AttemptInfo, run: () => Promise<T>): Promise<T> {
+export async function observeAttempt<T>(
+  info: AttemptInfo,
+  run: () => Promise<T>,
+  options: { logCompletion?: boolean } = {},
+): Promise<T> {
   const { activityType, attempt, workflowExecution } = info;
   const subjectId = workflowExecution ? subjectOfWorkflowId(workflowExecution.workflowId) : undefined;
   const base = {
@@ -34,7 +38,8 @@ export async function observeAttempt<T>(info: AttemptInfo, run: () => Promise<T>
     const result = await run();
     const ms = Math.round(performance.now() - started);
     activityOutcomesTotal.inc({ activity: activityType, outcome: 'completed' });
-    logger.info({ ...base, outcome: 'completed', ms }, 'activity completed');
+    if (options.logCompletion !== false)
+      logger.info({ ...base, outcome: 'completed', ms }, 'activity completed');
     return result;
   } catch (error) {
     const ms = Math.round(performance.now() - started);

@@ -23,6 +23,9 @@ class ActivityOutcomeInterceptor implements ActivityInboundCallsInterceptor {
     input: ActivityExecuteInput,
     next: Next<ActivityInboundCallsInterceptor, 'execute'>,
   ): Promise<unknown> {
-    return observeAttempt(this.ctx.info, () => next(input));
+    // The first pass logs each of its steps under the step's own name; a line for the whole would
+    // only repeat them (its failure is still logged, and every outcome counted).
+    const logCompletion = this.ctx.info.activityType !== 'reconcileAndDeliver';
+    return observeAttempt(this.ctx.info, () => next(input), { logCompletion });
   }
 }
