@@ -166,12 +166,15 @@ export async function dropPeriod(
               `INSERT INTO claims SELECT * FROM ${ident(period.claims)} WHERE outcome IN ${OPEN_OUTCOMES}`,
             )
           : undefined;
-        // The planned ones, and any whose claim a compensation made open since the plan.
+        // The planned ones, and any whose claim a compensation made open since the plan. Every
+        // statement under the parents' lock reads by index (the open claims by the partial index
+        // claims_exceptions, the week's events by key), never the week's millions of rows: a scan
+        // here held the live path behind the lock for seconds (RT at 10 M claims, 4 Dec 2026).
         const events = period.events
           ? await tx.query(
               `INSERT INTO events SELECT * FROM ${ident(period.events)} e
-                WHERE e.event_id = ANY ($1::text[])
-                   OR e.event_id IN (SELECT event_id FROM claims WHERE outcome IN ${OPEN_OUTCOMES})`,
+                WHERE e.event_id = ANY ($1::text[] || ARRAY(
+                        SELECT event_id FROM claims WHERE outcome IN ${OPEN_OUTCOMES}))`,
               [plan.keptEventIds],
             )
           : undefined;
