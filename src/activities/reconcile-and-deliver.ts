@@ -1,13 +1,14 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { isDeliverable } from '../domain/outbox';
 import type { PaymentEvent } from '../domain/payment-event';
-import type {
-  DeliveryAttempt,
-  OutboxDeliveryResult,
-  OutboxInput,
-  ReconcileAndDeliverResult,
-  ReconcileResult,
-  StepFailure,
+import {
+  stepFailureOf,
+  type DeliveryAttempt,
+  type OutboxDeliveryResult,
+  type OutboxInput,
+  type ReconcileAndDeliverResult,
+  type ReconcileResult,
+  type StepFailure,
 } from '../domain/workflow-contracts';
 import { annotateSpan, traceStep } from '../tracing/tracing';
 import { observeAttempt } from './observe';
@@ -84,15 +85,7 @@ export function reconcileAndDeliver(
 
 /** What the workflow needs of a step's failure to hand the step on (the shape written to history). */
 export function stepFailure(error: unknown): StepFailure {
-  if (error instanceof ApplicationFailure) {
-    const details = error.details?.[0] as { retryAfterMs?: unknown } | undefined;
-    return {
-      type: error.type ?? null,
-      message: error.message,
-      nonRetryable: error.nonRetryable === true,
-      retryAfterMs: typeof details?.retryAfterMs === 'number' ? details.retryAfterMs : null,
-    };
-  }
+  if (error instanceof ApplicationFailure) return stepFailureOf(error);
   return {
     type: null,
     message: error instanceof Error ? error.message : String(error),

@@ -59,6 +59,26 @@ export type StepFailure = {
   retryAfterMs: number | null;
 };
 
+/**
+ * An activity's ApplicationFailure as a StepFailure: the one reading of its type, message,
+ * retryability and Retry-After (the first detail's `retryAfterMs`, see activities/downstream.ts
+ * failureFor), for the first pass (activity side) and the workflow's local attempts alike.
+ */
+export function stepFailureOf(failure: {
+  type?: string | null;
+  message: string;
+  nonRetryable?: boolean | null;
+  details?: unknown[] | null;
+}): StepFailure {
+  const details = failure.details?.[0] as { retryAfterMs?: unknown } | undefined;
+  return {
+    type: failure.type ?? null,
+    message: failure.message,
+    nonRetryable: failure.nonRetryable === true,
+    retryAfterMs: typeof details?.retryAfterMs === 'number' ? details.retryAfterMs : null,
+  };
+}
+
 /** One outbox row's delivery attempt in the first pass: its result, or why it failed. */
 export type DeliveryAttempt =
   { outboxId: number; delivered: OutboxDeliveryResult } | { outboxId: number; failure: StepFailure };

@@ -11,9 +11,8 @@ import {
 } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import type { Activities } from '../activities';
-import type { RetryAfterDetails } from '../activities/downstream';
 import { ErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../domain/errors';
-import type { StepFailure } from '../domain/workflow-contracts';
+import { stepFailureOf, type StepFailure } from '../domain/workflow-contracts';
 import type { OperatorView } from './operator-view';
 
 // The payment workflow's step runner: its activities' timeouts and retry policies, and runStep's
@@ -150,12 +149,9 @@ export async function retryDurably<F extends ActivityFunction>(
 /** A local attempt's failure as retryDurably reads it (the first pass returns its own, the same shape). */
 export function failureOf(error: unknown): StepFailure {
   const failure = applicationFailureOf(error);
-  return {
-    type: failure?.type ?? null,
-    message: failure?.message ?? '',
-    nonRetryable: failure?.nonRetryable ?? false,
-    retryAfterMs: retryAfterMs(failure) ?? null,
-  };
+  return failure
+    ? stepFailureOf(failure)
+    : { type: null, message: '', nonRetryable: false, retryAfterMs: null };
 }
 
 /** A permanent refusal by the downstream (4xx) or of the target itself: what triggers compensation. */
@@ -168,10 +164,4 @@ export function isRefusal(error: unknown): boolean {
 function applicationFailureOf(error: unknown): ApplicationFailure | undefined {
   const cause = error instanceof ActivityFailure ? error.cause : error;
   return cause instanceof ApplicationFailure ? cause : undefined;
-}
-
-/** A downstream's Retry-After, carried in the failure's details (see failureFor). */
-function retryAfterMs(failure: ApplicationFailure | undefined): number | undefined {
-  const details = failure?.details?.[0] as Partial<RetryAfterDetails> | undefined;
-  return typeof details?.retryAfterMs === 'number' ? details.retryAfterMs : undefined;
 }

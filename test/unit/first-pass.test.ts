@@ -66,14 +66,18 @@ function steps(
   };
 }
 
+/** The first pass over a stub's steps, with time for every call. */
+const passOver = (stub: ReturnType<typeof steps>) =>
+  firstPass(EVENT, {
+    reconcile: stub.reconcilePayment,
+    deliver: stub.deliverOutboxRow,
+    hasTimeFor: () => true,
+  });
+
 describe('the first pass', () => {
   test('reconciles, then delivers every pending row in order', async () => {
     const stub = steps(applied([row(1, 'carrier'), row(2, 'erp')]));
-    const result = await firstPass(EVENT, {
-      reconcile: stub.reconcilePayment,
-      deliver: stub.deliverOutboxRow,
-      hasTimeFor: () => true,
-    });
+    const result = await passOver(stub);
     assert.deepEqual(stub.calls, ['reconcile', 'deliver 1', 'deliver 2']);
     assert.deepEqual(
       result.attempts.map((attempt) => ('delivered' in attempt ? attempt.delivered.status : 'failed')),
@@ -83,18 +87,10 @@ describe('the first pass', () => {
 
   test('skips rows already delivered, and delivers nothing for an outcome other than applied', async () => {
     const partly = steps(applied([row(1, 'carrier', 'delivered'), row(2, 'erp')]));
-    await firstPass(EVENT, {
-      reconcile: partly.reconcilePayment,
-      deliver: partly.deliverOutboxRow,
-      hasTimeFor: () => true,
-    });
+    await passOver(partly);
     assert.deepEqual(partly.calls, ['reconcile', 'deliver 2']);
     const stale = steps(applied([row(1, 'carrier')], 'stale'));
-    const result = await firstPass(EVENT, {
-      reconcile: stale.reconcilePayment,
-      deliver: stale.deliverOutboxRow,
-      hasTimeFor: () => true,
-    });
+    const result = await passOver(stale);
     assert.deepEqual(stale.calls, ['reconcile']);
     assert.deepEqual(result.attempts, []);
   });
@@ -110,11 +106,7 @@ describe('the first pass', () => {
     const stub = steps(applied([row(1, 'carrier'), row(2, 'erp')]), ({ outboxId }) =>
       outboxId === 1 ? throttled : 'delivered',
     );
-    const result = await firstPass(EVENT, {
-      reconcile: stub.reconcilePayment,
-      deliver: stub.deliverOutboxRow,
-      hasTimeFor: () => true,
-    });
+    const result = await passOver(stub);
     assert.deepEqual(stub.calls, ['reconcile', 'deliver 1']);
     assert.deepEqual(result.attempts, [
       {
@@ -132,11 +124,7 @@ describe('the first pass', () => {
   test('a refusal is returned as non-retryable; an error of another kind as retryable, without a type', async () => {
     const refused = ApplicationFailure.nonRetryable('HTTP 422', ErrorCode.DownstreamRejected);
     const stub = steps(applied([row(1, 'carrier')]), () => refused);
-    const result = await firstPass(EVENT, {
-      reconcile: stub.reconcilePayment,
-      deliver: stub.deliverOutboxRow,
-      hasTimeFor: () => true,
-    });
+    const result = await passOver(stub);
     assert.deepEqual(result.attempts[0], {
       outboxId: 1,
       failure: {
@@ -147,11 +135,7 @@ describe('the first pass', () => {
       },
     });
     const broken = steps(applied([row(1, 'carrier')]), () => new Error('connection terminated'));
-    const again = await firstPass(EVENT, {
-      reconcile: broken.reconcilePayment,
-      deliver: broken.deliverOutboxRow,
-      hasTimeFor: () => true,
-    });
+    const again = await passOver(broken);
     assert.deepEqual(again.attempts[0], {
       outboxId: 1,
       failure: { type: null, message: 'connection terminated', nonRetryable: false, retryAfterMs: null },
