@@ -1,11 +1,16 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
-import { findClaimAndStoredSha, insertClaim, lockEventId, updateClaimOutcome } from '../db/claims';
+import {
+  findClaimAndLockShipment,
+  insertClaimAndOutbox,
+  lockEventId,
+  updateClaimOutcome,
+} from '../db/claims';
 import { recordUnadmittedRun, type UnadmittedRun } from '../db/events';
-import { appendLedgerEntry } from '../db/ledger';
+import { setPaymentStatusAndAppend } from '../db/ledger';
 import { insertOutboxRowsAndList, outboxEntry, type NewOutboxRow } from '../db/outbox';
 import { recordRepeatClaim } from '../db/repeats';
-import { findShipment, lockShipment, setPaymentStatus } from '../db/shipments';
+import type { LockedShipment } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
 import { paymentWorkflowId } from '../domain/ids';
 import {
@@ -152,7 +157,11 @@ async function claimAndApply(
   const shipmentId = event.data.shipment_id;
   annotateSpan({ shipmentId });
   await lockEventId(tx, event.id);
-  const { claim, storedPayloadSha256: storedSha } = await findClaimAndStoredSha(tx, event.id);
+  const {
+    claim,
+    storedPayloadSha256: storedSha,
+    shipment,
+  } = await findClaimAndLockShipment(tx, event.id, shipmentId);
   if (claim?.payloadSha256 !== sha && storedSha !== sha) {
     const run: UnadmittedRun = {
       ...currentRun(event.id),
@@ -172,75 +181,90 @@ async function claimAndApply(
       ErrorCode.IdempotencyKeyReused,
     );
   }
+  const outboxOf = async (rows: NewOutboxRow[] = []) =>
+    (await insertOutboxRowsAndList(tx, { eventId: event.id, shipmentId }, rows)).map(outboxEntry);
   if (claim) await recordRepeatClaim(tx, event.id);
   if (claim && claim.outcome !== 'unmatched') {
-    const shipment = await findShipment(tx, shipmentId);
     const result: ReconcileResult = {
       outcome: claim.outcome,
       claimExisted: true,
       shipmentId,
       paymentStatus: shipment?.paymentStatus ?? null,
-      outbox: (await insertOutboxRowsAndList(tx, { eventId: event.id, shipmentId }, [])).map(outboxEntry),
+      outbox: await outboxOf(),
     };
     return { kind: 'reconciled', result };
   }
-  const { mismatch, ...applied } = await applyPaymentTransition(tx, event, accounts);
-  const result: ReconcileResult = { ...applied, claimExisted: claim !== undefined, shipmentId };
+  const { mismatch, effects, ...applied } = await applyPaymentTransition(tx, event, shipment, accounts);
   if (claim) {
+    const result: ReconcileResult = {
+      ...applied,
+      claimExisted: true,
+      shipmentId,
+      outbox: await outboxOf(effects),
+    };
     if (applied.outcome !== 'unmatched') {
       await updateClaimOutcome(tx, event.id, applied.outcome, mismatch?.detail);
     }
     return { kind: 'reconciled', result, mismatch };
   }
-  const secondsSinceReceipt = await insertClaim(tx, {
-    eventId: event.id,
-    payloadSha256: sha,
-    outcome: applied.outcome,
+  // A new claim: it and the event's outbox rows in one statement.
+  const { secondsSinceReceipt, outbox } = await insertClaimAndOutbox(
+    tx,
+    {
+      eventId: event.id,
+      payloadSha256: sha,
+      outcome: applied.outcome,
+      shipmentId,
+      reviewReason: mismatch?.detail,
+    },
+    effects,
+  );
+  const result: ReconcileResult = {
+    ...applied,
+    claimExisted: false,
     shipmentId,
-    reviewReason: mismatch?.detail,
-  });
+    outbox: outbox.map(outboxEntry),
+  };
   return { kind: 'reconciled', result, secondsSinceReceipt, mismatch };
 }
 
 /**
- * The business rule, inside the claim's transaction: status forward only, then the payment must pay
- * for its shipment (paymentMismatch: account, currency, amount; else `needs_review` with its reason
- * and nothing written but the claim), then ledger, outbox. Returns the outcome, the shipment's status
- * as this transaction leaves it (its row is locked) and the event's outbox rows.
+ * The business rule, inside the claim's transaction, on the shipment locked for it: status forward
+ * only, then the payment must pay for its shipment (paymentMismatch: account, currency, amount; else
+ * `needs_review` with its reason and nothing written but the claim), then status and ledger entry (one
+ * statement). Returns the outcome, the shipment's status as this transaction leaves it and the outbox
+ * rows the event adds, which the caller writes (with the claim, for a new one).
  */
 async function applyPaymentTransition(
   tx: pg.PoolClient,
   event: PaymentEvent,
+  shipment: LockedShipment | undefined,
   accounts: AccountPolicy,
-): Promise<Pick<ReconcileResult, 'outcome' | 'paymentStatus' | 'outbox'> & { mismatch?: Mismatch }> {
+): Promise<
+  Pick<ReconcileResult, 'outcome' | 'paymentStatus'> & { effects: NewOutboxRow[]; mismatch?: Mismatch }
+> {
   const { shipment_id: shipmentId, payment_id: paymentId, amount, currency } = event.data;
-  const outboxOf = async (rows: NewOutboxRow[] = []) =>
-    (await insertOutboxRowsAndList(tx, { eventId: event.id, shipmentId }, rows)).map(outboxEntry);
-  const shipment = await lockShipment(tx, shipmentId);
-  if (!shipment) return { outcome: 'unmatched', paymentStatus: null, outbox: await outboxOf() };
+  if (!shipment) return { outcome: 'unmatched', paymentStatus: null, effects: [] };
 
   const transition = decideTransition(shipment.paymentStatus, event.type);
   if (transition.kind === 'stale') {
-    return { outcome: 'stale', paymentStatus: shipment.paymentStatus, outbox: await outboxOf() };
+    return { outcome: 'stale', paymentStatus: shipment.paymentStatus, effects: [] };
   }
   const mismatch = paymentMismatch({ ...event.data, type: event.type }, shipment.expected, accounts);
   if (mismatch) {
-    return {
-      outcome: 'needs_review',
-      paymentStatus: shipment.paymentStatus,
-      outbox: await outboxOf(),
-      mismatch,
-    };
+    return { outcome: 'needs_review', paymentStatus: shipment.paymentStatus, effects: [], mismatch };
   }
 
-  await setPaymentStatus(tx, { shipmentId, paymentStatus: transition.to, paymentId, eventId: event.id });
-
   const base = { shipmentId, paymentId, eventId: event.id, amount, currency };
-  const entry = capturesMoney(transition.to)
-    ? await appendLedgerEntry(tx, { ...base, kind: 'capture' })
-    : transition.to === 'refunded'
-      ? await appendLedgerEntry(tx, { ...base, kind: 'refund', refundKey: refundKeyOf(event) })
-      : undefined;
+  const entry = await setPaymentStatusAndAppend(
+    tx,
+    { shipmentId, paymentStatus: transition.to, paymentId, eventId: event.id },
+    capturesMoney(transition.to)
+      ? { ...base, kind: 'capture' }
+      : transition.to === 'refunded'
+        ? { ...base, kind: 'refund', refundKey: refundKeyOf(event) }
+        : undefined,
+  );
 
   // One row per target the event asks something of, in the table's (delivery) order.
   const context = { event, entry: entry as EffectContext['entry'], holdStatus: shipment.holdStatus };
@@ -250,7 +274,7 @@ async function applyPaymentTransition(
     if (!body) return [];
     return [{ target, action, idempotencyKey: downstreamIdempotencyKey(event.id, target, action), body }];
   });
-  return { outcome: 'applied', paymentStatus: transition.to, outbox: await outboxOf(effects) };
+  return { outcome: 'applied', paymentStatus: transition.to, effects };
 }
 
 /**

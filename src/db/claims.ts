@@ -1,5 +1,18 @@
 import type { ReconcileOutcome } from '../domain/lifecycles';
 import type { Queryable } from './pool';
+import {
+  INSERT_OUTBOX_ROWS,
+  LIST_WITH_INSERTED,
+  outboxInsertValues,
+  type NewOutboxRow,
+  type OutboxEntryRow,
+} from './outbox';
+import {
+  EXPECTING_COLUMNS,
+  lockedShipment,
+  type LockedShipment,
+  type ShipmentExpectingRow,
+} from './shipments';
 
 export type ClaimOutcome = ReconcileOutcome;
 
@@ -36,56 +49,91 @@ export async function findClaim(db: Queryable, eventId: string): Promise<Claim |
 }
 
 /**
- * The claim of the event ID, if any, and the payload hash its `events` row was stored with, if it was:
- * what the reconcile decides on, in one round trip.
+ * What the reconcile decides on, in one round trip, after the event ID's lock: the claim, if any, the
+ * payload hash its `events` row was stored with, if it was, and the shipment the event names, locked
+ * FOR UPDATE until the transaction ends (its newest version, whatever this statement's snapshot), with
+ * what it expects to be paid. The claim and the stored hash are read from a snapshot taken after the
+ * lock was granted (the lock is the statement before), so they see every earlier reconcile of the ID.
  */
-export async function findClaimAndStoredSha(
+export async function findClaimAndLockShipment(
   db: Queryable,
   eventId: string,
-): Promise<{ claim: Claim | undefined; storedPayloadSha256: string | undefined }> {
-  const { rows } = await db.query<Partial<Claim> & { storedPayloadSha256: string | null }>({
-    name: 'claims.find_with_stored_sha',
-    text: `SELECT c.event_id AS "eventId", c.payload_sha256 AS "payloadSha256", c.outcome,
+  shipmentId: string,
+): Promise<{
+  claim: Claim | undefined;
+  storedPayloadSha256: string | undefined;
+  shipment: LockedShipment | undefined;
+}> {
+  const { rows } = await db.query<
+    Partial<Claim> & { storedPayloadSha256: string | null; shipment: ShipmentExpectingRow | null }
+  >({
+    name: 'claims.find_and_lock_shipment',
+    text: `WITH shipment AS MATERIALIZED (
+             SELECT ${EXPECTING_COLUMNS} FROM shipments WHERE shipment_id = $2::text FOR UPDATE)
+           SELECT c.event_id AS "eventId", c.payload_sha256 AS "payloadSha256", c.outcome,
                   c.shipment_id AS "shipmentId", c.claimed_at AS "claimedAt",
-                  e.payload_sha256 AS "storedPayloadSha256"
+                  e.payload_sha256 AS "storedPayloadSha256",
+                  (SELECT to_json(s) FROM shipment s) AS shipment
              FROM (VALUES ($1::text)) AS k (event_id)
              LEFT JOIN claims c ON c.event_id = k.event_id
              LEFT JOIN events e ON e.event_id = k.event_id`,
-    values: [eventId],
+    values: [eventId, shipmentId],
   });
-  const { storedPayloadSha256, ...claim } = rows[0]!;
+  const { storedPayloadSha256, shipment, ...claim } = rows[0]!;
   return {
     claim: claim.eventId === null || claim.eventId === undefined ? undefined : (claim as Claim),
     storedPayloadSha256: storedPayloadSha256 ?? undefined,
+    shipment: shipment === null ? undefined : lockedShipment(shipment),
   };
 }
 
+/** A claim to insert. */
+export type NewClaim = {
+  eventId: string;
+  payloadSha256: string;
+  outcome: ClaimOutcome;
+  shipmentId: string;
+  /** Why a `needs_review` outcome needs review (a payment that does not match its shipment). */
+  reviewReason?: string;
+};
+
 /**
- * Inserts the claim. Returns the seconds from the event's receipt (its `events` row) to this claim, the
- * event-to-commit latency (the claim commits with the transaction that writes it), or undefined for an
- * event that has no `events` row (only a claim written before the reconcile checked admission).
+ * The claim and the event's new outbox rows in one statement (both commit with the transaction or
+ * neither does); returns all of the event's rows in order, as insertOutboxRowsAndList does, and the
+ * seconds from the event's receipt (its `events` row) to this claim, the event-to-commit latency, or
+ * undefined for an event that has no `events` row.
  */
-export async function insertClaim(
+export async function insertClaimAndOutbox(
   db: Queryable,
-  claim: {
-    eventId: string;
-    payloadSha256: string;
-    outcome: ClaimOutcome;
-    shipmentId: string;
-    /** Why a `needs_review` outcome needs review (a payment that does not match its shipment). */
-    reviewReason?: string;
-  },
-): Promise<number | undefined> {
-  const { rows } = await db.query<{ seconds: number | null }>({
-    name: 'claims.insert',
-    text: `INSERT INTO claims (event_id, payload_sha256, outcome, shipment_id, review_reason)
-           VALUES ($1::text, $2::text, $3::text, $4::text, $5::text)
-           RETURNING EXTRACT(EPOCH FROM claimed_at -
-             (SELECT received_at FROM events WHERE event_id = $1::text))::float8 AS seconds`,
-    values: [claim.eventId, claim.payloadSha256, claim.outcome, claim.shipmentId, claim.reviewReason ?? null],
+  claim: NewClaim,
+  rows: NewOutboxRow[],
+): Promise<{ secondsSinceReceipt: number | undefined; outbox: OutboxEntryRow[] }> {
+  const { rows: listed } = await db.query<{ seconds: number | null } & Nullable<OutboxEntryRow>>({
+    name: 'claims.insert_with_outbox',
+    text: `WITH claim AS (
+             INSERT INTO claims (event_id, payload_sha256, outcome, shipment_id, review_reason)
+             VALUES ($1::text, $7::text, $8::text, $2::text, $9::text)
+             RETURNING EXTRACT(EPOCH FROM claimed_at -
+               (SELECT received_at FROM events WHERE event_id = $1::text))::float8 AS seconds),
+           inserted AS (${INSERT_OUTBOX_ROWS}),
+           listed AS (${LIST_WITH_INSERTED})
+           SELECT (SELECT seconds FROM claim) AS seconds, listed.*
+             FROM (VALUES (1)) AS one (n) LEFT JOIN listed ON true
+            ORDER BY listed."outboxId"`,
+    values: [
+      ...outboxInsertValues(claim, rows),
+      claim.payloadSha256,
+      claim.outcome,
+      claim.reviewReason ?? null,
+    ],
   });
-  return rows[0]?.seconds ?? undefined;
+  const outbox = listed.flatMap(({ seconds: _, ...row }) =>
+    row.outboxId === null ? [] : [row as OutboxEntryRow],
+  );
+  return { secondsSinceReceipt: listed[0]?.seconds ?? undefined, outbox };
 }
+
+type Nullable<T> = { [K in keyof T]: T[K] | null };
 
 export async function updateClaimOutcome(
   db: Queryable,

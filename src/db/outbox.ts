@@ -55,28 +55,40 @@ export async function insertOutboxRowsAndList(
 ): Promise<OutboxEntryRow[]> {
   const { rows: entries } = await db.query<OutboxEntryRow>({
     name: 'outbox.insert_and_list',
-    text: `WITH inserted AS (
-             INSERT INTO outbox (event_id, shipment_id, target, action, idempotency_key, body)
+    text: `WITH inserted AS (${INSERT_OUTBOX_ROWS})
+           ${LIST_WITH_INSERTED}
+           ORDER BY "outboxId"`,
+    values: outboxInsertValues(event, rows),
+  });
+  return entries;
+}
+
+/**
+ * The INSERT of an event's new outbox rows, returning ENTRY_COLUMNS; its parameters are $1 to $6 of
+ * outboxInsertValues. For a CTE named `inserted`, which LIST_WITH_INSERTED reads.
+ */
+export const INSERT_OUTBOX_ROWS = `INSERT INTO outbox (event_id, shipment_id, target, action, idempotency_key, body)
              SELECT $1::text, $2::text, target, action, idempotency_key, body::jsonb
                FROM unnest($3::text[], $4::text[], $5::text[], $6::text[])
                       AS added (target, action, idempotency_key, body)
              ON CONFLICT (idempotency_key) DO NOTHING
-             RETURNING ${ENTRY_COLUMNS}
-           )
-           SELECT ${ENTRY_COLUMNS} FROM outbox WHERE event_id = $1::text
+             RETURNING ${ENTRY_COLUMNS}`;
+
+/** All of the event's rows: those stored before this statement and those its `inserted` CTE added. */
+export const LIST_WITH_INSERTED = `SELECT ${ENTRY_COLUMNS} FROM outbox WHERE event_id = $1::text
            UNION ALL
-           SELECT * FROM inserted
-           ORDER BY "outboxId"`,
-    values: [
-      event.eventId,
-      event.shipmentId,
-      rows.map((row) => row.target),
-      rows.map((row) => row.action),
-      rows.map((row) => row.idempotencyKey),
-      rows.map((row) => JSON.stringify(row.body)),
-    ],
-  });
-  return entries;
+           SELECT * FROM inserted`;
+
+/** $1 to $6 of INSERT_OUTBOX_ROWS. */
+export function outboxInsertValues(event: { eventId: string; shipmentId: string }, rows: NewOutboxRow[]) {
+  return [
+    event.eventId,
+    event.shipmentId,
+    rows.map((row) => row.target),
+    rows.map((row) => row.action),
+    rows.map((row) => row.idempotencyKey),
+    rows.map((row) => JSON.stringify(row.body)),
+  ];
 }
 
 export async function listOutboxForEvent(db: Queryable, eventId: string): Promise<OutboxRow[]> {

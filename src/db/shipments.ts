@@ -11,6 +11,19 @@ export type Shipment = {
 const COLUMNS = `shipment_id AS "shipmentId", payment_status AS "paymentStatus", payment_id AS "paymentId",
   hold_status AS "holdStatus"`;
 
+/** The shipment's columns with what it expects to be paid, as the reconcile reads it (findClaimAndLockShipment). */
+export const EXPECTING_COLUMNS = `${COLUMNS}, expected_amount::text AS "expectedAmount",
+  expected_currency AS "expectedCurrency"`;
+
+/** A shipment read with EXPECTING_COLUMNS. */
+export type ShipmentExpectingRow = Shipment & {
+  expectedAmount: string | null;
+  expectedCurrency: string | null;
+};
+
+/** A shipment locked for a reconcile, with what it expects to be paid. */
+export type LockedShipment = Shipment & { expected: PaymentExpectation };
+
 /** A shipment to add, with what it expects to be paid (minor units, ISO 4217), if it names that. */
 export type NewShipment = { shipmentId: string; expectedAmount?: number; expectedCurrency?: string };
 
@@ -49,21 +62,8 @@ export async function findShipment(db: Queryable, shipmentId: string): Promise<S
   return rows[0];
 }
 
-/** The shipment, locked for the reconcile's transaction, with what it expects to be paid. */
-export async function lockShipment(
-  db: Queryable,
-  shipmentId: string,
-): Promise<(Shipment & { expected: PaymentExpectation }) | undefined> {
-  const { rows } = await db.query<
-    Shipment & { expectedAmount: string | null; expectedCurrency: string | null }
-  >({
-    name: 'shipments.lock_expecting',
-    text: `SELECT ${COLUMNS}, expected_amount::text AS "expectedAmount", expected_currency AS "expectedCurrency"
-             FROM shipments WHERE shipment_id = $1::text FOR UPDATE`,
-    values: [shipmentId],
-  });
-  const row = rows[0];
-  if (!row) return undefined;
+/** A row read with EXPECTING_COLUMNS, its expectation as numbers. */
+export function lockedShipment(row: ShipmentExpectingRow): LockedShipment {
   const { expectedAmount, expectedCurrency, ...shipment } = row;
   return {
     ...shipment,
@@ -74,19 +74,11 @@ export async function lockShipment(
   };
 }
 
-export async function setPaymentStatus(
-  db: Queryable,
-  change: { shipmentId: string; paymentStatus: PaymentStatus; paymentId: string; eventId: string },
-): Promise<void> {
-  await db.query({
-    name: 'shipments.set_payment_status',
-    text: `UPDATE shipments
+/** $1 the shipment, $2 its new payment status, $3 the payment, $4 the event that set it. */
+export const SET_PAYMENT_STATUS = `UPDATE shipments
               SET payment_status = $2::text, payment_id = COALESCE(payment_id, $3::text),
                   status_event_id = $4::text, updated_at = now()
-            WHERE shipment_id = $1::text`,
-    values: [change.shipmentId, change.paymentStatus, change.paymentId, change.eventId],
-  });
-}
+            WHERE shipment_id = $1::text`;
 
 /** The carrier's hold as settle last saw it succeed: released by the release call, held again by its compensation. */
 export async function setHoldStatus(
