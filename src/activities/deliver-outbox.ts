@@ -44,10 +44,29 @@ export async function deliverOutboxRow(
   deps: DeliveryDependencies,
   input: OutboxInput,
 ): Promise<OutboxDeliveryResult> {
-  // The common path is one statement: the attempt is counted and the row read together.
+  return (await deliverOutboxRowThenStart(deps, input)).result;
+}
+
+/**
+ * deliverOutboxRow as the first pass runs it along an event's rows: `started` is this row as the
+ * delivery before it returned it, its attempt counted already; `next`, the row to deliver after it,
+ * whose attempt is counted with this one's `delivered` (one statement for both) and returned as
+ * `nextStarted`, ready to be sent. Undefined when this row did not deliver, or `next` was not started
+ * (no longer pending, or its target is not configured here): deliverOutboxRow then says why.
+ */
+export async function deliverOutboxRowThenStart(
+  deps: DeliveryDependencies,
+  input: OutboxInput,
+  started?: OutboxRow,
+  next?: OutboxInput,
+): Promise<{ result: OutboxDeliveryResult; nextStarted?: OutboxRow }> {
   const configured = OUTBOX_TARGETS.filter((target) => isConfigured(deps, target));
-  const row = await startOutboxAttempt(deps.pool, input.outboxId, configured);
-  if (!row) return notAttempted(deps, input.outboxId);
+  // The common path is one statement: the attempt is counted and the row read together.
+  const row =
+    started?.outboxId === input.outboxId
+      ? started
+      : await startOutboxAttempt(deps.pool, input.outboxId, configured);
+  if (!row) return { result: await notAttempted(deps, input.outboxId) };
   // Only a configured target's row is attempted (startOutboxAttempt picks by `configured`).
   const endpoint = targetEndpoint(deps.config, row.target) as { url: string; signingSecret: string };
   const call = targetCallPolicy(deps.config, deliveryTarget(row.target));
@@ -69,8 +88,13 @@ export async function deliverOutboxRow(
   countDelivery(row.target, row.action, outcome);
   if (outcome.kind === 'delivered') {
     const release = deliveryTarget(row.target).releasesShipment;
-    await markOutboxDelivered(deps.pool, row.outboxId, release ? row.shipmentId : undefined);
-    return resultFor(row, 'delivered');
+    const nextStarted = await markOutboxDelivered(
+      deps.pool,
+      row.outboxId,
+      release ? row.shipmentId : undefined,
+      next && { outboxId: next.outboxId, targets: configured },
+    );
+    return { result: resultFor(row, 'delivered'), nextStarted };
   }
   await recordOutboxError(
     deps.pool,

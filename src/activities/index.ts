@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { OutboxRow } from '../db/outbox';
 import type { PaymentEvent } from '../domain/payment-event';
 import type {
   CompensationInput,
@@ -10,7 +11,7 @@ import type {
 import { createHttpClient, type HttpClient } from '../lib/http';
 import { traceDownstreamCall } from '../tracing/tracing';
 import { compensatePaymentEffects, reholdShipment } from './compensate-payment';
-import { deliverOutboxRow } from './deliver-outbox';
+import { deliverOutboxRow, deliverOutboxRowThenStart } from './deliver-outbox';
 import { deliverReminder, failReminder } from './deliver-reminder';
 import {
   DEFAULT_DELIVERY_TUNING,
@@ -57,10 +58,15 @@ export function createActivities({
     reconcilePayment: (event: PaymentEvent) => reconcilePayment(pool, event, accounts),
     deliverOutboxRow: (input: OutboxInput) => deliverOutboxRow(delivery, input),
   };
+  const firstPassSteps = {
+    reconcilePayment: steps.reconcilePayment,
+    deliverOutboxRowThenStart: (input: OutboxInput, started?: OutboxRow, next?: OutboxInput) =>
+      deliverOutboxRowThenStart(delivery, input, started, next),
+  };
   return {
     ...steps,
     reconcileAndDeliver: (event: PaymentEvent) =>
-      reconcileAndDeliver(steps, delivery.tuning.requestTimeoutMs, event),
+      reconcileAndDeliver(firstPassSteps, delivery.tuning.requestTimeoutMs, event),
     reholdShipment: (input: OutboxInput) => reholdShipment(delivery, input),
     compensatePaymentEffects: (input: CompensationInput) => compensatePaymentEffects(pool, input),
     deliverReminder: (input: ReminderDeliveryInput) => deliverReminder(delivery, input),

@@ -1,4 +1,5 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { OutboxRow } from '../db/outbox';
 import { isDeliverable } from '../domain/outbox';
 import type { PaymentEvent } from '../domain/payment-event';
 import {
@@ -19,7 +20,8 @@ export const DELIVERY_MARGIN_MS = 5_000;
 /** The steps the first pass composes: the activities a payment run otherwise schedules one by one. */
 export type FirstPassSteps = {
   reconcile(event: PaymentEvent): Promise<ReconcileResult>;
-  deliver(input: OutboxInput): Promise<OutboxDeliveryResult>;
+  /** `next`: the row the pass delivers after this one if it delivers, so that its attempt can be started with it. */
+  deliver(input: OutboxInput, next?: OutboxInput): Promise<OutboxDeliveryResult>;
   /** Whether a delivery started now is sure to end (its request timeout) before the activity's own. */
   hasTimeFor(): boolean;
 };
@@ -43,11 +45,12 @@ export async function firstPass(
   const reconciled = await steps.reconcile(event);
   const attempts: DeliveryAttempt[] = [];
   if (reconciled.outcome !== 'applied') return { reconciled, attempts };
-  for (const row of reconciled.outbox) {
-    if (!isDeliverable(row.status)) continue;
+  const deliverable = reconciled.outbox.filter((row) => isDeliverable(row.status));
+  for (const [index, row] of deliverable.entries()) {
     if (!steps.hasTimeFor()) break;
+    const next = deliverable[index + 1];
     try {
-      const delivered = await steps.deliver({ outboxId: row.outboxId });
+      const delivered = await steps.deliver({ outboxId: row.outboxId }, next && { outboxId: next.outboxId });
       attempts.push({ outboxId: row.outboxId, delivered });
       // A row its target refused without throwing (`failed`) ends the pass: compensation decides.
       if (delivered.status === 'failed') break;
@@ -66,7 +69,11 @@ export async function firstPass(
 export function reconcileAndDeliver(
   activities: {
     reconcilePayment(event: PaymentEvent): Promise<ReconcileResult>;
-    deliverOutboxRow(input: OutboxInput): Promise<OutboxDeliveryResult>;
+    deliverOutboxRowThenStart(
+      input: OutboxInput,
+      started?: OutboxRow,
+      next?: OutboxInput,
+    ): Promise<{ result: OutboxDeliveryResult; nextStarted?: OutboxRow }>;
   },
   requestTimeoutMs: number,
   event: PaymentEvent,
@@ -76,10 +83,23 @@ export function reconcileAndDeliver(
   annotateSpan({ shipmentId: event.data.shipment_id });
   const step = <T>(activityType: string, run: () => Promise<T>) =>
     traceStep(activityType, () => observeAttempt({ ...info, activityType }, run));
+  const hasTimeFor = () => deadline - Date.now() > requestTimeoutMs + DELIVERY_MARGIN_MS;
+  // The next row, its attempt counted with the delivered one before it (one statement for both).
+  let started: OutboxRow | undefined;
   return firstPass(event, {
     reconcile: (input) => step('reconcilePayment', () => activities.reconcilePayment(input)),
-    deliver: (input) => step('deliverOutboxRow', () => activities.deliverOutboxRow(input)),
-    hasTimeFor: () => deadline - Date.now() > requestTimeoutMs + DELIVERY_MARGIN_MS,
+    deliver: (input, next) =>
+      step('deliverOutboxRow', async () => {
+        const delivered = await activities.deliverOutboxRowThenStart(
+          input,
+          started,
+          hasTimeFor() ? next : undefined,
+        );
+        started = delivered.nextStarted;
+        return delivered.result;
+      }),
+    // A row started with the one before it had time when it was started (a moment ago).
+    hasTimeFor: () => started !== undefined || hasTimeFor(),
   });
 }
 

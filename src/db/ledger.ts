@@ -1,6 +1,7 @@
 import type { PaymentStatus } from '../domain/payment-rules';
 import type { Queryable } from './pool';
 import { SET_PAYMENT_STATUS } from './shipments';
+import { shiftParameters } from './sql';
 
 type LedgerKind = 'capture' | 'refund' | 'reversal';
 
@@ -71,7 +72,7 @@ const INSERT_ENTRY = `INSERT INTO ledger_entries (kind, shipment_id, payment_id,
            RETURNING ${COLUMNS}`;
 
 /** SET_PAYMENT_STATUS with its parameters numbered after the entry's eight. */
-const STATUS_AFTER_ENTRY = SET_PAYMENT_STATUS.replace(/\$(\d)\b/g, (_, n: string) => `$${Number(n) + 8}`);
+const STATUS_AFTER_ENTRY = shiftParameters(SET_PAYMENT_STATUS, 8);
 
 function entryValues(entry: NewLedgerEntry) {
   return [

@@ -1,4 +1,5 @@
 import type { Queryable } from './pool';
+import { shiftParameters } from './sql';
 
 import { DELIVERABLE_STATUSES, type OutboxStatus, type OutboxTarget } from '../domain/outbox';
 
@@ -119,13 +120,19 @@ export async function startOutboxAttempt(
 ): Promise<OutboxRow | undefined> {
   const { rows } = await db.query<OutboxRow>({
     name: 'outbox.start_attempt',
-    text: `UPDATE outbox SET attempts = attempts + 1, status = 'pending', updated_at = now()
-      WHERE outbox_id = $1::bigint AND status = ANY($3::text[]) AND target = ANY($2::text[])
-      RETURNING ${COLUMNS}`,
+    text: START_ATTEMPT,
     values: [outboxId, targets, DELIVERABLE_STATUSES],
   });
   return rows[0];
 }
+
+/** $1 the row, $2 the targets this worker can call, $3 DELIVERABLE_STATUSES. */
+const START_ATTEMPT = `UPDATE outbox SET attempts = attempts + 1, status = 'pending', updated_at = now()
+      WHERE outbox_id = $1::bigint AND status = ANY($3::text[]) AND target = ANY($2::text[])
+      RETURNING ${COLUMNS}`;
+
+/** START_ATTEMPT after markOutboxDelivered's two parameters. */
+const START_ATTEMPT_AFTER_DELIVERED = shiftParameters(START_ATTEMPT, 2);
 
 /** Records why the last attempt did not deliver; `failed` when no retry will follow. */
 export async function recordOutboxError(
@@ -146,17 +153,28 @@ export async function markOutboxDelivered(
   outboxId: number,
   /** A carrier release: the shipment is `released` in the same statement. */
   releasedShipmentId?: string,
-): Promise<void> {
-  // A data-modifying WITH runs to completion whatever the outer statement reads: both or neither.
-  await db.query({
-    name: 'outbox.mark_delivered',
+  /** The row to deliver next, whose attempt startOutboxAttempt would count: counted here instead. */
+  next?: { outboxId: number; targets: readonly OutboxTarget[] },
+): Promise<OutboxRow | undefined> {
+  // Data-modifying WITHs run to completion whatever the outer statement reads: all or none.
+  const { rows } = await db.query<OutboxRow>({
+    name: 'outbox.mark_delivered_then_start',
     text: `WITH delivered AS (
         UPDATE outbox SET status = 'delivered', last_error = NULL, delivered_at = now(), updated_at = now()
-         WHERE outbox_id = $1::bigint AND status = 'pending')
-      UPDATE shipments SET hold_status = 'released', updated_at = now()
-       WHERE $2::text IS NOT NULL AND shipment_id = $2::text`,
-    values: [outboxId, releasedShipmentId ?? null],
+         WHERE outbox_id = $1::bigint AND status = 'pending'),
+      released AS (
+        UPDATE shipments SET hold_status = 'released', updated_at = now()
+         WHERE $2::text IS NOT NULL AND shipment_id = $2::text)
+      ${START_ATTEMPT_AFTER_DELIVERED}`,
+    values: [
+      outboxId,
+      releasedShipmentId ?? null,
+      next?.outboxId ?? null,
+      next?.targets ?? [],
+      DELIVERABLE_STATUSES,
+    ],
   });
+  return rows[0];
 }
 
 /** A delivered (or possibly applied) effect that the saga undid downstream. */

@@ -11,6 +11,7 @@ import {
   firstPass,
   reconcileAndDeliver,
 } from '../../src/activities/reconcile-and-deliver';
+import type { OutboxRow } from '../../src/db/outbox';
 import { ErrorCode } from '../../src/domain/errors';
 import type { PaymentEvent } from '../../src/domain/payment-event';
 import type {
@@ -50,18 +51,29 @@ function steps(
   deliver: (input: OutboxInput) => 'delivered' | Error = () => 'delivered',
 ) {
   const calls: string[] = [];
+  /** How the activity called each delivery: the row it had started already, and the next it asked to start. */
+  const chained: string[] = [];
+  const deliverOutboxRow = async (input: OutboxInput) => {
+    calls.push(`deliver ${input.outboxId}`);
+    const answer = deliver(input);
+    if (answer instanceof Error) throw answer;
+    const entry = reconciled.outbox.find((candidate) => candidate.outboxId === input.outboxId)!;
+    return { outboxId: entry.outboxId, target: entry.target, action: entry.action, status: answer };
+  };
   return {
     calls,
+    chained,
     reconcilePayment: async () => {
       calls.push('reconcile');
       return reconciled;
     },
-    deliverOutboxRow: async (input: OutboxInput) => {
-      calls.push(`deliver ${input.outboxId}`);
-      const answer = deliver(input);
-      if (answer instanceof Error) throw answer;
-      const entry = reconciled.outbox.find((candidate) => candidate.outboxId === input.outboxId)!;
-      return { outboxId: entry.outboxId, target: entry.target, action: entry.action, status: answer };
+    deliverOutboxRow,
+    /** deliverOutboxRow that starts `next` when this row delivered, as the database step does. */
+    deliverOutboxRowThenStart: async (input: OutboxInput, started?: OutboxRow, next?: OutboxInput) => {
+      chained.push(`${input.outboxId}: started ${started?.outboxId ?? '-'}, next ${next?.outboxId ?? '-'}`);
+      const result = await deliverOutboxRow(input);
+      const nextStarted = next && ({ outboxId: next.outboxId } as OutboxRow);
+      return { result, ...(result.status === 'delivered' ? { nextStarted } : {}) };
     },
   };
 }
@@ -164,14 +176,18 @@ describe('reconcileAndDeliver, the activity', () => {
   const run = (startToCloseTimeoutMs: number) => {
     const stub = steps(applied([row(1, 'carrier'), row(2, 'erp')]));
     const mock = new MockActivityEnvironment({ startToCloseTimeoutMs, isLocal: true });
-    return mock
-      .run(reconcileAndDeliver, stub, requestTimeoutMs, EVENT)
-      .then((result) => ({ result: result as ReconcileAndDeliverResult, calls: stub.calls }));
+    return mock.run(reconcileAndDeliver, stub, requestTimeoutMs, EVENT).then((result) => ({
+      result: result as ReconcileAndDeliverResult,
+      calls: stub.calls,
+      chained: stub.chained,
+    }));
   };
 
   test('starts a call only while the request timeout and the margin still fit in its own time', async () => {
     const roomy = await run(60_000);
     assert.deepEqual(roomy.calls, ['reconcile', 'deliver 1', 'deliver 2']);
+    // The second row's attempt is started with the first one's `delivered`, and sent as started.
+    assert.deepEqual(roomy.chained, ['1: started -, next 2', '2: started 2, next -']);
     // One millisecond short of one request and the margin: the rows are left to the durable path.
     const tight = await run(requestTimeoutMs + DELIVERY_MARGIN_MS - 1);
     assert.deepEqual(tight.calls, ['reconcile']);
