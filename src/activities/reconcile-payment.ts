@@ -1,11 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
-import {
-  findClaimAndLockShipment,
-  insertClaimAndOutbox,
-  lockEventId,
-  updateClaimOutcome,
-} from '../db/claims';
+import { findClaimAndLockShipment, insertClaimAndOutbox, updateClaimOutcome } from '../db/claims';
 import { recordUnadmittedRun, type UnadmittedRun } from '../db/events';
 import { setPaymentStatusAndAppend } from '../db/ledger';
 import { insertOutboxRowsAndList, outboxEntry, type NewOutboxRow } from '../db/outbox';
@@ -60,7 +55,9 @@ export async function reconcilePayment(
   try {
     // Validated once, by the workflow that passes it (workflows/payment.ts): no second parse here.
     const sha = payloadSha256(event);
-    const decision = await withTransaction(pool, (tx) => claimAndApply(tx, event, sha, accounts));
+    const decision = await withTransaction(pool, (tx) => claimAndApply(tx, event, sha, accounts), {
+      lockEventId: event.id,
+    });
     if (decision.kind === 'refused') throw refusal(decision);
     const { result, secondsSinceReceipt, mismatch } = decision;
     reconcileOutcomesTotal.inc({ outcome: result.outcome });
@@ -138,7 +135,8 @@ function currentRun(eventId: string): { workflowId: string; runId: string } {
 
 /**
  * The admission check, the claim check and, for a new (or parked) event, the business effect, inside
- * one transaction; then what the workflow needs, read on the same connection before COMMIT (the same
+ * one transaction that holds the event ID's lock from its first round trip (BEGIN and the lock), with
+ * the shipment locked by the statement that reads the claim; then what the workflow needs, read on the same connection before COMMIT (the same
  * answer as after it): one pool connection per reconcile, with up to 100 activities on a pool of 20.
  *
  * A claim of this very payload decides alone (the stored outcome, or an unmatched event's retry), so
@@ -156,7 +154,6 @@ async function claimAndApply(
 ): Promise<Decision> {
   const shipmentId = event.data.shipment_id;
   annotateSpan({ shipmentId });
-  await lockEventId(tx, event.id);
   const {
     claim,
     storedPayloadSha256: storedSha,

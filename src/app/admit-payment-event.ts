@@ -94,29 +94,38 @@ async function admitUnlessKnown(
   // A closed run of this ID that the reconcile refused as not admitted (started around settle, or
   // by this door before a commit that was lost) applied nothing: this admission starts a new run.
   let refusedRun = false;
-  const admission = await admitThenStart(deps.pool, {
-    insert: async (tx) => {
-      const stored = await insertAdmittedEvent(tx, {
-        eventId: event.id,
-        type: event.type,
-        payload: event,
-        payloadSha256: sha,
-        workflowId,
-        source,
-      });
-      refusedRun = stored.refusedRun;
-      return stored.inserted;
+  const admission = await admitThenStart(
+    deps.pool,
+    {
+      insert: async (tx) => {
+        const stored = await insertAdmittedEvent(
+          tx,
+          {
+            eventId: event.id,
+            type: event.type,
+            payload: event,
+            payloadSha256: sha,
+            workflowId,
+            source,
+          },
+          { lockHeld: true },
+        );
+        refusedRun = stored.refusedRun;
+        return stored.inserted;
+      },
+      whenKnown: (tx) => findEvent(tx, event.id),
+      // A handled type passed the full schema in readPaymentEvent.
+      // An imported report is bulk work: its runs wait behind live webhooks on the same task queue.
+      start: () =>
+        startPaymentWorkflow(deps.client, deps.taskQueue, event as PaymentEvent, {
+          markKey,
+          priority: source === 'import' ? 'bulk' : 'live',
+          ...(refusedRun ? { reusePolicy: 'ALLOW_DUPLICATE' as const } : {}),
+        }),
     },
-    whenKnown: (tx) => findEvent(tx, event.id),
-    // A handled type passed the full schema in readPaymentEvent.
-    // An imported report is bulk work: its runs wait behind live webhooks on the same task queue.
-    start: () =>
-      startPaymentWorkflow(deps.client, deps.taskQueue, event as PaymentEvent, {
-        markKey,
-        priority: source === 'import' ? 'bulk' : 'live',
-        ...(refusedRun ? { reusePolicy: 'ALLOW_DUPLICATE' as const } : {}),
-      }),
-  });
+    { lockEventId: event.id },
+  );
+
   switch (admission.kind) {
     case 'known':
       return known(admission.known);

@@ -27,16 +27,22 @@ export async function admitThenStart<Known, Started>(
     whenKnown: (tx: pg.PoolClient) => Promise<Known>;
     start: () => Promise<Started>;
   },
+  /** A payment event's ID: the transaction holds its advisory lock from its first round trip. */
+  options: { lockEventId?: string } = {},
 ): Promise<Admission<Known, Started>> {
   let dependency: Dependency = 'postgres';
   try {
-    return await withTransaction(pool, async (tx): Promise<Admission<Known, Started>> => {
-      if (!(await steps.insert(tx))) return { kind: 'known', known: await steps.whenKnown(tx) };
-      dependency = 'temporal';
-      const started = await steps.start();
-      dependency = 'postgres';
-      return { kind: 'started', started };
-    });
+    return await withTransaction(
+      pool,
+      async (tx): Promise<Admission<Known, Started>> => {
+        if (!(await steps.insert(tx))) return { kind: 'known', known: await steps.whenKnown(tx) };
+        dependency = 'temporal';
+        const started = await steps.start();
+        dependency = 'postgres';
+        return { kind: 'started', started };
+      },
+      options,
+    );
   } catch (error) {
     return { kind: 'failed', dependency, error };
   }

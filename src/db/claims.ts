@@ -1,3 +1,4 @@
+import pg from 'pg';
 import type { ReconcileOutcome } from '../domain/lifecycles';
 import type { Queryable } from './pool';
 import {
@@ -37,6 +38,16 @@ export async function lockEventId(db: Queryable, eventId: string): Promise<void>
     text: 'SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))',
     values: [eventId],
   });
+}
+
+/**
+ * BEGIN and lockEventId as one simple query, one round trip where two statements took two: the ID
+ * goes in as an escaped literal (a simple query has no parameters). Undefined for an ID no query text
+ * can carry (a NUL byte): the caller then locks with lockEventId, which PostgreSQL refuses as before.
+ */
+export function beginLockingEventId(eventId: string): string | undefined {
+  if (eventId.includes('\0')) return undefined;
+  return `BEGIN; SELECT pg_advisory_xact_lock(hashtextextended(${pg.escapeLiteral(eventId)}::text, 0))`;
 }
 
 export async function findClaim(db: Queryable, eventId: string): Promise<Claim | undefined> {

@@ -17,15 +17,19 @@ const COLUMNS = `event_id AS "eventId", type, payload, payload_sha256 AS "payloa
   workflow_id AS "workflowId", source, received_at AS "receivedAt"`;
 
 export async function findEvent(db: Queryable, eventId: string): Promise<StoredEvent | undefined> {
-  const { rows } = await db.query<StoredEvent>(`SELECT ${COLUMNS} FROM events WHERE event_id = $1::text`, [
-    eventId,
-  ]);
+  const { rows } = await db.query<StoredEvent>({
+    name: 'events.find',
+    text: `SELECT ${COLUMNS} FROM events WHERE event_id = $1::text`,
+    values: [eventId],
+  });
   return rows[0];
 }
 
 /**
  * How admission stores an event: under the event ID's advisory lock, the one the reconcile takes
- * first (claims.lockEventId), held until the admission's transaction ends. The row commits only after
+ * first (claims.lockEventId), held until the admission's transaction ends: taken here, unless the
+ * transaction was opened holding it (`lockHeld`: withTransaction's `lockEventId`, BEGIN and the lock
+ * in one round trip). The row commits only after
  * the workflow start is durable, and a worker may run the reconcile before that (eager start, the
  * local first attempt); the lock makes that reconcile wait for the commit (the row is then there) or
  * the rollback (it is not), so it never decides on a row that is merely not yet visible.
@@ -40,16 +44,18 @@ export async function findEvent(db: Queryable, eventId: string): Promise<StoredE
 export async function insertAdmittedEvent(
   tx: Queryable,
   event: Omit<StoredEvent, 'receivedAt'>,
+  options: { lockHeld?: boolean } = {},
 ): Promise<{ inserted: boolean; refusedRun: boolean }> {
-  await lockEventId(tx, event.eventId);
+  if (!options.lockHeld) await lockEventId(tx, event.eventId);
   // A statement of its own after the lock: its snapshot sees what committed while this one waited.
-  const { rows } = await tx.query<{ refused_run: boolean }>(
-    `INSERT INTO events (event_id, type, payload, payload_sha256, workflow_id, source)
+  const { rows } = await tx.query<{ refused_run: boolean }>({
+    name: 'events.insert_admitted',
+    text: `INSERT INTO events (event_id, type, payload, payload_sha256, workflow_id, source)
      SELECT $1::text, $2::text, $3::jsonb, $4::text, $5::text, $6::text
       WHERE NOT EXISTS (SELECT 1 FROM events WHERE event_id = $1::text)
      ON CONFLICT DO NOTHING
      RETURNING EXISTS (SELECT 1 FROM unadmitted_runs WHERE workflow_id = $5::text) AS refused_run`,
-    [
+    values: [
       event.eventId,
       event.type,
       JSON.stringify(event.payload),
@@ -57,7 +63,7 @@ export async function insertAdmittedEvent(
       event.workflowId,
       event.source,
     ],
-  );
+  });
   return { inserted: rows.length === 1, refusedRun: rows[0]?.refused_run ?? false };
 }
 

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { beginLockingEventId, lockEventId } from './claims';
 
 /**
  * Runs `fn` in one transaction: COMMIT when it resolves, ROLLBACK when it throws. A client whose
@@ -10,6 +11,11 @@ import type pg from 'pg';
 export async function withTransaction<T>(
   pool: pg.Pool,
   fn: (client: pg.PoolClient) => Promise<T>,
+  /**
+   * `lockEventId`: the transaction opens holding that event ID's advisory lock (claims.lockEventId),
+   * BEGIN and the lock in one round trip.
+   */
+  options: { lockEventId?: string } = {},
 ): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
@@ -18,7 +24,7 @@ export async function withTransaction<T>(
   };
   client.on('error', onConnectionLost);
   try {
-    await client.query('BEGIN');
+    await begin(client, options.lockEventId);
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
@@ -33,4 +39,14 @@ export async function withTransaction<T>(
     client.removeListener('error', onConnectionLost);
     client.release(broken);
   }
+}
+
+async function begin(client: pg.PoolClient, eventId: string | undefined): Promise<void> {
+  const lockingBegin = eventId === undefined ? undefined : beginLockingEventId(eventId);
+  if (lockingBegin) {
+    await client.query(lockingBegin);
+    return;
+  }
+  await client.query('BEGIN');
+  if (eventId !== undefined) await lockEventId(client, eventId);
 }
