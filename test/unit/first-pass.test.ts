@@ -173,8 +173,8 @@ describe('the first pass', () => {
 
 describe('reconcileAndDeliver, the activity', () => {
   const requestTimeoutMs = 15_000;
-  const run = (startToCloseTimeoutMs: number) => {
-    const stub = steps(applied([row(1, 'carrier'), row(2, 'erp')]));
+  const run = (startToCloseTimeoutMs: number, deliver?: Parameters<typeof steps>[1]) => {
+    const stub = steps(applied([row(1, 'carrier'), row(2, 'erp')]), deliver);
     const mock = new MockActivityEnvironment({ startToCloseTimeoutMs, isLocal: true });
     return mock.run(reconcileAndDeliver, stub, requestTimeoutMs, EVENT).then((result) => ({
       result: result as ReconcileAndDeliverResult,
@@ -193,5 +193,14 @@ describe('reconcileAndDeliver, the activity', () => {
     assert.deepEqual(tight.calls, ['reconcile']);
     assert.equal(tight.result.reconciled.outcome, 'applied');
     assert.deepEqual(tight.result.attempts, []);
+  });
+
+  test('a row that did not deliver starts no attempt of the next: the durable path counts its own', async () => {
+    const refused = await run(60_000, (input) =>
+      input.outboxId === 1 ? ApplicationFailure.retryable('HTTP 503', 'downstream_unavailable') : 'delivered',
+    );
+    assert.deepEqual(refused.calls, ['reconcile', 'deliver 1']);
+    assert.deepEqual(refused.chained, ['1: started -, next 2']);
+    assert.equal(refused.result.attempts.length, 1);
   });
 });
