@@ -69,18 +69,14 @@ describe('the event lock a transaction opens with', () => {
           db.pool,
           async (tx) =>
             (
-              await insertAdmittedEvent(
-                tx,
-                {
-                  eventId: id,
-                  type: event.type,
-                  payload: event,
-                  payloadSha256: payloadSha256(event),
-                  workflowId: paymentWorkflowId(id),
-                  source: 'webhook',
-                },
-                { lockHeld: true },
-              )
+              await insertAdmittedEvent(tx, {
+                eventId: id,
+                type: event.type,
+                payload: event,
+                payloadSha256: payloadSha256(event),
+                workflowId: paymentWorkflowId(id),
+                source: 'webhook',
+              })
             ).inserted,
           { lockEventId: id },
         );

@@ -1,6 +1,11 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
-import { findClaimAndLockShipment, insertClaimAndOutbox, updateClaimOutcome } from '../db/claims';
+import {
+  findClaimAndLockShipment,
+  insertClaimAndOutbox,
+  lockEventId,
+  updateClaimOutcome,
+} from '../db/claims';
 import { recordUnadmittedRun, type UnadmittedRun } from '../db/events';
 import { setPaymentStatusAndAppend } from '../db/ledger';
 import { insertOutboxRowsAndList, outboxEntry, type NewOutboxRow } from '../db/outbox';
@@ -136,8 +141,8 @@ function currentRun(eventId: string): { workflowId: string; runId: string } {
 /**
  * The admission check, the claim check and, for a new (or parked) event, the business effect, inside
  * one transaction that holds the event ID's lock from its first round trip (BEGIN and the lock), with
- * the shipment locked by the statement that reads the claim; then what the workflow needs, read on the same connection before COMMIT (the same
- * answer as after it): one pool connection per reconcile, with up to 100 activities on a pool of 20.
+ * the shipment locked by the statement that reads the claim; then what the workflow needs, read on
+ * the same connection before COMMIT (the same answer as after it): one pool connection per reconcile, with up to 100 activities on a pool of 20.
  *
  * A claim of this very payload decides alone (the stored outcome, or an unmatched event's retry), so
  * an event whose `events` row was purged after its claim still answers. Otherwise the event must be
@@ -154,6 +159,7 @@ async function claimAndApply(
 ): Promise<Decision> {
   const shipmentId = event.data.shipment_id;
   annotateSpan({ shipmentId });
+  await lockEventId(tx, event.id); // taken as the transaction began: no round trip
   const {
     claim,
     storedPayloadSha256: storedSha,

@@ -98,18 +98,14 @@ async function admitUnlessKnown(
     deps.pool,
     {
       insert: async (tx) => {
-        const stored = await insertAdmittedEvent(
-          tx,
-          {
-            eventId: event.id,
-            type: event.type,
-            payload: event,
-            payloadSha256: sha,
-            workflowId,
-            source,
-          },
-          { lockHeld: true },
-        );
+        const stored = await insertAdmittedEvent(tx, {
+          eventId: event.id,
+          type: event.type,
+          payload: event,
+          payloadSha256: sha,
+          workflowId,
+          source,
+        });
         refusedRun = stored.refusedRun;
         return stored.inserted;
       },

@@ -30,9 +30,11 @@ const COLUMNS = `event_id AS "eventId", payload_sha256 AS "payloadSha256", outco
 
 /**
  * Serialises every transaction that reconciles the same event ID, so the claim check and the
- * mutation cannot interleave; the primary key on claims remains the backstop.
+ * mutation cannot interleave; the primary key on claims remains the backstop. Free in a transaction
+ * that began holding it (beginLockingEventId).
  */
 export async function lockEventId(db: Queryable, eventId: string): Promise<void> {
+  if (openedHolding.get(db) === eventId) return;
   await db.query({
     name: 'claims.lock_event_id',
     text: 'SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))',
@@ -40,14 +42,30 @@ export async function lockEventId(db: Queryable, eventId: string): Promise<void>
   });
 }
 
+/** The event ID whose lock each open transaction took as it began, until it ends (withTransaction). */
+const openedHolding = new WeakMap<Queryable, string>();
+
 /**
- * BEGIN and lockEventId as one simple query, one round trip where two statements took two: the ID
- * goes in as an escaped literal (a simple query has no parameters). Undefined for an ID no query text
- * can carry (a NUL byte): the caller then locks with lockEventId, which PostgreSQL refuses as before.
+ * BEGIN and lockEventId in one round trip: one simple query, with the ID as an escaped literal (a
+ * simple query has no parameters). An ID no query text can carry (a NUL byte) takes the two
+ * statements, and PostgreSQL refuses it as before. Until endTransaction, lockEventId of this ID on
+ * this client costs nothing.
  */
-export function beginLockingEventId(eventId: string): string | undefined {
-  if (eventId.includes('\0')) return undefined;
-  return `BEGIN; SELECT pg_advisory_xact_lock(hashtextextended(${pg.escapeLiteral(eventId)}::text, 0))`;
+export async function beginLockingEventId(client: pg.PoolClient, eventId: string): Promise<void> {
+  if (eventId.includes('\0')) {
+    await client.query('BEGIN');
+    await lockEventId(client, eventId);
+  } else {
+    await client.query(
+      `BEGIN; SELECT pg_advisory_xact_lock(hashtextextended(${pg.escapeLiteral(eventId)}::text, 0))`,
+    );
+  }
+  openedHolding.set(client, eventId);
+}
+
+/** The transaction on `client` ended: its lock went with it. */
+export function endTransaction(client: pg.PoolClient): void {
+  openedHolding.delete(client);
 }
 
 export async function findClaim(db: Queryable, eventId: string): Promise<Claim | undefined> {

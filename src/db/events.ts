@@ -27,10 +27,9 @@ export async function findEvent(db: Queryable, eventId: string): Promise<StoredE
 
 /**
  * How admission stores an event: under the event ID's advisory lock, the one the reconcile takes
- * first (claims.lockEventId), held until the admission's transaction ends: taken here, unless the
- * transaction was opened holding it (`lockHeld`: withTransaction's `lockEventId`, BEGIN and the lock
- * in one round trip). The row commits only after
- * the workflow start is durable, and a worker may run the reconcile before that (eager start, the
+ * first (claims.lockEventId), held until the admission's transaction ends (free when the transaction
+ * began holding it: withTransaction's `lockEventId`). The row commits only after the workflow start
+ * is durable, and a worker may run the reconcile before that (eager start, the
  * local first attempt); the lock makes that reconcile wait for the commit (the row is then there) or
  * the rollback (it is not), so it never decides on a row that is merely not yet visible.
  *
@@ -44,9 +43,8 @@ export async function findEvent(db: Queryable, eventId: string): Promise<StoredE
 export async function insertAdmittedEvent(
   tx: Queryable,
   event: Omit<StoredEvent, 'receivedAt'>,
-  options: { lockHeld?: boolean } = {},
 ): Promise<{ inserted: boolean; refusedRun: boolean }> {
-  if (!options.lockHeld) await lockEventId(tx, event.eventId);
+  await lockEventId(tx, event.eventId);
   // A statement of its own after the lock: its snapshot sees what committed while this one waited.
   const { rows } = await tx.query<{ refused_run: boolean }>({
     name: 'events.insert_admitted',

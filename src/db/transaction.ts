@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { beginLockingEventId, lockEventId } from './claims';
+import { beginLockingEventId, endTransaction } from './claims';
 
 /**
  * Runs `fn` in one transaction: COMMIT when it resolves, ROLLBACK when it throws. A client whose
@@ -13,7 +13,7 @@ export async function withTransaction<T>(
   fn: (client: pg.PoolClient) => Promise<T>,
   /**
    * `lockEventId`: the transaction opens holding that event ID's advisory lock (claims.lockEventId),
-   * BEGIN and the lock in one round trip.
+   * BEGIN and the lock in one round trip; lockEventId of that ID inside it then costs nothing.
    */
   options: { lockEventId?: string } = {},
 ): Promise<T> {
@@ -24,7 +24,8 @@ export async function withTransaction<T>(
   };
   client.on('error', onConnectionLost);
   try {
-    await begin(client, options.lockEventId);
+    if (options.lockEventId === undefined) await client.query('BEGIN');
+    else await beginLockingEventId(client, options.lockEventId);
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
@@ -36,17 +37,8 @@ export async function withTransaction<T>(
     }
     throw error;
   } finally {
+    endTransaction(client);
     client.removeListener('error', onConnectionLost);
     client.release(broken);
   }
-}
-
-async function begin(client: pg.PoolClient, eventId: string | undefined): Promise<void> {
-  const lockingBegin = eventId === undefined ? undefined : beginLockingEventId(eventId);
-  if (lockingBegin) {
-    await client.query(lockingBegin);
-    return;
-  }
-  await client.query('BEGIN');
-  if (eventId !== undefined) await lockEventId(client, eventId);
 }
