@@ -177,12 +177,17 @@ export async function purgeExpiredClaims(
   if (deletedRows > 0 || result.conflicts > 0) {
     const tables = rowPurged.flatMap((pair) => [pair.claims, pair.events]).join(', ');
     const started = Date.now();
-    // Marks the dead rows' heap and index pages free for reuse; returns nothing to the OS (no lock
-    // against the reconcile path, unlike VACUUM FULL). Without the right to vacuum (not the tables'
-    // owner, no MAINTAIN), PostgreSQL warns and skips: the DEFAULT partitions' autovacuum settings
-    // (migration 017) remain. The week partitions are never deleted from: nothing to vacuum there.
+    // Marks the dead rows' heap and index pages free for reuse and returns nothing to the OS: no lock
+    // against the reconcile path. Not VACUUM FULL, and TRUNCATE false: cutting the emptied pages off
+    // a heap's end takes an ACCESS EXCLUSIVE lock on the partition, which every claim lookup (it
+    // reads all partitions) waits behind while VACUUM holds it, and which a hot standby replays against its queries.
+    // The next days' rows would only grow the heap back. Truncation is also a coin toss: VACUUM skips
+    // it when the lock is not free within 5 s. Then the store's size after a purge depended on whether
+    // a reader was in the way (test/purge-space.test.ts, seen in CI). Without the right to vacuum (not
+    // the tables' owner, no MAINTAIN), PostgreSQL warns and skips: the DEFAULT partitions' autovacuum
+    // settings (migration 017) remain. The week partitions are never deleted from: nothing to vacuum.
     await awaitOlderSnapshots(pool, options.signal);
-    await pool.query(`VACUUM (ANALYZE) ${tables}, conflicts`);
+    await pool.query(`VACUUM (ANALYZE, TRUNCATE false) ${tables}, conflicts`);
     // The index pages that VACUUM emptied are deleted, not yet free: a B-tree page is recyclable only
     // once no transaction can still hold a link to it, and only a later VACUUM puts it in the
     // free-space map. Left to the next day's purge, every fill extended the indexes by its own size
@@ -193,7 +198,7 @@ export async function purgeExpiredClaims(
     // wait, one such snapshot left a cycle's deleted pages to the next day's purge, and that day's
     // fill extended the indexes by its own size (test/purge-space.test.ts, seen in CI).
     await awaitOlderSnapshots(pool, options.signal);
-    await pool.query(`VACUUM ${tables}`);
+    await pool.query(`VACUUM (TRUNCATE false) ${tables}`);
     result.vacuumMs = Date.now() - started;
   }
   return result;
@@ -205,7 +210,13 @@ const SNAPSHOT_WAIT_MS = 10_000;
 /**
  * Waits until no other session of this database holds a snapshot older than now, so that what a
  * VACUUM run next removes or recycles is no longer visible to anyone: it takes a fresh transaction ID
- * and polls `pg_stat_activity` until every other session's `backend_xmin` is younger (or gone).
+ * (the mark) and polls `pg_stat_activity` until every other session's `backend_xmin` is younger than
+ * the mark (or gone). Younger, not merely as old: a snapshot taken while the mark was being assigned
+ * has the mark itself as its xmin, and the mark can be the very ID the index pages just deleted
+ * carry as the point from which they are recyclable. A page is stamped with the next ID to be
+ * assigned, and an empty table's VACUUM (ANALYZE) assigns none, so the mark is often that next ID.
+ * Such a snapshot kept every page the first pass deleted from the second, most purges on a quiet
+ * database (test/purge-space.test.ts).
  * Bounded: a transaction left open for longer (or a session this role may not see, such as another
  * role's or an autovacuum worker's without pg_read_all_stats) costs only reuse, never correctness,
  * so after SNAPSHOT_WAIT_MS the VACUUM runs regardless.
@@ -223,7 +234,7 @@ async function awaitOlderSnapshots(db: Queryable, signal?: AbortSignal): Promise
     const older = await db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM pg_stat_activity
         WHERE datname = current_database() AND pid <> pg_backend_pid()
-          AND backend_xmin IS NOT NULL AND age(backend_xmin) > age($1::xid)`,
+          AND backend_xmin IS NOT NULL AND age(backend_xmin) >= age($1::xid)`,
       [mark],
     );
     if (older.rows[0]!.n === 0 || Date.now() >= deadline) return;
