@@ -51,13 +51,20 @@ const CLUSTER_DEFAULT = ['T0', 'P'];
 const wanted = (id: string) =>
   only ? only.includes(id) : !ON_REQUEST.includes(id) && (server === 'dev' || CLUSTER_DEFAULT.includes(id));
 
-/** Sizes: the short form finishes in about three minutes on 2 cores; the full one in about eleven. */
+/**
+ * Sizes: the short form finishes in about four minutes on 2 cores; the full one in about twelve.
+ * `warmup`: the workflows (events) each shape runs unmeasured before its first measured row, so that
+ * every process compared is past V8's warm-up, settle's and the baselines' alike. In one run, after a
+ * warm-up of 50, three short repetitions of P@50 measured settle's worker at 11.4, 10.6 and 10.1 ms
+ * per event and its gateway at 2.9, 2.9 and 2.3, while the no-op worker's T3L stayed within 7.7–8.3.
+ */
 const SIZE = short
   ? {
       reps: 1,
       claimEvents: 400,
       floorWorkflows: 300,
       pathEvents: 300,
+      warmup: 300,
       loadSeconds: 10,
       importEvents: 1_000,
       bytesEvents: 300,
@@ -71,6 +78,7 @@ const SIZE = short
       claimEvents: 2_000,
       floorWorkflows: 1_000,
       pathEvents: 600,
+      warmup: 300,
       loadSeconds: 20,
       importEvents: 10_000,
       recoveryListed: 10_000,
@@ -250,7 +258,7 @@ async function benchOn(): Promise<Goal[]> {
     }
 
     if (wanted('T0')) {
-      await benchTemporalFloor(stack, 50, 10);
+      await benchTemporalFloor(stack, SIZE.warmup, 10);
       for (const concurrency of [10, 50]) {
         await measure(`T0@${concurrency}`, `no-op workflow + no-op activity, ${concurrency} in flight`, {
           prepare: async () => floorPrefix(),
@@ -269,11 +277,13 @@ async function benchOn(): Promise<Goal[]> {
         events: SIZE.floorWorkflows / 2,
         workflowIds: (prefix: string) => ({ ids: floorWorkflowIds(prefix, SIZE.floorWorkflows / 2) }),
       });
+      await benchTemporalFloor(stack, SIZE.warmup, 50, 'threeActivitiesWorkflow');
       await measure(
         'T3@50',
         'three no-op activities in sequence, 50 in flight',
         floorRow('threeActivitiesWorkflow'),
       );
+      await benchTemporalFloor(stack, SIZE.warmup, 50, 'threeLocalActivitiesWorkflow');
       await measure(
         'T3L@50',
         "P's shape: three no-op local activities, 50 in flight",
@@ -284,7 +294,7 @@ async function benchOn(): Promise<Goal[]> {
     const finished: PaymentEvent[] = [];
     let pMax = 0;
     if (wanted('P') || wanted('L') || wanted('R')) {
-      await benchFullPath(stack, await preparePathEvents(stack, 50), 10);
+      await benchFullPath(stack, await preparePathEvents(stack, SIZE.warmup), 10);
       for (const concurrency of [10, 50]) {
         const result = await measure(
           `P@${concurrency}`,
@@ -322,7 +332,7 @@ async function benchOn(): Promise<Goal[]> {
       serve = started.child;
       const eager = stack.throughGateway(started.gatewayUrl);
       try {
-        await benchFullPath(eager, await preparePathEvents(stack, 50), 10);
+        await benchFullPath(eager, await preparePathEvents(stack, SIZE.warmup), 10);
         let eagerMax = 0;
         for (const concurrency of [10, 50]) {
           const result = await measure(
