@@ -215,7 +215,7 @@ const SNAPSHOT_WAIT_MS = 10_000;
  * has the mark itself as its xmin, and the mark can be the very ID the index pages just deleted
  * carry as the point from which they are recyclable. A page is stamped with the next ID to be
  * assigned, and an empty table's VACUUM (ANALYZE) assigns none, so the mark is often that next ID.
- * Such a snapshot kept every page the first pass deleted from the second, most purges on a quiet
+ * Such a snapshot kept every page the first pass deleted from the second, many purges on a quiet
  * database (test/purge-space.test.ts).
  * Bounded: a transaction left open for longer (or a session this role may not see, such as another
  * role's or an autovacuum worker's without pg_read_all_stats) costs only reuse, never correctness,
