@@ -39,7 +39,12 @@ say "purging the apt packages CI installs"
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq docker.io mmdebstrap containerd runc >/dev/null 2>&1 || true
 DEBIAN_FRONTEND=noninteractive apt-get autoremove -y -qq >/dev/null 2>&1 || true
 say "removing Docker's state and the Compose plugin"
-rm -rf /var/lib/docker /var/lib/containerd /etc/docker "$HOME/.docker/cli-plugins/docker-compose"
+# A directory that is a mount point (a machine may give Docker a disk of its own at /var/lib/docker)
+# cannot be removed, only emptied.
+for dir in /var/lib/docker /var/lib/containerd; do
+  if mountpoint -q "$dir"; then find "$dir" -mindepth 1 -maxdepth 1 -exec rm -rf {} +; else rm -rf "$dir"; fi
+done
+rm -rf /etc/docker "$HOME/.docker/cli-plugins/docker-compose"
 if [ "$keep_go" != 1 ] && command -v go >/dev/null; then
   say "removing the Go build and module caches"
   go clean -cache -modcache >/dev/null 2>&1 || true
