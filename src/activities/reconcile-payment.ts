@@ -142,7 +142,8 @@ function currentRun(eventId: string): { workflowId: string; runId: string } {
  * The admission check, the claim check and, for a new (or parked) event, the business effect, inside
  * one transaction that holds the event ID's lock from its first round trip (BEGIN and the lock), with
  * the shipment locked by the statement that reads the claim; then what the workflow needs, read on
- * the same connection before COMMIT (the same answer as after it): one pool connection per reconcile, with up to 100 activities on a pool of 20.
+ * the same connection before COMMIT (the same answer as after it): one pool connection per reconcile,
+ * with up to 100 activities on a pool of 20.
  *
  * A claim of this very payload decides alone (the stored outcome, or an unmatched event's retry), so
  * an event whose `events` row was purged after its claim still answers. Otherwise the event must be

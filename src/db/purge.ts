@@ -180,12 +180,13 @@ export async function purgeExpiredClaims(
     // Marks the dead rows' heap and index pages free for reuse and returns nothing to the OS: no lock
     // against the reconcile path. Not VACUUM FULL, and TRUNCATE false: cutting the emptied pages off
     // a heap's end takes an ACCESS EXCLUSIVE lock on the partition, which every claim lookup (it
-    // reads all partitions) waits behind while VACUUM holds it, and which a hot standby replays against its queries.
-    // The next days' rows would only grow the heap back. Truncation is also a coin toss: VACUUM skips
-    // it when the lock is not free within 5 s. Then the store's size after a purge depended on whether
-    // a reader was in the way (test/purge-space.test.ts, seen in CI). Without the right to vacuum (not
-    // the tables' owner, no MAINTAIN), PostgreSQL warns and skips: the DEFAULT partitions' autovacuum
-    // settings (migration 017) remain. The week partitions are never deleted from: nothing to vacuum.
+    // reads all partitions) waits behind while VACUUM holds it, and which a hot standby replays
+    // against its queries. The next days' rows would only grow the heap back. Truncation is also a
+    // coin toss: VACUUM skips it when the lock is not free within 5 s. Then the store's size after a
+    // purge depended on whether a reader was in the way (test/purge-space.test.ts, seen in CI).
+    // Without the right to vacuum (not the tables' owner, no MAINTAIN), PostgreSQL warns and skips:
+    // the DEFAULT partitions' autovacuum settings (migration 017) remain. The week partitions are
+    // never deleted from: nothing to vacuum there.
     await awaitOlderSnapshots(pool, options.signal);
     await pool.query(`VACUUM (ANALYZE, TRUNCATE false) ${tables}, conflicts`);
     // The index pages that VACUUM emptied are deleted, not yet free: a B-tree page is recyclable only
