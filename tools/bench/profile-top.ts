@@ -1,7 +1,8 @@
 /**
  * `npx tsx tools/bench/profile-top.ts DIR [--events=N] [--top=20]`: where the CPU of a bench run went,
  * from the `.cpuprofile` files Node's `--cpu-prof` wrote under DIR (`SETTLE_BENCH_WORKER_CPU_PROF_DIR`
- * for `npm run bench`: settle's worker, the no-op worker and the gateway, one file per thread).
+ * for `npm run bench`: settle's worker, the no-op worker, the gateway and `settle serve`, one file per
+ * thread).
  *
  * For each thread (file), the busy time (samples that were not idle), then the functions with the most
  * self time and the time per part (settle's own code by folder, each npm package, Node's internals by

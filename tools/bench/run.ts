@@ -131,7 +131,7 @@ async function benchOn(): Promise<Goal[]> {
         `the gateway and a worker (${short ? 'short' : 'full'} run)`,
     );
     await stack.start();
-    // SETTLE_BENCH_WORKER_CPU_PROF_DIR: Node's --cpu-prof for both workers and the gateway, every
+    // SETTLE_BENCH_WORKER_CPU_PROF_DIR: Node's --cpu-prof for both workers, the gateway and serve, every
     // thread (the SDK's workflow thread included), one .cpuprofile per thread written there when the
     // process exits; `npx tsx tools/bench/profile-top.ts DIR` tables them (docs/performance.md).
     const profDir = process.env.SETTLE_BENCH_WORKER_CPU_PROF_DIR;
@@ -328,7 +328,10 @@ async function benchOn(): Promise<Goal[]> {
 
     if (wanted('PE')) {
       // `settle serve`: gateway and worker in one process on one connection, runs started eagerly.
-      const started = await stack.startServe();
+      const started = await stack.startServe(
+        {},
+        profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}/serve`] : [],
+      );
       serve = started.child;
       const eager = stack.throughGateway(started.gatewayUrl);
       try {

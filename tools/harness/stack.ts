@@ -226,12 +226,15 @@ export class ProofStack {
    * queue of its own, so only its worker runs what its gateway starts. Resolves with the process and
    * its gateway's URL once /healthz answers.
    */
-  async startServe(extra: Record<string, string> = {}): Promise<{ child: Child; gatewayUrl: string }> {
+  async startServe(
+    extra: Record<string, string> = {},
+    nodeArgs: string[] = [],
+  ): Promise<{ child: Child; gatewayUrl: string }> {
     const port = await freePort();
     const gatewayUrl = `http://127.0.0.1:${port}`;
     const child = await spawnTs(
       'serve',
-      ['src/cli/main.ts', 'serve'],
+      [...nodeArgs, 'src/cli/main.ts', 'serve'],
       this.env({ PORT: String(port), SETTLE_TASK_QUEUE: `${this.taskQueue}-serve`, ...extra }),
       async () => (await fetch(`${gatewayUrl}/healthz`).catch(() => undefined))?.ok === true,
     );
