@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ensurePartitions, WEEKS_AHEAD } from '../src/db/partitions';
 import { purgeExpiredClaims } from '../src/db/purge';
-import { createTestDatabase, uniqueId } from '../tools/harness/harness';
+import { createTestDatabase, uniqueId, waitFor } from '../tools/harness/harness';
 
 const DAY_MS = 24 * 3_600_000;
 const RETENTION_MS = 90 * DAY_MS;
@@ -175,5 +175,64 @@ describe('the purge by partition', () => {
     assert.deepEqual({ claims: purged.claims, events: purged.events }, { claims: 1, events: 1 });
     assert.equal(await exists(weekName('claims', start)), false);
     assert.equal(await exists(weekName('events', start)), false);
+  });
+
+  test('waits for what works on a week (an autovacuum) without holding up the live path, then drops it', async () => {
+    const start = weekStart(new Date(Date.now() - 160 * DAY_MS));
+    await ensurePartitions(db.pool, { from: start, weeks: 0 });
+    const old: Row = {
+      id: uniqueId('vacuumed'),
+      days: (Date.now() - start.getTime()) / DAY_MS - 1,
+      claim: 'applied',
+    };
+    const live: Row = { id: uniqueId('live'), days: 0, claim: 'applied' };
+    await store(old);
+    await store(live);
+    const week = weekName('claims', start);
+    // An autovacuum of the week holds this lock while it works; a session stands in for it.
+    const vacuum = await db.pool.connect();
+    const lookup = await db.pool.connect();
+    let purging: ReturnType<typeof purgeExpiredClaims> | undefined;
+    try {
+      await vacuum.query('BEGIN');
+      await vacuum.query(`LOCK TABLE ${week} IN SHARE UPDATE EXCLUSIVE MODE`);
+      purging = purgeExpiredClaims(db.pool, RETENTION_MS);
+      const waiting = await waitFor(
+        `the purge to wait for the lock on ${week}`,
+        async () => {
+          const { rows } = await db.pool.query<{ pid: number }>(
+            `SELECT pid FROM pg_locks WHERE NOT granted AND relation = $1::regclass`,
+            [week],
+          );
+          return rows[0]?.pid;
+        },
+        60_000,
+      );
+      // While it waits, it holds no lock on the parents and asks for none, so the live path's
+      // lookups and inserts (which read every partition) go through.
+      const { rows: parentLocks } = await db.pool.query<{ relation: string; mode: string; granted: boolean }>(
+        `SELECT relation::regclass::text AS relation, mode, granted FROM pg_locks
+          WHERE pid = $1::int AND relation IN ('claims'::regclass, 'events'::regclass)`,
+        [waiting],
+      );
+      assert.deepEqual(parentLocks, []);
+      await lookup.query(`SET statement_timeout = '30s'`);
+      const found = await lookup.query(`SELECT outcome FROM claims WHERE event_id = $1::text`, [live.id]);
+      assert.equal(found.rows[0]?.outcome, 'applied');
+      await lookup.query(
+        `INSERT INTO claims (event_id, payload_sha256, outcome, shipment_id) VALUES ($1::text, 'h', 'applied', 'SHP-1')`,
+        [uniqueId('during')],
+      );
+      await vacuum.query('COMMIT');
+      const purged = await purging;
+      assert.equal(purged.claims, 1);
+      assert.equal(await exists(week), false);
+      assert.ok(await partitionOf('claims', live.id), 'the live claim is still there');
+    } finally {
+      await vacuum.query('ROLLBACK').catch(() => {});
+      vacuum.release();
+      lookup.release();
+      await purging?.catch(() => {});
+    }
   });
 });
