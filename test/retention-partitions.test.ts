@@ -75,6 +75,14 @@ describe('the purge by partition', () => {
     const review: Row = { id: uniqueId('review'), days: 120, claim: 'needs_review' };
     const unclaimed: Row = { id: uniqueId('unclaimed'), days: 125, claim: null };
     for (const row of [...rows, unmatched, review, unclaimed]) await store(row);
+    // Received in a week that goes, claimed (applied) in one that stays: the event is covered, it goes.
+    const late = uniqueId('late');
+    await store({ id: late, days: 98, claim: null });
+    await db.pool.query(
+      `INSERT INTO claims (event_id, payload_sha256, outcome, shipment_id, claimed_at)
+       VALUES ($1::text, 'h', 'applied', 'SHP-1', now() - interval '80 days')`,
+      [late],
+    );
 
     const now = Date.now();
     const cutoff = now - RETENTION_MS;
@@ -89,7 +97,7 @@ describe('the purge by partition', () => {
     const purged = await purgeExpiredClaims(db.pool, RETENTION_MS);
     assert.deepEqual(
       { claims: purged.claims, events: purged.events, kept: purged.keptExceptions },
-      { claims: gone.length, events: gone.length, kept: 2 },
+      { claims: gone.length, events: gone.length + 1, kept: 2 },
     );
     assert.deepEqual(
       { claims: dry.claims, events: dry.events },
@@ -123,6 +131,11 @@ describe('the purge by partition', () => {
       assert.equal(await partitionOf('events', row.id), 'events_default');
     }
     assert.equal(await partitionOf('events', unclaimed.id), 'events_default');
+    assert.equal(await partitionOf('events', late), undefined);
+    assert.equal(
+      await partitionOf('claims', late),
+      weekName('claims', weekStart(new Date(now - 80 * DAY_MS))),
+    );
 
     // Resolved, the exception goes with the next purge, from the DEFAULT partition, row by row.
     await db.pool.query(`UPDATE claims SET outcome = 'applied' WHERE event_id = $1::text`, [unmatched.id]);
