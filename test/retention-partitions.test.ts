@@ -53,6 +53,17 @@ async function exists(name: string): Promise<boolean> {
   return rows.length === 1;
 }
 
+/**
+ * Creates the partitions of the week `daysAgo` days back and stores an applied event in it, a day
+ * after its start; returns the week's start.
+ */
+async function pastWeekWithClaim(daysAgo: number, prefix: string): Promise<Date> {
+  const start = weekStart(new Date(Date.now() - daysAgo * DAY_MS));
+  await ensurePartitions(db.pool, { from: start, weeks: 0 });
+  await store({ id: uniqueId(prefix), days: (Date.now() - start.getTime()) / DAY_MS - 1, claim: 'applied' });
+  return start;
+}
+
 /** The Monday 00:00 UTC that starts the week of `time`. */
 function weekStart(time: Date): Date {
   const day = new Date(Date.UTC(time.getUTCFullYear(), time.getUTCMonth(), time.getUTCDate()));
@@ -174,14 +185,7 @@ describe('the purge by partition', () => {
   });
 
   test('a purge stopped between its DETACH and its DROP is finished by the next one', async () => {
-    const start = weekStart(new Date(Date.now() - 150 * DAY_MS));
-    await ensurePartitions(db.pool, { from: start, weeks: 0 });
-    const row: Row = {
-      id: uniqueId('half'),
-      days: (Date.now() - start.getTime()) / DAY_MS - 1,
-      claim: 'applied',
-    };
-    await store(row);
+    const start = await pastWeekWithClaim(150, 'half');
     await db.pool.query(`ALTER TABLE claims DETACH PARTITION ${weekName('claims', start)}`);
     await db.pool.query(`ALTER TABLE events DETACH PARTITION ${weekName('events', start)}`);
     const purged = await purgeExpiredClaims(db.pool, RETENTION_MS);
@@ -191,15 +195,8 @@ describe('the purge by partition', () => {
   });
 
   test('waits for what works on a week (an autovacuum) without holding up the live path, then drops it', async () => {
-    const start = weekStart(new Date(Date.now() - 160 * DAY_MS));
-    await ensurePartitions(db.pool, { from: start, weeks: 0 });
-    const old: Row = {
-      id: uniqueId('vacuumed'),
-      days: (Date.now() - start.getTime()) / DAY_MS - 1,
-      claim: 'applied',
-    };
+    const start = await pastWeekWithClaim(160, 'vacuumed');
     const live: Row = { id: uniqueId('live'), days: 0, claim: 'applied' };
-    await store(old);
     await store(live);
     const week = weekName('claims', start);
     // An autovacuum of the week holds this lock while it works; a session stands in for it.
