@@ -61,9 +61,10 @@ async function figuresFor(
   samples: Sample[],
   errors: number,
   wallMs: number,
+  claims: ClaimsTable = 'claims',
 ): Promise<PathFigures> {
   const { rows } = await stack.pool.query<{ event_id: string; at: number }>(
-    `SELECT event_id, (extract(epoch FROM claimed_at) * 1000)::float8 AS at FROM claims WHERE event_id = ANY($1::text[])`,
+    `SELECT event_id, (extract(epoch FROM claimed_at) * 1000)::float8 AS at FROM ${claims} WHERE event_id = ANY($1::text[])`,
     [events.map((event) => event.id)],
   );
   const index = new Map(events.map((event, i) => [event.id, i]));
@@ -84,6 +85,9 @@ async function figuresFor(
   };
 }
 
+/** Where a path's claims (event_id, claimed_at) are: settle's, or T3W's plain consumer's. */
+export type ClaimsTable = 'claims' | 'bench_plain_claims';
+
 /**
  * P: closed loop over the whole path. Each of `concurrency` senders posts an event and waits until its
  * last downstream effect (the ERP entry) is applied before sending the next, so the work in flight in
@@ -93,13 +97,14 @@ export async function benchFullPath(
   stack: ProofStack,
   events: PaymentEvent[],
   concurrency: number,
+  claims: ClaimsTable = 'claims',
 ): Promise<PathFigures> {
   const samples: Sample[] = events.map(() => ({ sentAt: 0 }));
   let errors = 0;
   const wallMs = await closedLoop(events.length, concurrency, async (i) => {
     if (!(await sendAndFollow(stack, events[i]!, samples[i]!))) errors += 1;
   });
-  return figuresFor(stack, events, samples, errors, wallMs);
+  return figuresFor(stack, events, samples, errors, wallMs, claims);
 }
 
 export type LoadFigures = PathFigures & {

@@ -1,5 +1,6 @@
 /**
- * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,L,PE,R,BY,RT,RS,I,LI,PC,TR] [-- --server=dev|cluster|both]`:
+ * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,T3W,L,PE,R,BY,RT,RS,I,LI,PC,TR] [-- --server=dev|cluster|both]`:
+ * T3W is P's work without settle: a receiver and a plain workflow of three local activities (T3L's shape).
  * PE is P through `settle serve` (eager start; LE@50% its load row), LI live webhooks during an import,
  * BY the bytes one event keeps in settle's tables, RT the purge of past-retention claims under load,
  * RS a recovery sweep over listed events nearly all applied already (its Temporal starts counted). Every Temporal row counts its billable actions.
@@ -154,10 +155,12 @@ async function benchOn(): Promise<Goal[]> {
       (output) => output.includes('worker ready'),
     );
     let serve: Child | undefined;
+    let plainConsumer: Child | undefined;
     const pids = () => ({
       bench: 'self' as const,
       gateway: stack.gateway?.pid,
       serve: serve?.pid,
+      'plain-consumer': plainConsumer?.pid,
       worker: worker.pid,
       'noop-worker': noopWorker?.pid,
       ...stack.temporalPids(),
@@ -311,6 +314,31 @@ async function benchOn(): Promise<Goal[]> {
           },
         );
         pMax = Math.max(pMax, result.figures.eventsPerSecond!);
+      }
+    }
+
+    if (wanted('T3W')) {
+      // P's work without settle: a plain workflow of three local activities, receiver and worker in one
+      // process (tools/bench/support/plain-consumer.ts); the same events, receiver and load generator as P.
+      plainConsumer = await spawnTs(
+        'plain-consumer',
+        [...nodeArgs, 'tools/bench/support/plain-consumer.ts'],
+        stack.env(workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {}),
+        (output) => output.includes('plain consumer ready'),
+      );
+      const url = /plain consumer ready (\S+)/.exec(plainConsumer.output())![1]!;
+      const plain = stack.throughGateway(url);
+      try {
+        await benchFullPath(plain, await preparePathEvents(stack, SIZE.warmup), 50, 'bench_plain_claims');
+        await measure('T3W@50', "P's work without settle: T3L's shape doing it, 50 in flight", {
+          prepare: () => preparePathEvents(stack, SIZE.pathEvents),
+          run: (events) => benchFullPath(plain, events, 50, 'bench_plain_claims'),
+          events: SIZE.pathEvents,
+          workflowIds: (events) => ({ ids: events.map((event) => `plain:${event.id}`) }),
+        });
+      } finally {
+        await plainConsumer.stop();
+        plainConsumer = undefined;
       }
     }
 
@@ -580,6 +608,7 @@ const CPU_CLASSES: [string, (name: string) => boolean][] = [
   ['worker', (name) => name === 'worker'],
   ['serve', (name) => name === 'serve'],
   ['noop', (name) => name === 'noop-worker'],
+  ['plain', (name) => name === 'plain-consumer'],
   ['temporal', (name) => name.startsWith('temporal') && name !== 'temporal-postgres'],
   ['temporal-pg', (name) => name === 'temporal-postgres'],
   ['pg', (name) => name === 'postgres'],
@@ -663,6 +692,13 @@ function evaluateGoals(): Goal[] {
     "P ≥ 1.0 × T3L (P's shape, 50 in flight)",
     fig('P@50', 'eventsPerSecond'),
     fig('T3L@50', 'workflowsPerSecond'),
+    1.0,
+  );
+  // The same work without settle (T3W): the plain Temporal consumer a team would write instead.
+  ratio(
+    "P ≥ 1.0 × T3W (P's work without settle: T3L's shape doing it, 50 in flight)",
+    fig('P@50', 'eventsPerSecond'),
+    fig('T3W@50', 'eventsPerSecond'),
     1.0,
   );
   const cpu = (id: string) => {
