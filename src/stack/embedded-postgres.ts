@@ -39,6 +39,8 @@ export async function startEmbeddedPostgres(options: {
   dataDir: string;
   port: number;
   onLog?: (line: string) => void;
+  /** More server settings (`-c name=value` pairs), e.g. a diagnostic's shared_preload_libraries. */
+  settings?: Record<string, string>;
 }): Promise<EmbeddedDatabase> {
   mkdirSync(dirname(options.dataDir), { recursive: true });
   if (process.getuid?.() === 0) {
@@ -56,7 +58,13 @@ export async function startEmbeddedPostgres(options: {
     password: PASSWORD,
     persistent: true,
     createPostgresUser: true,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+    postgresFlags: [
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'max_connections=200',
+      ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+    ],
     onLog: (message) => options.onLog?.(message),
     onError: (error) => options.onLog?.(String(error)),
   });

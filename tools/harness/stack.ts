@@ -91,7 +91,13 @@ export class ProofStack {
    * `server`: `dev` (default), the Temporal dev server on a SQLite file; `cluster`, the real server
    * `npm run topology` runs (four services on their own PostgreSQL, no TLS, namespace `default`).
    */
-  constructor(readonly options: { server?: 'dev' | 'cluster' } = {}) {}
+  constructor(
+    readonly options: {
+      server?: 'dev' | 'cluster';
+      /** More settings for the embedded PostgreSQL (tools/bench/pg-statements.ts loads pg_stat_statements). */
+      postgresSettings?: Record<string, string>;
+    } = {},
+  ) {}
 
   async start(): Promise<void> {
     // Interrupted (Ctrl-C, a CI timeout): stop every server and child this stack started, then exit.
@@ -119,6 +125,7 @@ export class ProofStack {
     this.postgres = await startEmbeddedPostgres({
       dataDir: join(this.scratch, 'pg'),
       port: this.postgresPort,
+      ...(this.options.postgresSettings ? { settings: this.options.postgresSettings } : {}),
     });
   }
 
