@@ -10,7 +10,7 @@ import {
   postEvent,
   shipmentFor,
 } from '../harness/load';
-import { within } from '../harness/processes';
+import { spawnTs, within, type Child } from '../harness/processes';
 import type { ProofStack } from '../harness/stack';
 
 /** Longest an event may take from its webhook to its ERP delivery before the run counts it lost. */
@@ -87,6 +87,24 @@ async function figuresFor(
 
 /** Where a path's claims (event_id, claimed_at) are: settle's, or T3W's plain consumer's. */
 export type ClaimsTable = 'claims' | 'bench_plain_claims';
+
+/**
+ * T3W's plain consumer (tools/bench/support/plain-consumer.ts) started on `stack`'s environment, with
+ * `stack` as seen through its receiver: pass `path` and `claims` to benchFullPath.
+ */
+export async function startPlainConsumer(
+  stack: ProofStack,
+  options: { nodeArgs?: string[]; env?: Record<string, string> } = {},
+): Promise<{ child: Child; path: ProofStack; claims: ClaimsTable }> {
+  const child = await spawnTs(
+    'plain-consumer',
+    [...(options.nodeArgs ?? []), 'tools/bench/support/plain-consumer.ts'],
+    stack.env(options.env),
+    (output) => output.includes('plain consumer ready'),
+  );
+  const url = /plain consumer ready (\S+)/.exec(child.output())![1]!;
+  return { child, path: stack.throughGateway(url), claims: 'bench_plain_claims' };
+}
 
 /**
  * P: closed loop over the whole path. Each of `concurrency` senders posts an event and waits until its

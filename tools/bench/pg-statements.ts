@@ -6,8 +6,8 @@
  * execution and planning time. A diagnostic for docs/performance.md, not a figure: the bench's CPU
  * per process is what the goals read.
  */
-import { benchFullPath, preparePathEvents, type ClaimsTable } from './full-path';
-import { spawnTs, type Child } from '../harness/processes';
+import { benchFullPath, preparePathEvents, startPlainConsumer, type ClaimsTable } from './full-path';
+import type { Child } from '../harness/processes';
 import { ProofStack } from '../harness/stack';
 
 const row = process.argv[2] === 'T3W' ? 'T3W' : 'P';
@@ -39,14 +39,10 @@ async function main() {
       await stack.startGateway();
       await stack.startWorker();
     } else {
-      plainConsumer = await spawnTs(
-        'plain-consumer',
-        ['tools/bench/support/plain-consumer.ts'],
-        stack.env(),
-        (out) => out.includes('plain consumer ready'),
-      );
-      target = stack.throughGateway(/plain consumer ready (\S+)/.exec(plainConsumer.output())![1]!);
-      claims = 'bench_plain_claims';
+      const started = await startPlainConsumer(stack);
+      plainConsumer = started.child;
+      target = started.path;
+      claims = started.claims;
     }
     // A warm-up, then only the measured events' statements.
     await benchFullPath(target, await preparePathEvents(stack, 300), 50, claims);

@@ -16,7 +16,14 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { benchBareClaimLoop, benchReconcileActivity, CLAIM_LOOP_CONCURRENCY } from './claim-loop';
-import { benchFixedLoad, benchFullPath, benchReplayStorm, loadEvents, preparePathEvents } from './full-path';
+import {
+  benchFixedLoad,
+  benchFullPath,
+  benchReplayStorm,
+  loadEvents,
+  preparePathEvents,
+  startPlainConsumer,
+} from './full-path';
 import { benchImport, prepareImport } from './import';
 import { benchLiveDuringImport } from './live-during-import';
 import { median } from '../harness/load';
@@ -320,19 +327,17 @@ async function benchOn(): Promise<Goal[]> {
     if (wanted('T3W')) {
       // P's work without settle: a plain workflow of three local activities, receiver and worker in one
       // process (tools/bench/support/plain-consumer.ts); the same events, receiver and load generator as P.
-      plainConsumer = await spawnTs(
-        'plain-consumer',
-        [...nodeArgs, 'tools/bench/support/plain-consumer.ts'],
-        stack.env(workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {}),
-        (output) => output.includes('plain consumer ready'),
-      );
-      const url = /plain consumer ready (\S+)/.exec(plainConsumer.output())![1]!;
-      const plain = stack.throughGateway(url);
+      const started = await startPlainConsumer(stack, {
+        nodeArgs,
+        ...(workerNodeOptions ? { env: { NODE_OPTIONS: workerNodeOptions } } : {}),
+      });
+      plainConsumer = started.child;
+      const { path, claims } = started;
       try {
-        await benchFullPath(plain, await preparePathEvents(stack, SIZE.warmup), 50, 'bench_plain_claims');
+        await benchFullPath(path, await preparePathEvents(stack, SIZE.warmup), 50, claims);
         await measure('T3W@50', "P's work without settle: T3L's shape doing it, 50 in flight", {
           prepare: () => preparePathEvents(stack, SIZE.pathEvents),
-          run: (events) => benchFullPath(plain, events, 50, 'bench_plain_claims'),
+          run: (events) => benchFullPath(path, events, 50, claims),
           events: SIZE.pathEvents,
           workflowIds: (events) => ({ ids: events.map((event) => `plain:${event.id}`) }),
         });
