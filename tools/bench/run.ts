@@ -7,7 +7,9 @@
  * PC (only when named) P@50 through `settle serve` with payload encryption off, on, on, off (the codec's CPU cost).
  * TR (only when named) P@50 through `settle serve` with tracing off, on, on, off, exporting to a local OTLP endpoint (tracing's CPU cost).
  * settle's benchmarks against baselines measured in the same run, on this machine, on loopback. Each
- * figure is the median of its repetitions; CPU time (per event) and peak RSS are per process.
+ * figure is the median of its repetitions; CPU time (per event) and peak RSS are per process. The rows
+ * a goal compares at 50 in flight (T3L, P and T3W; T0 and PE) run their repetitions in turn, one of each
+ * at a time, so that the machine's load moves under all of them alike.
  * Writes tools/bench/results.json (tools/bench/results-cluster.json for the cluster) and prints a table.
  * Bounded in count and time: it stops by itself.
  */
@@ -108,6 +110,11 @@ type Result = {
 
 let results: Result[] = [];
 
+/** One repetition of a row: its figures, what each process spent during it, the events it handled. */
+type Rep = { figures: Record<string, number>; usage: Record<string, Usage>; events: number };
+/** A row to measure: `once` runs one repetition of it. */
+type Row = { id: string; what: string; reps: number; once: (rep: number) => Promise<Rep> };
+
 /**
  * glibc's malloc arenas, as the Dockerfile sets them for production (`MALLOC_ARENA_MAX=2`): every
  * process this run spawns (gateway, workers, PostgreSQL) inherits it unless the caller set another.
@@ -174,14 +181,14 @@ async function benchOn(): Promise<Goal[]> {
       postgres: stack.postgresPid(),
     });
     /**
-     * Runs a row `reps` times and keeps the medians. `prepare` (rows of shipments, events) runs before
-     * the resources are sampled, so each process's CPU covers only the measured work; `events` is
-     * how many events (workflows, transactions) one repetition handles, for CPU ms per event.
+     * A row, `reps` repetitions of which make its figures. `prepare` (rows of shipments, events) runs
+     * before the resources are sampled, so each process's CPU covers only the measured work; `events`
+     * is how many events (workflows, transactions) one repetition handles, for CPU ms per event.
      */
-    const measure = async <F extends Record<string, number>, P = undefined>(
+    const row = <F extends Record<string, number>, P = undefined>(
       id: string,
       what: string,
-      row: {
+      spec: {
         prepare?: (rep: number) => Promise<P>;
         run: (prepared: P, rep: number) => Promise<F>;
         events: number | ((figures: F) => number);
@@ -189,41 +196,49 @@ async function benchOn(): Promise<Goal[]> {
         /** The workflow IDs a repetition ran: their histories give the row's actions per event. */
         workflowIds?: (prepared: P, figures: F, startedAt: Date) => { ids: string[]; since?: Date };
       },
-    ): Promise<Result> => {
-      log(`${id}: ${what}`);
-      const reps = row.reps ?? SIZE.reps;
-      const runs: Record<string, number>[] = [];
-      const usages: Record<string, Usage>[] = [];
-      let events = 0;
-      for (let rep = 0; rep < reps; rep += 1) {
-        const prepared = (await row.prepare?.(rep)) as P;
+    ): Row => ({
+      id,
+      what,
+      reps: spec.reps ?? SIZE.reps,
+      once: async (rep) => {
+        const prepared = (await spec.prepare?.(rep)) as P;
         // On the cluster, the server's own count of the actions too (before and after the run).
         const serverCount =
-          row.workflowIds && stack.cluster ? await settledActions(stack.cluster) : undefined;
+          spec.workflowIds && stack.cluster ? await settledActions(stack.cluster) : undefined;
         const sampler = new ResourceSampler(pids, ['worker', 'noop-worker']);
         const startedAt = new Date();
-        const figures = await row.run(prepared, rep);
-        usages.push(sampler.stop());
-        const repEvents = typeof row.events === 'number' ? row.events : row.events(figures);
-        const runsOf = row.workflowIds?.(prepared, figures, startedAt);
+        const figures = await spec.run(prepared, rep);
+        const usage = sampler.stop();
+        const events = typeof spec.events === 'number' ? spec.events : spec.events(figures);
+        const runsOf = spec.workflowIds?.(prepared, figures, startedAt);
         const counted = runsOf
           ? await actionsPerEvent(stack.client, runsOf.ids, { since: runsOf.since })
           : {};
         let server = {};
         if (serverCount !== undefined && stack.cluster) {
-          const counted = serverActions(serverCount, await settledActions(stack.cluster), repEvents);
+          const counted = serverActions(serverCount, await settledActions(stack.cluster), events);
           log(`   the server's action counter, per event: ${counted.byType}`);
           server = { serverActionsPerEvent: round(counted.total, 2) };
         }
-        runs.push({ ...figures, ...counted, ...server });
-        events += repEvents;
-      }
+        return { figures: { ...figures, ...counted, ...server }, usage, events };
+      },
+    });
+    /** A row's medians over its repetitions, kept in the results and logged. */
+    const summarise = (measured: Row, reps: Rep[]): Result => {
+      const runs = reps.map((rep) => rep.figures);
+      const events = reps.reduce((sum, rep) => sum + rep.events, 0);
       const figures: Record<string, number> = {};
       for (const key of Object.keys(runs[0]!)) figures[key] = round(median(runs.map((r) => r[key]!)), 1);
-      const result = { id, what, figures, runs, resources: perEvent(sumUsage(usages), events) };
+      const result = {
+        id: measured.id,
+        what: measured.what,
+        figures,
+        runs,
+        resources: perEvent(sumUsage(reps.map((rep) => rep.usage)), events),
+      };
       results.push(result);
       log(
-        `   ${Object.entries(figures)
+        `${measured.id}: ${Object.entries(figures)
           .map(([k, v]) => `${k}=${v}`)
           .join(' ')}`,
       );
@@ -239,6 +254,33 @@ async function benchOn(): Promise<Goal[]> {
       }
       return result;
     };
+    /** Runs a row's repetitions one after another and keeps the medians. */
+    const measure = async <F extends Record<string, number>, P = undefined>(
+      ...args: Parameters<typeof row<F, P>>
+    ): Promise<Result> => {
+      const measured = row(...args);
+      log(`${measured.id}: ${measured.what}`);
+      const reps: Rep[] = [];
+      for (let rep = 0; rep < measured.reps; rep += 1) reps.push(await measured.once(rep));
+      return summarise(measured, reps);
+    };
+    /**
+     * The rows a goal compares, in turn: the first repetition of each, then the second of each, and so
+     * on. A shared machine's load moves by the minute; measured in turn, each row's repetitions meet the
+     * same moments, where rows measured one after the other would each meet their own.
+     */
+    const measureInTurn = async (rows: Row[]): Promise<Result[]> => {
+      const reps = rows.map((): Rep[] => []);
+      for (let rep = 0; rep < Math.max(0, ...rows.map((r) => r.reps)); rep += 1) {
+        for (const [index, measured] of rows.entries()) {
+          if (rep >= measured.reps) continue;
+          const turn = rows.length > 1 ? ', in turn' : '';
+          log(`${measured.id}: ${measured.what} (repetition ${rep + 1} of ${measured.reps}${turn})`);
+          reps[index]!.push(await measured.once(rep));
+        }
+      }
+      return rows.map((measured, index) => summarise(measured, reps[index]!));
+    };
 
     if (wanted('B0') || wanted('B1')) {
       // Interleaved, so both see the same noise (their CPU per transaction is therefore shared).
@@ -252,7 +294,7 @@ async function benchOn(): Promise<Goal[]> {
         b1.push(await benchReconcileActivity(stack, SIZE.claimEvents));
       }
       const resources = perEvent(sampler.stop(), 2 * SIZE.reps * SIZE.claimEvents);
-      const summarise = (id: string, what: string, runs: Record<string, number>[]) => {
+      const keep = (id: string, what: string, runs: Record<string, number>[]) => {
         const result = {
           id,
           what,
@@ -263,89 +305,111 @@ async function benchOn(): Promise<Goal[]> {
         results.push(result);
         log(`${id}: ${what}: ${result.figures.eventsPerSecond} tx/s`);
       };
-      summarise('B0', `bare claim loop, plain pg, ${CLAIM_LOOP_CONCURRENCY} in flight`, b0);
-      summarise('B1', `reconcile activity called directly, ${CLAIM_LOOP_CONCURRENCY} in flight`, b1);
+      keep('B0', `bare claim loop, plain pg, ${CLAIM_LOOP_CONCURRENCY} in flight`, b0);
+      keep('B1', `reconcile activity called directly, ${CLAIM_LOOP_CONCURRENCY} in flight`, b1);
     }
 
+    // T0@50 and PE@50 (P_eager ≥ 1.2 × T0) are measured in turn once `settle serve` is up.
+    const floorRow = (
+      concurrency: number,
+      workflowType: 'noopWorkflow' | 'threeActivitiesWorkflow' | 'threeLocalActivitiesWorkflow',
+      workflows: number,
+    ) => ({
+      prepare: async () => floorPrefix(),
+      run: (prefix: string) => benchTemporalFloor(stack, workflows, concurrency, workflowType, prefix),
+      events: workflows,
+      workflowIds: (prefix: string) => ({ ids: floorWorkflowIds(prefix, workflows) }),
+    });
+    const t0At50 = () =>
+      row(
+        'T0@50',
+        'no-op workflow + no-op activity, 50 in flight',
+        floorRow(50, 'noopWorkflow', SIZE.floorWorkflows),
+      );
     if (wanted('T0')) {
       await benchTemporalFloor(stack, SIZE.warmup, 10);
-      for (const concurrency of [10, 50]) {
-        await measure(`T0@${concurrency}`, `no-op workflow + no-op activity, ${concurrency} in flight`, {
-          prepare: async () => floorPrefix(),
-          run: (prefix) =>
-            benchTemporalFloor(stack, SIZE.floorWorkflows, concurrency, 'noopWorkflow', prefix),
-          events: SIZE.floorWorkflows,
-          workflowIds: (prefix) => ({ ids: floorWorkflowIds(prefix, SIZE.floorWorkflows) }),
-        });
-      }
+      await measure(
+        'T0@10',
+        'no-op workflow + no-op activity, 10 in flight',
+        floorRow(10, 'noopWorkflow', SIZE.floorWorkflows),
+      );
+      if (!wanted('PE')) await measureInTurn([t0At50()]);
     }
 
+    // The rows the goals on P@50 compare it with (T3L@50, T3W@50) are measured in turn with it.
+    const inTurn: Row[] = [];
     if (wanted('T3')) {
-      const floorRow = (workflowType: 'threeActivitiesWorkflow' | 'threeLocalActivitiesWorkflow') => ({
-        prepare: async () => floorPrefix(),
-        run: (prefix: string) => benchTemporalFloor(stack, SIZE.floorWorkflows / 2, 50, workflowType, prefix),
-        events: SIZE.floorWorkflows / 2,
-        workflowIds: (prefix: string) => ({ ids: floorWorkflowIds(prefix, SIZE.floorWorkflows / 2) }),
-      });
       await benchTemporalFloor(stack, SIZE.warmup, 50, 'threeActivitiesWorkflow');
       await measure(
         'T3@50',
         'three no-op activities in sequence, 50 in flight',
-        floorRow('threeActivitiesWorkflow'),
+        floorRow(50, 'threeActivitiesWorkflow', SIZE.floorWorkflows / 2),
       );
       await benchTemporalFloor(stack, SIZE.warmup, 50, 'threeLocalActivitiesWorkflow');
-      await measure(
-        'T3L@50',
-        "P's shape: three no-op local activities, 50 in flight",
-        floorRow('threeLocalActivitiesWorkflow'),
+      inTurn.push(
+        row(
+          'T3L@50',
+          "P's shape: three no-op local activities, 50 in flight",
+          floorRow(50, 'threeLocalActivitiesWorkflow', SIZE.floorWorkflows / 2),
+        ),
       );
     }
 
     const finished: PaymentEvent[] = [];
-    let pMax = 0;
+    const pathRow = (concurrency: number) =>
+      row(
+        `P@${concurrency}`,
+        `webhook → gateway → workflow → reconcile → carrier + ERP delivery, ${concurrency} in flight`,
+        {
+          prepare: () => preparePathEvents(stack, SIZE.pathEvents),
+          run: async (events) => {
+            const figures = await benchFullPath(stack, events, concurrency);
+            finished.push(...events);
+            return figures;
+          },
+          events: SIZE.pathEvents,
+          workflowIds: runsOf,
+        },
+      );
     if (wanted('P') || wanted('L') || wanted('R')) {
       await benchFullPath(stack, await preparePathEvents(stack, SIZE.warmup), 10);
-      for (const concurrency of [10, 50]) {
-        const result = await measure(
-          `P@${concurrency}`,
-          `webhook → gateway → workflow → reconcile → carrier + ERP delivery, ${concurrency} in flight`,
-          {
-            prepare: () => preparePathEvents(stack, SIZE.pathEvents),
-            run: async (events) => {
-              const figures = await benchFullPath(stack, events, concurrency);
-              finished.push(...events);
-              return figures;
-            },
-            events: SIZE.pathEvents,
-            workflowIds: runsOf,
-          },
-        );
-        pMax = Math.max(pMax, result.figures.eventsPerSecond!);
-      }
+      await measureInTurn([pathRow(10)]);
+      inTurn.push(pathRow(50));
     }
 
-    if (wanted('T3W')) {
-      // P's work without settle: a plain workflow of three local activities, receiver and worker in one
-      // process (tools/bench/support/plain-consumer.ts); the same events, receiver and load generator as P.
-      const started = await startPlainConsumer(stack, {
-        nodeArgs,
-        ...(workerNodeOptions ? { env: { NODE_OPTIONS: workerNodeOptions } } : {}),
-      });
-      plainConsumer = started.child;
-      const { path, claims } = started;
-      try {
-        await benchFullPath(path, await preparePathEvents(stack, SIZE.warmup), 50, claims);
-        await measure('T3W@50', "P's work without settle: T3L's shape doing it, 50 in flight", {
-          prepare: () => preparePathEvents(stack, SIZE.pathEvents),
-          run: (events) => benchFullPath(path, events, 50, claims),
-          events: SIZE.pathEvents,
-          workflowIds: (events) => ({ ids: events.map((event) => `plain:${event.id}`) }),
+    let stopPlainConsumer: (() => Promise<void>) | undefined;
+    try {
+      if (wanted('T3W')) {
+        // P's work without settle: a plain workflow of three local activities, receiver and worker in one
+        // process (tools/bench/support/plain-consumer.ts); the same events, receiver and load generator as P.
+        const started = await startPlainConsumer(stack, {
+          nodeArgs,
+          ...(workerNodeOptions ? { env: { NODE_OPTIONS: workerNodeOptions } } : {}),
         });
-      } finally {
-        await plainConsumer.stop();
-        plainConsumer = undefined;
+        plainConsumer = started.child;
+        stopPlainConsumer = async () => {
+          await started.child.stop();
+          plainConsumer = undefined;
+        };
+        const { path, claims } = started;
+        await benchFullPath(path, await preparePathEvents(stack, SIZE.warmup), 50, claims);
+        inTurn.push(
+          row('T3W@50', "P's work without settle: T3L's shape doing it, 50 in flight", {
+            prepare: () => preparePathEvents(stack, SIZE.pathEvents),
+            run: (events) => benchFullPath(path, events, 50, claims),
+            events: SIZE.pathEvents,
+            workflowIds: (events) => ({ ids: events.map((event) => `plain:${event.id}`) }),
+          }),
+        );
       }
+      await measureInTurn(inTurn);
+    } finally {
+      await stopPlainConsumer?.();
     }
+    const pMax = Math.max(
+      0,
+      ...results.filter((r) => r.id === 'P@10' || r.id === 'P@50').map((r) => r.figures.eventsPerSecond!),
+    );
 
     if (wanted('L') && pMax > 0) {
       for (const share of [25, 50]) {
@@ -367,22 +431,28 @@ async function benchOn(): Promise<Goal[]> {
       );
       serve = started.child;
       const eager = stack.throughGateway(started.gatewayUrl);
+      const eagerRow = (concurrency: number) =>
+        row(
+          `PE@${concurrency}`,
+          `P through settle serve (eager start, one process), ${concurrency} in flight`,
+          {
+            prepare: () => preparePathEvents(stack, SIZE.pathEvents),
+            run: (events) => benchFullPath(eager, events, concurrency),
+            events: SIZE.pathEvents,
+            workflowIds: runsOf,
+          },
+        );
       try {
         await benchFullPath(eager, await preparePathEvents(stack, SIZE.warmup), 10);
-        let eagerMax = 0;
-        for (const concurrency of [10, 50]) {
-          const result = await measure(
-            `PE@${concurrency}`,
-            `P through settle serve (eager start, one process), ${concurrency} in flight`,
-            {
-              prepare: () => preparePathEvents(stack, SIZE.pathEvents),
-              run: (events) => benchFullPath(eager, events, concurrency),
-              events: SIZE.pathEvents,
-              workflowIds: runsOf,
-            },
-          );
-          eagerMax = Math.max(eagerMax, result.figures.eventsPerSecond!);
-        }
+        await measureInTurn([eagerRow(10)]);
+        // T0@50 in turn with PE@50, the no-op worker warmed again first (serve idles during its turns,
+        // as settle's worker idles during PE's).
+        if (wanted('T0')) await benchTemporalFloor(stack, SIZE.warmup, 50);
+        await measureInTurn(wanted('T0') ? [t0At50(), eagerRow(50)] : [eagerRow(50)]);
+        const eagerMax = Math.max(
+          0,
+          ...results.filter((r) => r.id.startsWith('PE@')).map((r) => r.figures.eventsPerSecond!),
+        );
         if (eagerMax > 0) {
           const rate = round(eagerMax / 2, 1);
           await measure('LE@50%', `open arrivals at ${rate} events/s through settle serve`, {
@@ -675,10 +745,31 @@ type Goal = { goal: string; measured: string; met: boolean | null };
 function evaluateGoals(): Goal[] {
   const fig = (id: string, key: string) => results.find((r) => r.id === id)?.figures[key];
   const goals: Goal[] = [];
-  const ratio = (goal: string, a: number | undefined, b: number | undefined, min: number) => {
+  const ratio = (
+    goal: string,
+    a: number | undefined,
+    b: number | undefined,
+    min: number,
+    byRepetition: number[] = [],
+  ) => {
     if (a === undefined || b === undefined) return goals.push({ goal, measured: 'not measured', met: null });
     const value = a / b;
-    goals.push({ goal, measured: `${round(value, 2)} (${round(a, 1)} / ${round(b, 1)})`, met: value >= min });
+    const each =
+      byRepetition.length > 1 ? `; by repetition ${byRepetition.map((r) => round(r, 2)).join(', ')}` : '';
+    goals.push({
+      goal,
+      measured: `${round(value, 2)} (${round(a, 1)} / ${round(b, 1)}${each})`,
+      met: value >= min,
+    });
+  };
+  /** The rate of `a`'s n-th repetition over `b`'s: rows measured in turn ran theirs side by side. */
+  const rateRatios = (a: string, b: string) => {
+    const rate = (id: string) =>
+      results
+        .find((r) => r.id === id)
+        ?.runs.map((run) => run.eventsPerSecond ?? run.workflowsPerSecond ?? Number.NaN) ?? [];
+    const [ra, rb] = [rate(a), rate(b)];
+    return ra.length === rb.length ? ra.map((rateA, n) => rateA / rb[n]!) : [];
   };
   ratio(
     'P ≥ 0.6 × T0 (50 in flight)',
@@ -698,6 +789,7 @@ function evaluateGoals(): Goal[] {
     fig('P@50', 'eventsPerSecond'),
     fig('T3L@50', 'workflowsPerSecond'),
     1.0,
+    rateRatios('P@50', 'T3L@50'),
   );
   // The same work without settle (T3W): the plain Temporal consumer a team would write instead.
   ratio(
@@ -705,6 +797,7 @@ function evaluateGoals(): Goal[] {
     fig('P@50', 'eventsPerSecond'),
     fig('T3W@50', 'eventsPerSecond'),
     1.0,
+    rateRatios('P@50', 'T3W@50'),
   );
   const cpu = (id: string) => {
     const row = results.find((r) => r.id === id);
@@ -768,6 +861,7 @@ function evaluateGoals(): Goal[] {
     fig('PE@50', 'eventsPerSecond'),
     fig('T0@50', 'workflowsPerSecond'),
     1.2,
+    rateRatios('PE@50', 'T0@50'),
   );
   upTo(
     'delivered p50 at 50% load: serve (eager) < gateway + worker',
