@@ -50,6 +50,8 @@ export async function viewPage(options: {
   expected: string;
   screenshot: string;
   timeoutMs?: number;
+  /** The window's size in CSS pixels: 1400 × 1000 unless given. */
+  viewport?: { width: number; height: number };
 }): Promise<PageView> {
   const { default: puppeteer } = await import('puppeteer-core');
   const browser = await puppeteer.launch({
@@ -60,7 +62,7 @@ export async function viewPage(options: {
   });
   try {
     const page = await browser.newPage();
-    await page.setViewport({ width: 1400, height: 1000 });
+    await page.setViewport(options.viewport ?? { width: 1400, height: 1000 });
     const timeout = options.timeoutMs ?? 120_000;
     await page.goto(options.url, { waitUntil: 'networkidle2', timeout });
     const appeared = await page

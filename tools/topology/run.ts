@@ -657,6 +657,8 @@ async function jaegerShowsTrace(jaeger: Jaeger, traceId: string) {
     url: `${jaeger.uiUrl}/trace/${traceId}`,
     expected: 'RunActivity:deliverOutboxRow',
     screenshot,
+    // Jaeger gives the span names a quarter of the width: at 2,000 px the deepest (eight levels) shows whole.
+    viewport: { width: 2000, height: 720 },
   });
   const failures = view.appeared
     ? []
