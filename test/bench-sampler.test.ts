@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { test } from 'node:test';
-import { ResourceSampler } from '../tools/harness/processes';
+import { ResourceSampler, TreeCpu } from '../tools/harness/processes';
 
 /** A Node process that spins the CPU for `ms` of its own CPU time, then exits (or waits). */
 function burner(ms: number, thenWait: boolean) {
@@ -64,4 +64,24 @@ test('a child that exited during the window still counts (through its parent)', 
     parent.kill('SIGKILL');
     await exited;
   }
+});
+
+test('a reading below the last with the same root pid is dropped, not taken for a restart', () => {
+  // A pass over /proc that missed a PostgreSQL backend as it exited reads the tree's total low by the
+  // backend's whole CPU; taken for a restart, the tree's whole history (5 s here) was charged to the row.
+  const counter = new TreeCpu();
+  counter.observe(10, 5.0);
+  counter.observe(10, 5.2);
+  counter.observe(10, 1.0);
+  counter.observe(10, 5.4);
+  assert.equal(Math.round(counter.used() * 100) / 100, 0.4);
+});
+
+test("a new root pid keeps the old process's CPU and counts the new one's from its start", () => {
+  const counter = new TreeCpu();
+  counter.observe(10, 5.0);
+  counter.observe(10, 6.0);
+  counter.observe(11, 0.3);
+  counter.observe(11, 0.5);
+  assert.equal(Math.round(counter.used() * 100) / 100, 1.5);
 });

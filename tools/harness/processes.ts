@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 
@@ -113,6 +113,8 @@ type ProcStat = {
   /** utime + stime of the process (all its threads) and cutime + cstime of its reaped children. */
   cpuSeconds: number;
   rssBytes: number;
+  /** Exited, not yet reaped: its CPU is about to move into its parent's cutime. */
+  zombie: boolean;
 };
 
 function readStat(pid: number): ProcStat | undefined {
@@ -124,7 +126,13 @@ function readStat(pid: number): ProcStat | undefined {
     const ppid = Number(fields[1]);
     const cpuTicks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0);
     const rssPages = Number(fields[21]);
-    return { pid, ppid, cpuSeconds: cpuTicks / TICKS_PER_SECOND, rssBytes: rssPages * 4096 };
+    return {
+      pid,
+      ppid,
+      cpuSeconds: cpuTicks / TICKS_PER_SECOND,
+      rssBytes: rssPages * 4096,
+      zombie: fields[0] === 'Z',
+    };
   } catch {
     return undefined;
   }
@@ -209,14 +217,41 @@ function threadCpu(pid: number): Map<string, number> {
  * receiver) with the children it spawned that are not targets of their own (`settle import`, the
  * UI server). For PostgreSQL the RSS sum counts shared buffers once per process: an upper bound.
  */
+/**
+ * What one target's process tree used since the first reading, from successive readings of its CPU
+ * total. The total of one process only grows: a reading below the last one with the same root pid is
+ * a pass over /proc that missed a child as it exited (ResourceSampler.read retries those, up to a
+ * bound), and is dropped. A new root pid is the target restarted (a killed worker started again): the
+ * old process's CPU is kept, and the new one's counts from its start.
+ */
+export class TreeCpu {
+  private first: number | undefined;
+  private last = 0;
+  private pid: number | undefined;
+  private lost = 0;
+
+  observe(pid: number, cpu: number): void {
+    if (this.first === undefined) {
+      [this.first, this.last, this.pid] = [cpu, cpu, pid];
+    } else if (pid !== this.pid) {
+      this.lost += this.last;
+      [this.last, this.pid] = [cpu, pid];
+    } else if (cpu >= this.last) {
+      this.last = cpu;
+    }
+  }
+
+  /** CPU seconds used between the first reading and the last one kept. */
+  used(): number {
+    return this.first === undefined ? 0 : this.last + this.lost - this.first;
+  }
+}
+
 export class ResourceSampler {
-  private readonly startCpu = new Map<string, number>();
   private readonly peak = new Map<string, number>();
   private readonly started = Date.now();
   private timer: NodeJS.Timeout;
-  /** Processes that were gone or replaced during the sample add their CPU here when known. */
-  private readonly lostCpu = new Map<string, number>();
-  private readonly lastCpu = new Map<string, number>();
+  private readonly cpu = new Map<string, TreeCpu>();
 
   private readonly startThreads = new Map<string, Map<string, number>>();
 
@@ -228,42 +263,55 @@ export class ResourceSampler {
       const pid = this.targets()[name];
       if (typeof pid === 'number') this.startThreads.set(name, threadCpu(pid));
     }
-    for (const [name, { cpu }] of Object.entries(this.read())) this.startCpu.set(name, cpu);
+    this.sample();
     this.timer = setInterval(() => this.sample(), 250);
   }
 
-  /** CPU seconds and RSS of every target's tree, from one pass over /proc. */
-  private read(): Record<string, { cpu: number; rss: number }> {
-    const all = snapshot();
-    const byPid = new Map(all.map((stat) => [stat.pid, stat]));
-    const trees = new Map<string, Set<number>>();
-    for (const [name, pid] of Object.entries(this.targets())) {
-      if (pid !== undefined) trees.set(name, treeOf(all, pid === 'self' ? process.pid : pid));
-    }
-    const out: Record<string, { cpu: number; rss: number }> = {};
-    for (const [name, tree] of trees) {
-      let pids = [...tree];
-      if (this.targets()[name] === 'self') {
-        const others = new Set([...trees].filter(([other]) => other !== name).flatMap(([, t]) => [...t]));
-        pids = pids.filter((pid) => !others.has(pid));
+  /**
+   * CPU seconds and RSS of every target's tree, from one pass over /proc. A pass is not atomic: a
+   * child that exits while it runs can be missed (read after it was gone, its parent read before it
+   * reaped it) or counted twice (read, then reaped into its parent's cutime before the parent was
+   * read). A pass that saw a tree member as a zombie, or after which one is gone, is made again.
+   */
+  private read(): Record<string, { pid: number; cpu: number; rss: number }> {
+    for (let pass = 1; ; pass += 1) {
+      const all = snapshot();
+      const byPid = new Map(all.map((stat) => [stat.pid, stat]));
+      const trees = new Map<string, { pid: number; tree: Set<number> }>();
+      for (const [name, target] of Object.entries(this.targets())) {
+        if (target === undefined) continue;
+        const pid = target === 'self' ? process.pid : target;
+        trees.set(name, { pid, tree: treeOf(all, pid) });
       }
-      const stats = pids.flatMap((pid) => byPid.get(pid) ?? []);
-      out[name] = {
-        cpu: stats.reduce((sum, stat) => sum + stat.cpuSeconds, 0),
-        rss: stats.reduce((sum, stat) => sum + stat.rssBytes, 0),
-      };
+      const members = [...trees.values()].flatMap(({ tree }) => [...tree]);
+      const settled = members.every((pid) => byPid.get(pid)?.zombie !== true && existsSync(`/proc/${pid}`));
+      if (!settled && pass < 20) continue;
+      const out: Record<string, { pid: number; cpu: number; rss: number }> = {};
+      for (const [name, { pid, tree }] of trees) {
+        let pids = [...tree];
+        if (this.targets()[name] === 'self') {
+          const others = new Set(
+            [...trees].filter(([other]) => other !== name).flatMap(([, { tree: t }]) => [...t]),
+          );
+          pids = pids.filter((member) => !others.has(member));
+        }
+        const stats = pids.flatMap((member) => byPid.get(member) ?? []);
+        out[name] = {
+          pid,
+          cpu: stats.reduce((sum, stat) => sum + stat.cpuSeconds, 0),
+          rss: stats.reduce((sum, stat) => sum + stat.rssBytes, 0),
+        };
+      }
+      return out;
     }
-    return out;
   }
 
   private sample() {
-    for (const [name, { cpu, rss }] of Object.entries(this.read())) {
+    for (const [name, { pid, cpu, rss }] of Object.entries(this.read())) {
       this.peak.set(name, Math.max(this.peak.get(name) ?? 0, rss));
-      const last = this.lastCpu.get(name);
-      // A process replaced mid-sample (a killed worker restarted) restarts its counter.
-      if (last !== undefined && cpu < last) this.lostCpu.set(name, (this.lostCpu.get(name) ?? 0) + last);
-      this.lastCpu.set(name, cpu);
-      if (!this.startCpu.has(name)) this.startCpu.set(name, cpu);
+      let counter = this.cpu.get(name);
+      if (!counter) this.cpu.set(name, (counter = new TreeCpu()));
+      counter.observe(pid, cpu);
     }
   }
 
@@ -272,8 +320,8 @@ export class ResourceSampler {
     clearInterval(this.timer);
     const seconds = Math.max((Date.now() - this.started) / 1000, 0.001);
     const usage: Record<string, Usage> = {};
-    for (const [name, cpuEnd] of this.lastCpu) {
-      const cpuSeconds = cpuEnd + (this.lostCpu.get(name) ?? 0) - (this.startCpu.get(name) ?? cpuEnd);
+    for (const [name, counter] of this.cpu) {
+      const cpuSeconds = counter.used();
       usage[name] = {
         cpuSeconds: round(cpuSeconds, 2),
         seconds: round(seconds, 2),
