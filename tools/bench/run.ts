@@ -271,7 +271,8 @@ async function benchOn(): Promise<Goal[]> {
      */
     const measureInTurn = async (rows: Row[]): Promise<Result[]> => {
       const reps = rows.map((): Rep[] => []);
-      for (let rep = 0; rep < Math.max(0, ...rows.map((r) => r.reps)); rep += 1) {
+      const most = Math.max(0, ...rows.map((r) => r.reps));
+      for (let rep = 0; rep < most; rep += 1) {
         for (const [index, measured] of rows.entries()) {
           if (rep >= measured.reps) continue;
           const turn = rows.length > 1 ? ', in turn' : '';
@@ -377,7 +378,6 @@ async function benchOn(): Promise<Goal[]> {
       inTurn.push(pathRow(50));
     }
 
-    let stopPlainConsumer: (() => Promise<void>) | undefined;
     try {
       if (wanted('T3W')) {
         // P's work without settle: a plain workflow of three local activities, receiver and worker in one
@@ -387,10 +387,6 @@ async function benchOn(): Promise<Goal[]> {
           ...(workerNodeOptions ? { env: { NODE_OPTIONS: workerNodeOptions } } : {}),
         });
         plainConsumer = started.child;
-        stopPlainConsumer = async () => {
-          await started.child.stop();
-          plainConsumer = undefined;
-        };
         const { path, claims } = started;
         await benchFullPath(path, await preparePathEvents(stack, SIZE.warmup), 50, claims);
         inTurn.push(
@@ -404,12 +400,13 @@ async function benchOn(): Promise<Goal[]> {
       }
       await measureInTurn(inTurn);
     } finally {
-      await stopPlainConsumer?.();
+      await plainConsumer?.stop();
+      plainConsumer = undefined;
     }
-    const pMax = Math.max(
-      0,
-      ...results.filter((r) => r.id === 'P@10' || r.id === 'P@50').map((r) => r.figures.eventsPerSecond!),
-    );
+    /** The best rate of the rows `P@…` (or `PE@…`) measured so far: 0 when none was. */
+    const bestRate = (prefix: 'P@' | 'PE@') =>
+      Math.max(0, ...results.filter((r) => r.id.startsWith(prefix)).map((r) => r.figures.eventsPerSecond!));
+    const pMax = bestRate('P@');
 
     if (wanted('L') && pMax > 0) {
       for (const share of [25, 50]) {
@@ -449,10 +446,7 @@ async function benchOn(): Promise<Goal[]> {
         // as settle's worker idles during PE's).
         if (wanted('T0')) await benchTemporalFloor(stack, SIZE.warmup, 50);
         await measureInTurn(wanted('T0') ? [t0At50(), eagerRow(50)] : [eagerRow(50)]);
-        const eagerMax = Math.max(
-          0,
-          ...results.filter((r) => r.id.startsWith('PE@')).map((r) => r.figures.eventsPerSecond!),
-        );
+        const eagerMax = bestRate('PE@');
         if (eagerMax > 0) {
           const rate = round(eagerMax / 2, 1);
           await measure('LE@50%', `open arrivals at ${rate} events/s through settle serve`, {

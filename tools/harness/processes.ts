@@ -210,14 +210,6 @@ function threadCpu(pid: number): Map<string, number> {
 }
 
 /**
- * Samples the CPU time and resident memory of named process trees while a benchmark runs. CPU is
- * the difference of /proc/<pid>/stat times (utime + stime of every process of the tree, plus the
- * cutime + cstime of the children they reaped, so a PostgreSQL backend that exited mid-window still
- * counts); RSS the highest sample. A `pid` of `self` is this process (the load generator and the
- * receiver) with the children it spawned that are not targets of their own (`settle import`, the
- * UI server). For PostgreSQL the RSS sum counts shared buffers once per process: an upper bound.
- */
-/**
  * What one target's process tree used since the first reading, from successive readings of its CPU
  * total. The total of one process only grows: a reading below the last one with the same root pid is
  * a pass over /proc that missed a child as it exited (ResourceSampler.read retries those, up to a
@@ -247,6 +239,14 @@ export class TreeCpu {
   }
 }
 
+/**
+ * Samples the CPU time and resident memory of named process trees while a benchmark runs. CPU is
+ * the difference of /proc/<pid>/stat times (utime + stime of every process of the tree, plus the
+ * cutime + cstime of the children they reaped, so a PostgreSQL backend that exited mid-window still
+ * counts); RSS the highest sample. A `pid` of `self` is this process (the load generator and the
+ * receiver) with the children it spawned that are not targets of their own (`settle import`, the
+ * UI server). For PostgreSQL the RSS sum counts shared buffers once per process: an upper bound.
+ */
 export class ResourceSampler {
   private readonly peak = new Map<string, number>();
   private readonly started = Date.now();
