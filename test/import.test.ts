@@ -27,7 +27,13 @@ after(async () => {
 
 /**
  * Makes each INSERT of an event `<run>_<n>` with n ≥ `from` wait for an advisory lock held here,
- * until `open()` releases it and removes the trigger.
+ * until `open()` releases it and turns the trigger into a no-op.
+ *
+ * `open()` replaces the function's body rather than dropping the trigger: DROP TRIGGER needs an
+ * ACCESS EXCLUSIVE lock on `events` and its partitions while the import's held lines and the
+ * worker's reconciles hold and take locks on them, and that DDL can deadlock with the live path
+ * (it did, in CI). Replacing a function locks no table. The no-op trigger goes with the test
+ * stack's database.
  */
 async function holdImportGate(run: string, from: number): Promise<{ open(): Promise<void> }> {
   const key = 424242;
@@ -49,7 +55,9 @@ async function holdImportGate(run: string, from: number): Promise<{ open(): Prom
     async open() {
       await holder.query('SELECT pg_advisory_unlock($1)', [key]);
       holder.release();
-      await stack.pool.query('DROP TRIGGER test_import_gate ON events; DROP FUNCTION test_import_gate();');
+      await stack.pool.query(
+        `CREATE OR REPLACE FUNCTION test_import_gate() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`,
+      );
     },
   };
 }
