@@ -184,6 +184,52 @@ describe('the purge by partition', () => {
     assert.equal(await partitionOf('events', row.id), weekName('events', weekStart(later)));
   });
 
+  test('creates a week without holding up the live path while an open transaction reads every partition', async () => {
+    const later = new Date(Date.now() + 84 * DAY_MS); // Beyond the weeks created ahead, and the week above.
+    const week = weekName('events', weekStart(later));
+    // An admission waiting for its workflow's start holds what its lookup read: every partition of
+    // events, the DEFAULT one too, whose ACCESS EXCLUSIVE lock attaching a week needs.
+    const admission = await db.pool.connect();
+    const lookup = await db.pool.connect();
+    let creating: ReturnType<typeof ensurePartitions> | undefined;
+    try {
+      await admission.query('BEGIN');
+      await admission.query(`SELECT 1 FROM events WHERE event_id = $1::text`, [uniqueId('held')]);
+      creating = ensurePartitions(db.pool, { from: later, weeks: 0 });
+      await waitFor(
+        'the creation to ask for the lock on events_default',
+        async () => {
+          const { rows } = await db.pool.query(
+            `SELECT 1 FROM pg_locks WHERE NOT granted AND relation = 'events_default'::regclass`,
+          );
+          return rows.length > 0;
+        },
+        60_000,
+      );
+      // Asking for it queues every later reader of events behind the request: the creation gives way
+      // to them within its lock timeout rather than holding them for as long as the admission lasts.
+      await lookup.query(`SET statement_timeout = '30s'`);
+      const live: Row = { id: uniqueId('live'), days: 0, claim: null };
+      const found = await lookup.query(`SELECT 1 FROM events WHERE event_id = $1::text`, [live.id]);
+      assert.equal(found.rows.length, 0);
+      await lookup.query(
+        `INSERT INTO events (event_id, type, payload, payload_sha256, workflow_id)
+         VALUES ($1::text, 'payment.settled', '{}'::jsonb, 'h', 'payment:' || $1::text)`,
+        [live.id],
+      );
+      assert.equal(await exists(week), false, 'the week waits for the admission');
+      await admission.query('COMMIT');
+      assert.equal(await creating, 2);
+      assert.equal(await exists(week), true);
+      assert.equal(await exists(weekName('claims', weekStart(later))), true);
+    } finally {
+      await admission.query('ROLLBACK').catch(() => {});
+      admission.release();
+      lookup.release();
+      await creating?.catch(() => {});
+    }
+  });
+
   test('a purge stopped between its DETACH and its DROP is finished by the next one', async () => {
     const start = await pastWeekWithClaim(150, 'half');
     await db.pool.query(`ALTER TABLE claims DETACH PARTITION ${weekName('claims', start)}`);

@@ -17,18 +17,81 @@ export const OPEN_OUTCOMES = `('unmatched', 'needs_review')`;
 /**
  * Creates the week partitions of claims and events from the week of `from` (now, by default) to
  * WEEKS_AHEAD weeks after it, moving in any rows the DEFAULT partitions took for those weeks; returns
- * how many it created. Safe to call at any time and from several processes (each creation is one
- * statement's catalog change; an existing week is left alone).
+ * how many it created. Safe to call at any time and from several processes (an existing week is left
+ * alone; the creations take one advisory lock).
+ *
+ * Each week is its own short transaction that gives way to the live path (givingWay): attaching a
+ * week takes the DEFAULT partition's ACCESS EXCLUSIVE lock, to prove the DEFAULT holds nothing of the
+ * week, and every admission and reconcile reads the DEFAULT partition (an ID is looked up in every
+ * partition). Asked for while an admission waits for its workflow's start, that lock would queue every
+ * later one behind it for as long as the admission lasted; now the request is bounded by the lock
+ * timeout and retried, and the weeks are made WEEKS_AHEAD weeks early, so a retry has weeks to succeed.
+ * (Migration 017's settle_ensure_partitions does the same in one statement, for a migration's own run.)
  */
 export async function ensurePartitions(
-  db: Queryable,
-  options: { from?: Date; weeks?: number } = {},
+  pool: pg.Pool,
+  options: { from?: Date; weeks?: number; signal?: AbortSignal } = {},
 ): Promise<number> {
-  const { rows } = await db.query<{ created: number }>(
-    `SELECT settle_ensure_partitions(coalesce($1::timestamptz, now()), $2::int) AS created`,
-    [options.from ?? null, options.weeks ?? WEEKS_AHEAD],
-  );
-  return rows[0]!.created;
+  const from = options.from ?? null;
+  let created = 0;
+  for (const parent of ['claims', 'events'] as const) {
+    for (let week = 0; week <= (options.weeks ?? WEEKS_AHEAD); week += 1) {
+      const made = await givingWay(options.signal, (lockTimeoutMs) =>
+        withTransaction(pool, async (tx) => {
+          // Two purges (or a purge and a migrator) at once create each week once.
+          await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('settle_ensure_partitions', 0))`);
+          // First the lock that only VACUUM, ANALYZE and DDL conflict with: waiting for an autovacuum
+          // of the DEFAULT partition holds up no one (QUIET_LOCK_TIMEOUT_MS).
+          await tx.query(`SET LOCAL lock_timeout = ${QUIET_LOCK_TIMEOUT_MS}`);
+          await tx.query(`LOCK TABLE ${parent}_default IN SHARE UPDATE EXCLUSIVE MODE`);
+          await tx.query(`SET LOCAL lock_timeout = ${lockTimeoutMs}`);
+          const { rows } = await tx.query<{ created: boolean }>(
+            `SELECT settle_create_week_partition($1::text,
+                      (date_trunc('week', coalesce($2::timestamptz, now()) AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
+                      + $3::int * interval '7 days') AS created`,
+            [parent, from, week],
+          );
+          return rows[0]!.created;
+        }),
+      );
+      if (made) created += 1;
+    }
+  }
+  return created;
+}
+
+/**
+ * How long a catalog change of the claim store (attaching or detaching a week) waits for its ACCESS
+ * EXCLUSIVE lock before it gives way to the live path and retries: the live path queues behind the
+ * request meanwhile, so the first attempts wait briefly and each retry twice as long.
+ */
+const LOCK_TIMEOUT_MS = { first: 200, max: 2_000 };
+const LOCK_ATTEMPTS = 30;
+/**
+ * How long such a change waits, holding up no one, for what works on the tables it changes (an
+ * autovacuum of a week just filled, or of a DEFAULT partition). PostgreSQL cancels an autovacuum that
+ * blocks a lock request for `deadlock_timeout` (1 s by default); one that prevents wraparound it does not.
+ */
+const QUIET_LOCK_TIMEOUT_MS = 5_000;
+
+/**
+ * Runs `attempt` (one transaction) until it gets its locks: a lock timeout (55P03) or a deadlock
+ * PostgreSQL broke by cancelling it (40P01) gave way to the live path, and the next try waits
+ * longer, up to LOCK_ATTEMPTS tries.
+ */
+async function givingWay<T>(
+  signal: AbortSignal | undefined,
+  attempt: (lockTimeoutMs: number) => Promise<T>,
+): Promise<T> {
+  for (let tried = 1; ; tried += 1) {
+    signal?.throwIfAborted();
+    try {
+      return await attempt(Math.min(LOCK_TIMEOUT_MS.max, LOCK_TIMEOUT_MS.first * 2 ** (tried - 1)));
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if ((code !== '55P03' && code !== '40P01') || tried >= LOCK_ATTEMPTS) throw error;
+    }
+  }
 }
 
 /** One period's partitions of claims and events (either may be absent), all of whose rows are older than `end`. */
@@ -156,19 +219,6 @@ export async function planPeriod(pool: pg.Pool, period: ExpiredPeriod): Promise<
 }
 
 /**
- * How long the DETACH waits for the parents' lock before it gives way to the live path and retries: the
- * live path queues behind it meanwhile, so the first attempts wait briefly and each retry twice as long.
- */
-const LOCK_TIMEOUT_MS = { first: 200, max: 2_000 };
-const LOCK_ATTEMPTS = 30;
-/**
- * How long the purge waits, holding up no one, for what works on the tables the DETACH changes (an
- * autovacuum of a week just filled, or of a DEFAULT partition). PostgreSQL cancels an autovacuum that
- * blocks a lock request for `deadlock_timeout` (1 s by default); one that prevents wraparound it does not.
- */
-const QUIET_LOCK_TIMEOUT_MS = 5_000;
-
-/**
  * Detaches a period's partitions, moves what must be kept into the DEFAULT partitions and drops the
  * rest whole: no row is deleted from the week, nothing is vacuumed, no WAL per row.
  *
@@ -187,10 +237,9 @@ export async function dropPeriod(
   signal?: AbortSignal,
 ): Promise<{ claims: number; events: number }> {
   let moved = { claims: plan.openClaims, events: plan.keptEventIds.length };
-  for (let attempt = 1; !period.detached; attempt += 1) {
-    signal?.throwIfAborted();
-    try {
-      moved = await withTransaction(pool, async (tx) => {
+  if (!period.detached) {
+    moved = await givingWay(signal, (lockTimeoutMs) =>
+      withTransaction(pool, async (tx) => {
         // First the lock that only VACUUM, ANALYZE and DDL conflict with, on every table the DETACH
         // locks besides the parents (a DEFAULT partition's constraint changes with it): waiting for
         // it holds up no reconcile and no admission. Waiting for them under the parents' lock held
@@ -200,8 +249,7 @@ export async function dropPeriod(
         await tx.query(
           `LOCK TABLE ${[...weeks, 'claims_default', 'events_default'].join(', ')} IN SHARE UPDATE EXCLUSIVE MODE`,
         );
-        const timeout = Math.min(LOCK_TIMEOUT_MS.max, LOCK_TIMEOUT_MS.first * 2 ** (attempt - 1));
-        await tx.query(`SET LOCAL lock_timeout = ${timeout}`);
+        await tx.query(`SET LOCAL lock_timeout = ${lockTimeoutMs}`);
         if (period.claims) await tx.query(`ALTER TABLE claims DETACH PARTITION ${ident(period.claims)}`);
         if (period.events) await tx.query(`ALTER TABLE events DETACH PARTITION ${ident(period.events)}`);
         const claims = period.claims
@@ -222,11 +270,8 @@ export async function dropPeriod(
             )
           : undefined;
         return { claims: claims?.rowCount ?? 0, events: events?.rowCount ?? 0 };
-      });
-      break;
-    } catch (error) {
-      if ((error as { code?: string }).code !== '55P03' || attempt >= LOCK_ATTEMPTS) throw error;
-    }
+      }),
+    );
   }
   let orphans = 0;
   if (period.claims) {

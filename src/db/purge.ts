@@ -68,7 +68,7 @@ export async function purgeExpiredClaims(
     [olderThanMs],
   );
   const cutoff = rows[0]!.cutoff;
-  if (!options.dryRun) await ensurePartitions(pool);
+  if (!options.dryRun) await ensurePartitions(pool, { signal: options.signal });
   const kept = await pool.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM claims
       WHERE claimed_at < $1::timestamptz AND outcome IN ${OPEN_OUTCOMES}`,
