@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { buildGateway } from '../src/gateway/server';
 import { MAX_JSON_DEPTH } from '../src/domain/untrusted-json';
 import { classifyDatabaseFailure, codeForSqlState, ErrorCode } from '../src/domain/errors';
+import { paymentWorkflowId } from '../src/domain/ids';
 import { logger } from '../src/lib/logger';
 import {
   countRows,
@@ -267,6 +268,84 @@ describe('text PostgreSQL cannot store is a 400 naming the field, never a 503', 
       classifyDatabaseFailure(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })),
       'unavailable',
     );
+    // A statement its timeout cancelled: PostgreSQL too busy, not the request's fault nor settle's.
+    assert.equal(codeForSqlState('57014'), ErrorCode.DatabaseUnavailable);
+  });
+});
+
+describe('a race the door loses to another transaction is run again, then a 503, never a 500', () => {
+  /**
+   * Makes the admission's insert of `eventId` fail `failures` times with `sqlState`, as PostgreSQL
+   * fails a transaction that lost a deadlock, a serialization race or a lock timeout to another. The
+   * count of inserts tried is a sequence's, which a rolled-back transaction does not undo. The trigger
+   * stays with the test's database (dropping it would lock `events` under a running worker).
+   */
+  async function loseRaces(
+    eventId: string,
+    sqlState: string,
+    failures: number,
+  ): Promise<() => Promise<number>> {
+    await stack.pool.query(`
+      CREATE TABLE IF NOT EXISTS test_door_races (event_id text PRIMARY KEY, sql_state text, failures int, tries text);
+      CREATE OR REPLACE FUNCTION test_door_race() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE race test_door_races;
+      BEGIN
+        SELECT * INTO race FROM test_door_races WHERE event_id = NEW.event_id;
+        IF FOUND AND nextval(race.tries::regclass) <= race.failures THEN
+          RAISE EXCEPTION 'the test lost this race' USING ERRCODE = race.sql_state;
+        END IF;
+        RETURN NEW;
+      END $$;
+      CREATE OR REPLACE TRIGGER test_door_race BEFORE INSERT ON events
+        FOR EACH ROW EXECUTE FUNCTION test_door_race();`);
+    const tries = `test_door_race_${sqlState.toLowerCase()}_${failures}_${Math.random().toString(36).slice(2, 8)}`;
+    await stack.pool.query(`CREATE SEQUENCE ${tries}`);
+    await stack.pool.query('INSERT INTO test_door_races VALUES ($1, $2, $3, $4)', [
+      eventId,
+      sqlState,
+      failures,
+      tries,
+    ]);
+    return async () => {
+      const { rows } = await stack.pool.query<{ n: string; called: boolean }>(
+        `SELECT last_value AS n, is_called AS called FROM ${tries}`,
+      );
+      return rows[0]!.called ? Number(rows[0]!.n) : 0;
+    };
+  }
+
+  test('lost twice, the admission is made on the third try and applied once', async () => {
+    for (const sqlState of ['40P01', '40001', '55P03']) {
+      const event = paymentEvent({ id: uniqueId('race') });
+      const tries = await loseRaces(event.id, sqlState, 2);
+      const response = await postWebhook(stack, event);
+      assert.equal(response.status, 202, `${sqlState}: ${JSON.stringify(response.body)}`);
+      assert.equal(await tries(), 3, sqlState);
+      await waitFor(`the claim of the event whose admission lost ${sqlState} twice`, () =>
+        countRows(stack.pool, 'claims', event.id),
+      );
+      assert.equal(await countRows(stack.pool, 'events', event.id), 1);
+      assert.equal(await countRows(stack.pool, 'claims', event.id), 1);
+    }
+  });
+
+  test('lost every time, the answer is a 503 with Retry-After and nothing is written or started', async () => {
+    for (const sqlState of ['40P01', '40001', '55P03']) {
+      const event = paymentEvent({ id: uniqueId('race') });
+      const tries = await loseRaces(event.id, sqlState, 1_000);
+      const response = await postWebhook(stack, event);
+      assertErrorShape(response, 503, 'database_unavailable', event.id);
+      assert.ok(Number(response.headers.get('retry-after')) > 0, sqlState);
+      assert.ok((await tries()) > 1, `${sqlState}: the admission was not run again`);
+      assert.equal(await countRows(stack.pool, 'events', event.id), 0);
+      await assert.rejects(
+        stack.client.workflow.getHandle(paymentWorkflowId(event.id)).describe(),
+        (error) => {
+          assert.equal((error as Error).name, 'WorkflowNotFoundError', sqlState);
+          return true;
+        },
+      );
+    }
   });
 });
 

@@ -1,6 +1,7 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type pg from 'pg';
 import { withTransaction } from '../db/transaction';
-import { classifyDatabaseFailure } from '../domain/errors';
+import { classifyDatabaseFailure, isTransientConflict } from '../domain/errors';
 import type { FieldIssue } from '../domain/untrusted-json';
 
 /** The dependency that was down when an admission could not be made durable. */
@@ -18,7 +19,8 @@ export type Admission<Known, Started> =
  * Temporal durably accepted the start; if the start fails, nothing is written and the caller answers
  * 503, so nothing acknowledged is lost. A concurrent admission of the same ID waits on the row's
  * unique key (a payment event's on its advisory lock first, see db/events.ts insertAdmittedEvent);
- * `insert` then answers false and `whenKnown` reads the row that won.
+ * `insert` then answers false and `whenKnown` reads the row that won. A transaction that lost a race
+ * to another (deadlock, serialization, lock timeout) before the start was asked for runs again.
  */
 export async function admitThenStart<Known, Started>(
   pool: pg.Pool,
@@ -30,28 +32,47 @@ export async function admitThenStart<Known, Started>(
   /** A payment event's ID: the transaction holds its advisory lock from its first round trip. */
   options: { lockEventId?: string } = {},
 ): Promise<Admission<Known, Started>> {
-  let dependency: Dependency = 'postgres';
-  try {
-    return await withTransaction(
-      pool,
-      async (tx): Promise<Admission<Known, Started>> => {
-        if (!(await steps.insert(tx))) return { kind: 'known', known: await steps.whenKnown(tx) };
-        dependency = 'temporal';
-        const started = await steps.start();
-        dependency = 'postgres';
-        return { kind: 'started', started };
-      },
-      options,
-    );
-  } catch (error) {
-    return { kind: 'failed', dependency, error };
+  for (let attempt = 1; ; attempt += 1) {
+    let dependency: Dependency = 'postgres';
+    let startAsked = false;
+    try {
+      return await withTransaction(
+        pool,
+        async (tx): Promise<Admission<Known, Started>> => {
+          if (!(await steps.insert(tx))) return { kind: 'known', known: await steps.whenKnown(tx) };
+          dependency = 'temporal';
+          startAsked = true;
+          const started = await steps.start();
+          dependency = 'postgres';
+          return { kind: 'started', started };
+        },
+        options,
+      );
+    } catch (error) {
+      // A race lost to another transaction before the start was asked for left nothing anywhere: the
+      // admission runs again. After the start, a run may exist, and the caller answers 503 as for any
+      // failed commit (the provider's retry then finds what was made durable).
+      const code = (error as { code?: unknown }).code;
+      if (startAsked || !isTransientConflict(code) || attempt >= CONFLICT_ATTEMPTS) {
+        return { kind: 'failed', dependency, error };
+      }
+      await delay(CONFLICT_BACKOFF_MS * attempt * (0.5 + Math.random()));
+    }
   }
 }
 
 /**
+ * How often an admission runs again after losing a race (a deadlock, a serialization failure, a lock
+ * timeout) before it answers 503 with Retry-After, and the mean wait before the second try (twice it
+ * before the third). The locks an admission takes are held for one Temporal start at most.
+ */
+const CONFLICT_ATTEMPTS = 3;
+const CONFLICT_BACKOFF_MS = 25;
+
+/**
  * A database call of an admission that failed: a value PostgreSQL refused (SQLSTATE class 22 or 54)
- * is the request's fault, a 400 naming the body; anything else but a bug means PostgreSQL is down, a
- * 503. A bug is rethrown.
+ * is the request's fault, a 400 naming the body; anything else but a bug means PostgreSQL is down or
+ * busy, or the admission kept losing a race to another transaction: a 503. A bug is rethrown.
  */
 export function refusedByDatabase(
   error: unknown,

@@ -65,32 +65,47 @@ export const NON_RETRYABLE_ERROR_TYPES: string[] = [
 ];
 
 /**
- * PostgreSQL SQLSTATE classes mapped to settle's codes, in one place. Only a connection failure
- * (class 08), a server shutting down or starting (57P01-57P03) or out of connections (53300) means
- * PostgreSQL is unavailable; a data exception (class 22: NUL in text, bad encoding, bad JSON) or a
- * program limit (class 54: too deep, too complex) is about the value and never a reason for a 503.
+ * PostgreSQL SQLSTATE classes mapped to settle's codes, in one place. A serialization failure
+ * (40001), a deadlock PostgreSQL broke by cancelling one side (40P01) or a lock timeout (55P03) is a
+ * race lost to another transaction: the same transaction again can succeed. A connection failure
+ * (class 08), a server shutting down or starting (57P01-57P03), out of connections (53300) or a
+ * statement cancelled by its timeout (57014) means PostgreSQL is unavailable or too busy. A data
+ * exception (class 22: NUL in text, bad encoding, bad JSON) or a program limit (class 54: too deep, too
+ * complex) is about the value and never a reason for a 503.
  */
 export function codeForSqlState(sqlState: string | undefined): ErrorCode | undefined {
   if (!sqlState) return undefined;
-  if (sqlState === '40001' || sqlState === '40P01') return ErrorCode.TransactionConflict;
-  if (sqlState.startsWith('08') || /^57P0[123]$/.test(sqlState) || sqlState === '53300')
+  if (isTransientConflict(sqlState)) return ErrorCode.TransactionConflict;
+  if (
+    sqlState.startsWith('08') ||
+    /^57P0[123]$/.test(sqlState) ||
+    sqlState === '53300' ||
+    sqlState === '57014'
+  )
     return ErrorCode.DatabaseUnavailable;
   if (sqlState.startsWith('22') || sqlState.startsWith('54')) return ErrorCode.InvalidData;
   return undefined;
 }
 
+/** A transaction that lost a race to another (serialization, deadlock, lock timeout): worth running again. */
+export function isTransientConflict(sqlState: unknown): boolean {
+  return sqlState === '40001' || sqlState === '40P01' || sqlState === '55P03';
+}
+
 /**
- * What a failed database call means for the caller: `unavailable` (worth a 503 and a retry),
- * `invalid_data` (the value itself: a 400) or `bug` (anything else: a 500). An error PostgreSQL
- * answered carries a SQLSTATE and is classified by it; an error without one is the connection
- * failing (refused, reset, timed out), except a programming error such as a TypeError.
+ * What a failed database call means for the caller: `unavailable` (worth a 503 and a retry: PostgreSQL
+ * down or busy, or a race lost to another transaction), `invalid_data` (the value itself: a 400) or
+ * `bug` (anything else: a 500). An error PostgreSQL answered carries a SQLSTATE and is classified by
+ * it; an error without one is the connection failing (refused, reset, timed out), except a programming
+ * error such as a TypeError.
  */
 export function classifyDatabaseFailure(error: unknown): 'unavailable' | 'invalid_data' | 'bug' {
   const e = error as { code?: unknown; severity?: unknown };
   const answeredByPostgres = typeof e?.severity === 'string' && typeof e.code === 'string';
   if (answeredByPostgres) {
     const code = codeForSqlState(e.code as string);
-    if (code === ErrorCode.DatabaseUnavailable) return 'unavailable';
+    if (code === ErrorCode.DatabaseUnavailable || code === ErrorCode.TransactionConflict)
+      return 'unavailable';
     if (code === ErrorCode.InvalidData) return 'invalid_data';
     return 'bug';
   }
