@@ -274,20 +274,22 @@ describe('text PostgreSQL cannot store is a 400 naming the field, never a 503', 
 });
 
 describe('a race the door loses to another transaction is run again, then a 503, never a 500', () => {
+  let racesInstalled: Promise<unknown> | undefined;
   /**
    * Makes the admission's insert of `eventId` fail `failures` times with `sqlState`, as PostgreSQL
    * fails a transaction that lost a deadlock, a serialization race or a lock timeout to another. The
    * count of inserts tried is a sequence's, which a rolled-back transaction does not undo. The trigger
-   * stays with the test's database (dropping it would lock `events` under a running worker).
+   * is created once and stays with the test's database (dropping it would lock `events` under a
+   * running worker).
    */
   async function loseRaces(
     eventId: string,
     sqlState: string,
     failures: number,
   ): Promise<() => Promise<number>> {
-    await stack.pool.query(`
-      CREATE TABLE IF NOT EXISTS test_door_races (event_id text PRIMARY KEY, sql_state text, failures int, tries text);
-      CREATE OR REPLACE FUNCTION test_door_race() RETURNS trigger LANGUAGE plpgsql AS $$
+    racesInstalled ??= stack.pool.query(`
+      CREATE TABLE test_door_races (event_id text PRIMARY KEY, sql_state text, failures int, tries text);
+      CREATE FUNCTION test_door_race() RETURNS trigger LANGUAGE plpgsql AS $$
       DECLARE race test_door_races;
       BEGIN
         SELECT * INTO race FROM test_door_races WHERE event_id = NEW.event_id;
@@ -296,8 +298,9 @@ describe('a race the door loses to another transaction is run again, then a 503,
         END IF;
         RETURN NEW;
       END $$;
-      CREATE OR REPLACE TRIGGER test_door_race BEFORE INSERT ON events
+      CREATE TRIGGER test_door_race BEFORE INSERT ON events
         FOR EACH ROW EXECUTE FUNCTION test_door_race();`);
+    await racesInstalled;
     const tries = `test_door_race_${sqlState.toLowerCase()}_${failures}_${Math.random().toString(36).slice(2, 8)}`;
     await stack.pool.query(`CREATE SEQUENCE ${tries}`);
     await stack.pool.query('INSERT INTO test_door_races VALUES ($1, $2, $3, $4)', [
