@@ -165,7 +165,7 @@ async function importLine(
           problem: {
             event_id: eventId,
             error: ErrorCode.DatabaseUnavailable,
-            message: 'postgres unreachable; nothing was written for this line',
+            message: 'postgres unreachable or busy; nothing was written for this line',
           },
         };
       }
@@ -221,7 +221,7 @@ async function importLine(
             outcome!.dependency === 'temporal'
               ? ErrorCode.TemporalUnavailable
               : ErrorCode.DatabaseUnavailable,
-          message: `${outcome!.dependency} unreachable; nothing was written for this line`,
+          message: `${outcome!.dependency === 'postgres' ? 'postgres unreachable or busy' : 'temporal unreachable'}; nothing was written for this line`,
         },
       };
   }
