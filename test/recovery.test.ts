@@ -545,7 +545,7 @@ describe('settle recover', () => {
 });
 
 describe("settle recover takes the webhook's door: mode, rate limits, its configuration", () => {
-  const liveKey = () => `sk_live_${randomBytes(12).toString('hex')}`;
+  const liveKey = () => `sk_live_${randomBytes(16).toString('hex')}`;
 
   test('a run of 429s is waited out (Retry-After) and the run completes; the summary names the retries', async () => {
     const local = await startStripeApi();
@@ -626,7 +626,7 @@ describe("settle recover takes the webhook's door: mode, rate limits, its config
 
   test('a key of the other mode is refused at start, naming both variables', async () => {
     for (const [key, mode] of [
-      [`sk_test_${randomBytes(12).toString('hex')}`, 'live'],
+      [`sk_test_${randomBytes(16).toString('hex')}`, 'live'],
       [liveKey(), 'test'],
     ] as const) {
       const run = await runSettle(

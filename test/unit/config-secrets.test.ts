@@ -18,6 +18,7 @@ import {
 } from '../../src/config';
 import { OUTBOX_TARGETS, targetSecretKey, targetSecretVariable } from '../../src/domain/outbox';
 import { PROJECT_ROOT } from '../../src/lib/paths';
+import { SECRET_MIN_DISTINCT, varied } from '../../src/config/secret-strength';
 
 const REQUIRED = {
   DATABASE_URL: 'postgres://settle@127.0.0.1:5432/settle',
@@ -199,7 +200,16 @@ describe('a minimum strength for every secret', () => {
   }
 
   const whsec = (bytes: number) => `whsec_${randomBytes(bytes).toString('base64')}`;
-  const token = (length: number) => randomBytes(length).toString('hex').slice(0, length);
+  /**
+   * `length` random hex characters, drawn again until at least SECRET_MIN_DISTINCT of them differ: 16
+   * random hex characters have fewer about once in a hundred draws, which the strength rule rightly
+   * refuses, so a `strong` value must not leave that to chance (each `weak` one is weak for another
+   * reason: its length, a space, no user).
+   */
+  const token = (length: number): string => {
+    const drawn = randomBytes(length).toString('hex').slice(0, length);
+    return varied(drawn) || length < SECRET_MIN_DISTINCT ? drawn : token(length);
+  };
   const payloadKey = (bytes: Buffer, id = 'k1') => `${id}:${bytes.toString('base64')}`;
   const EDGES: { name: string; weak: string[]; strong: string[] }[] = [
     ...[

@@ -27,7 +27,7 @@ export type StripeRequest = { at: number; path: string; query: URLSearchParams; 
  * next requests instead (429 with Retry-After, 5xx, 401, a hang). Every request is logged.
  */
 export async function startStripeApi(options: { apiKey?: string } = {}) {
-  const apiKey = options.apiKey ?? `sk_test_${randomBytes(12).toString('hex')}`;
+  const apiKey = options.apiKey ?? `sk_test_${randomBytes(16).toString('hex')}`;
   const events: Stored[] = [];
   const faults: StripeFault[] = [];
   /** Requests still answered normally before `pending` faults the next ones. */
