@@ -33,17 +33,16 @@ export async function admitThenStart<Known, Started>(
   options: { lockEventId?: string } = {},
 ): Promise<Admission<Known, Started>> {
   for (let attempt = 1; ; attempt += 1) {
-    let dependency: Dependency = 'postgres';
-    let startAsked = false;
+    // Set inside the transaction's callback, so read through the union, not narrowed to its start.
+    let stage = 'inserting' as 'inserting' | 'starting' | 'committing';
     try {
       return await withTransaction(
         pool,
         async (tx): Promise<Admission<Known, Started>> => {
           if (!(await steps.insert(tx))) return { kind: 'known', known: await steps.whenKnown(tx) };
-          dependency = 'temporal';
-          startAsked = true;
+          stage = 'starting';
           const started = await steps.start();
-          dependency = 'postgres';
+          stage = 'committing';
           return { kind: 'started', started };
         },
         options,
@@ -53,8 +52,8 @@ export async function admitThenStart<Known, Started>(
       // admission runs again. After the start, a run may exist, and the caller answers 503 as for any
       // failed commit (the provider's retry then finds what was made durable).
       const code = (error as { code?: unknown }).code;
-      if (startAsked || !isTransientConflict(code) || attempt >= CONFLICT_ATTEMPTS) {
-        return { kind: 'failed', dependency, error };
+      if (stage !== 'inserting' || !isTransientConflict(code) || attempt >= CONFLICT_ATTEMPTS) {
+        return { kind: 'failed', dependency: stage === 'starting' ? 'temporal' : 'postgres', error };
       }
       await delay(CONFLICT_BACKOFF_MS * attempt * (0.5 + Math.random()));
     }

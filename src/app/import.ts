@@ -142,6 +142,14 @@ async function importLine(
     status: 'rejected',
     problem: { event_id: eventId, error: ErrorCode.InvalidEvent, message },
   });
+  const unavailable = (eventId: string, dependency: 'temporal' | 'postgres'): LineOutcome => ({
+    status: 'unavailable',
+    problem: {
+      event_id: eventId,
+      error: dependency === 'temporal' ? ErrorCode.TemporalUnavailable : ErrorCode.DatabaseUnavailable,
+      message: `${dependency === 'postgres' ? 'postgres unreachable or busy' : 'temporal unreachable'}; nothing was written for this line`,
+    },
+  });
   let eventId: string;
   let admit: () => Promise<IngestOutcome>;
   if (provider) {
@@ -159,16 +167,7 @@ async function importLine(
     eventId = adapted.eventId;
     if (adapted.kind === 'unmatched') {
       const recorded = await admitProviderEvent(deps, provider, adapted, 'import');
-      if (recorded.status === 'unavailable') {
-        return {
-          status: 'unavailable',
-          problem: {
-            event_id: eventId,
-            error: ErrorCode.DatabaseUnavailable,
-            message: 'postgres unreachable or busy; nothing was written for this line',
-          },
-        };
-      }
+      if (recorded.status === 'unavailable') return unavailable(eventId, recorded.dependency);
       return {
         status: 'rejected',
         problem: {
@@ -213,16 +212,6 @@ async function importLine(
         },
       };
     case 'unavailable':
-      return {
-        status: 'unavailable',
-        problem: {
-          event_id: eventId,
-          error:
-            outcome!.dependency === 'temporal'
-              ? ErrorCode.TemporalUnavailable
-              : ErrorCode.DatabaseUnavailable,
-          message: `${outcome!.dependency === 'postgres' ? 'postgres unreachable or busy' : 'temporal unreachable'}; nothing was written for this line`,
-        },
-      };
+      return unavailable(eventId, outcome!.dependency);
   }
 }
