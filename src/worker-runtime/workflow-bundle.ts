@@ -33,11 +33,19 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, type BundleOptions } from '@temporalio/worker';
 import { stateDir } from '../config/dev-state';
 import { PROJECT_ROOT } from '../lib/paths';
 import { FAILURE_CONVERTER_PATH } from '../temporal/data-converter';
 
+/**
+ * settle's workflow modules, and the SDK modules they import, are evaluated once per worker thread,
+ * when the SDK builds its reusable V8 context (the bundler's `preloadModules`), and shared by every run.
+ * Without it the SDK evaluates each module a run imports again for every run: about 1 ms of a worker's
+ * CPU per payment event (docs/performance.md, "Where one event's CPU goes"). The SDK deep-freezes what
+ * the shared modules export; what they keep at module scope must be constants or pure memos, never
+ * state one run writes and another reads (test/unit/workflow-module-scope.test.ts).
+ */
 const WORKFLOWS_PATH = require.resolve('../workflows');
 /** src/: everything the workflows can import lies under it. */
 const SOURCE_ROOT = join(__dirname, '..');
@@ -181,14 +189,20 @@ function deleteStaleBundles(dir: string, current: string): void {
   }
 }
 
-/** The child: bundles, then writes the file whole (temporary name, then rename). */
-async function buildBundle(file: string, variant: BundleVariant): Promise<void> {
-  const { code } = await bundleWorkflowCode({
+/** How a variant's bundle is built (tools/bench/workflow-run-cost.ts builds it with and without preloading). */
+export function bundleOptions(variant: BundleVariant): BundleOptions {
+  return {
     workflowsPath: WORKFLOWS_PATH,
+    preloadModules: [WORKFLOWS_PATH],
     ...(variant.encodedFailures ? { failureConverterPath: FAILURE_CONVERTER_PATH } : {}),
     ...(variant.traced ? { workflowInterceptorModules: [TRACING_INTERCEPTORS_PATH] } : {}),
     logger: new DefaultLogger('WARN'),
-  });
+  };
+}
+
+/** The child: bundles, then writes the file whole (temporary name, then rename). */
+async function buildBundle(file: string, variant: BundleVariant): Promise<void> {
+  const { code } = await bundleWorkflowCode(bundleOptions(variant));
   const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`;
   writeFileSync(temporary, code);
   renameSync(temporary, file);
