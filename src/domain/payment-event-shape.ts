@@ -1,9 +1,11 @@
 /**
- * The payment event's shape in plain code, for the workflow bundle. A workflow run evaluates its
+ * The payment event's shape in plain code, for the workflow bundle. A workflow run used to evaluate its
  * bundle's modules afresh (the SDK's `reuseV8Context` gives each run a new module scope), so a
  * workflow that imported zod built zod and every schema again for each event (its CPU cost is in
- * docs/performance.md). These checks accept exactly what `paymentEventSchema` accepts (a unit test
- * holds them to it on generated values); the gateway and the reconcile activity keep using zod.
+ * docs/performance.md). The bundle now preloads its modules, once per worker thread
+ * (worker-runtime/workflow-bundle.ts); these checks stay, and keep zod out of the sandbox. They accept
+ * exactly what `paymentEventSchema` accepts (a unit test holds them to it on generated values); the
+ * gateway and the reconcile activity keep using zod.
  */
 
 import { ID_MAX_LENGTH, isEventId, isShipmentId } from './ids';
