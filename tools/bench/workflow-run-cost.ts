@@ -13,10 +13,18 @@
  * both. Prints the process's CPU (all threads) per run for each, and how many promises a run creates
  * inside the sandbox: the SDK's promise hook captures a stack trace for each (its stack-trace query),
  * so each costs a run tens of microseconds.
+ *
+ * A third variant replays the shipped bundle with the SDK's deadlock detector taken out, to price it:
+ * the SDK enters the sandbox through `vm.Script#runInContext` with a `timeout` (WorkerOptions'
+ * isolateExecutionTimeout), and for each such call Node starts and joins a watchdog thread. Only in this
+ * tool, only while that variant replays, the calls run without the option; the tool prints how many
+ * such calls a run makes and what they cost. settle's worker keeps the detector (docs/performance.md,
+ * "The levers, and what they cost").
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { promiseHooks } from 'node:v8';
+import vm from 'node:vm';
 import { join } from 'node:path';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { parsePayloadKeys } from '../../src/config/payload-keys';
@@ -60,15 +68,33 @@ async function sandboxPromisesPerRun(codePath: string, count: number): Promise<n
   return created / count;
 }
 
+/**
+ * Calls into the sandbox that asked for a `timeout` (a watchdog thread each), counted while `watchdog` is
+ * on; while it is off, the same calls run without the option. The replayer calls in this thread.
+ */
+const sandboxCalls = { timed: 0, watchdog: true };
+const runInContext = vm.Script.prototype.runInContext;
+vm.Script.prototype.runInContext = function (this: vm.Script, context, options) {
+  if (options?.timeout === undefined) return runInContext.call(this, context, options);
+  sandboxCalls.timed += 1;
+  if (sandboxCalls.watchdog) return runInContext.call(this, context, options);
+  return runInContext.call(this, context, { ...options, timeout: undefined });
+};
+
 /** CPU milliseconds per replayed run, all threads of this process. */
-async function replay(codePath: string, count: number): Promise<number> {
+async function replay(codePath: string, count: number, watchdog = true): Promise<number> {
   const histories = Array.from({ length: count }, (_, i) => ({ workflowId: `payment:cost-${i}`, history }));
+  sandboxCalls.watchdog = watchdog;
   const before = process.cpuUsage();
-  for await (const result of Worker.runReplayHistories(
-    { workflowBundle: { codePath }, dataConverter },
-    histories,
-  )) {
-    if (result.error) throw new Error(`the replay of ${result.workflowId} failed: ${result.error.message}`);
+  try {
+    for await (const result of Worker.runReplayHistories(
+      { workflowBundle: { codePath }, dataConverter },
+      histories,
+    )) {
+      if (result.error) throw new Error(`the replay of ${result.workflowId} failed: ${result.error.message}`);
+    }
+  } finally {
+    sandboxCalls.watchdog = true;
   }
   const used = process.cpuUsage(before);
   return (used.user + used.system) / 1000 / count;
@@ -79,23 +105,33 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'settle-run-cost-'));
   try {
     const options = bundleOptions({ encodedFailures: true, traced: false });
+    const shipped = join(dir, 'preloaded.js');
     const variants = [
       {
         name: 'preloaded (as shipped)',
-        file: join(dir, 'preloaded.js'),
+        file: shipped,
         preloadModules: options.preloadModules,
+        watchdog: true,
       },
-      { name: 'loaded per run', file: join(dir, 'per-run.js'), preloadModules: [] },
+      { name: 'loaded per run', file: join(dir, 'per-run.js'), preloadModules: [], watchdog: true },
+      { name: 'shipped, no watchdog', file: shipped, preloadModules: undefined, watchdog: false },
     ];
     for (const variant of variants) {
-      const { code } = await bundleWorkflowCode({ ...options, preloadModules: variant.preloadModules });
-      writeFileSync(variant.file, code);
-      await replay(variant.file, Math.min(50, runs)); // warm up: JIT, the codec's keys
+      if (variant.preloadModules) {
+        const { code } = await bundleWorkflowCode({ ...options, preloadModules: variant.preloadModules });
+        writeFileSync(variant.file, code);
+      }
+      await replay(variant.file, Math.min(50, runs), variant.watchdog); // warm up: JIT, the codec's keys
     }
-    const promisesPerRun = await sandboxPromisesPerRun(variants[0]!.file, 100);
+    const promisesPerRun = await sandboxPromisesPerRun(shipped, 100);
+    const timedBefore = sandboxCalls.timed;
+    await replay(shipped, 100);
+    const timedCallsPerRun = (sandboxCalls.timed - timedBefore) / 100;
     const figures = new Map<string, number[]>(variants.map((variant) => [variant.name, []]));
     for (let round = 0; round < rounds; round += 1) {
-      for (const variant of variants) figures.get(variant.name)!.push(await replay(variant.file, runs));
+      for (const variant of variants) {
+        figures.get(variant.name)!.push(await replay(variant.file, runs, variant.watchdog));
+      }
     }
     const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
     process.stdout.write(`workflow code's CPU per payment run, ${runs} replays × ${rounds} rounds in turn\n`);
@@ -104,9 +140,13 @@ async function main(): Promise<void> {
         `  ${name.padEnd(24)} median ${median(values).toFixed(2)} ms  (${values.map((v) => v.toFixed(2)).join(', ')})\n`,
       );
     }
-    const [shipped, perRun] = variants.map((variant) => median(figures.get(variant.name)!));
-    process.stdout.write(`  saved per run: ${(perRun! - shipped!).toFixed(2)} ms\n`);
+    const [asShipped, perRun, noWatchdog] = variants.map((variant) => median(figures.get(variant.name)!));
+    process.stdout.write(`  saved per run by preloading: ${(perRun! - asShipped!).toFixed(2)} ms\n`);
     process.stdout.write(`  promises a run creates in the sandbox: ${promisesPerRun}\n`);
+    process.stdout.write(
+      `  the SDK's deadlock detector: ${timedCallsPerRun} timed calls into the sandbox per run, ` +
+        `${(asShipped! - noWatchdog!).toFixed(2)} ms per run (Node ${process.versions.node})\n`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
