@@ -462,6 +462,16 @@ async function containerSettings(project: Project) {
       "require('fs').writeFileSync('/tmp/.write-test','x')",
     ]);
     if (tmp.code !== 0) failures.push(`${service}: /tmp is not writable (${tmp.stderr.trim()})`);
+    // PID 1 is settle's node with the image's V8 sizing (Dockerfile: the young generation at Node 20's size).
+    const pid1 = await run('docker', [
+      'exec',
+      await project.container(service),
+      'node',
+      '-e',
+      "process.stdout.write(require('fs').readFileSync('/proc/1/cmdline','utf8').split('\\0').join(' '))",
+    ]);
+    if (!/^node --max-semi-space-size=16 bin\/settle\.js /.test(pid1.stdout))
+      failures.push(`${service}: PID 1 is not the image's entrypoint (${pid1.stdout}${pid1.stderr.trim()})`);
     facts.push(`${service} user ${user} uid ${id.stdout.trim()}`);
   }
   const probes: [string, string][] = [
@@ -694,8 +704,9 @@ async function scenario(project: Project, receiverDir: string): Promise<void> {
     upAndHealthy(project),
   );
   if (!up) return;
-  await check(`${label}settle's containers: non-root, read-only root, no capabilities, probes answer`, () =>
-    containerSettings(project),
+  await check(
+    `${label}settle's containers: non-root, read-only root, no capabilities, the image's entrypoint, probes answer`,
+    () => containerSettings(project),
   );
   await project.connect();
   const runId = newRunId(project.tls ? 's' : 'c');
