@@ -31,6 +31,9 @@ type ExportedSpan = {
   resource: Record<string, unknown>;
 };
 
+/** How long the tests wait for exported spans: a bound on a hang (harness `waitFor`'s). */
+const SPAN_WAIT_MS = 300_000;
+
 /** A collector's OTLP/HTTP traces endpoint: records each export request, decoded, and answers 200. */
 class OtlpReceiver {
   readonly spans: ExportedSpan[] = [];
@@ -56,6 +59,9 @@ class OtlpReceiver {
         response.end(type.includes('protobuf') ? Buffer.alloc(0) : '{}');
       });
     });
+    // The exporter keeps its connection alive between batches; a server that closes an idle one
+    // after Node's default 5 s races the next export on it, and a reset export is dropped.
+    server.keepAliveTimeout = SPAN_WAIT_MS;
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     this.server = server;
     this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -168,6 +174,8 @@ const OTEL_VARIABLES = [
   'OTEL_TRACES_SAMPLER',
   'OTEL_TRACES_SAMPLER_ARG',
   'OTEL_BSP_SCHEDULE_DELAY',
+  'OTEL_BSP_EXPORT_TIMEOUT',
+  'OTEL_EXPORTER_OTLP_TIMEOUT',
 ];
 function setOtelEnvironment(values: Record<string, string>): void {
   for (const name of OTEL_VARIABLES) delete process.env[name];
@@ -266,6 +274,11 @@ for (const protocol of ['http/json', 'http/protobuf'] as const) {
       OTEL_SERVICE_NAME: 'settle-test',
       OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=tracing-test',
       OTEL_BSP_SCHEDULE_DELAY: '200',
+      // An export that times out is dropped, not retried: on a machine slow enough to stall this
+      // process for the default 10 s, a batch of the spans waited for below was lost (a cold CI run at
+      // load 13). The bound is on a hang, as the wait's is.
+      OTEL_BSP_EXPORT_TIMEOUT: String(SPAN_WAIT_MS),
+      OTEL_EXPORTER_OTLP_TIMEOUT: String(SPAN_WAIT_MS),
     });
     assert.ok(await startTracing('test'));
 
