@@ -436,40 +436,22 @@ async function containerSettings(project: Project) {
       failures.push(`${service}: capabilities not dropped (${capDrop.join(',')})`);
     if (!securityOpt.some((option) => option.startsWith('no-new-privileges')))
       failures.push(`${service}: privilege escalation not disabled`);
-    const id = await run('docker', [
-      'exec',
-      await project.container(service),
-      'node',
-      '-e',
-      'process.stdout.write(String(process.getuid()))',
-    ]);
+    const nodeIn = async (code: string) =>
+      run('docker', ['exec', await project.container(service), 'node', '-e', code]);
+    const id = await nodeIn('process.stdout.write(String(process.getuid()))');
     if (id.code !== 0 || id.stdout.trim() === '0' || id.stdout.trim() === '')
       failures.push(`${service}: runs as uid ${id.stdout.trim() || '?'} (${id.stderr.trim()})`);
-    const write = await run('docker', [
-      'exec',
-      await project.container(service),
-      'node',
-      '-e',
+    const write = await nodeIn(
       "try{require('fs').writeFileSync('/app/.write-test','x');process.exit(3)}catch(e){process.stdout.write(e.code)}",
-    ]);
+    );
     if (write.stdout.trim() !== 'EROFS')
       failures.push(`${service}: a write to /app did not fail with EROFS (${write.stdout}${write.stderr})`);
-    const tmp = await run('docker', [
-      'exec',
-      await project.container(service),
-      'node',
-      '-e',
-      "require('fs').writeFileSync('/tmp/.write-test','x')",
-    ]);
+    const tmp = await nodeIn("require('fs').writeFileSync('/tmp/.write-test','x')");
     if (tmp.code !== 0) failures.push(`${service}: /tmp is not writable (${tmp.stderr.trim()})`);
     // PID 1 is settle's node with the image's V8 sizing (Dockerfile: the young generation at Node 20's size).
-    const pid1 = await run('docker', [
-      'exec',
-      await project.container(service),
-      'node',
-      '-e',
+    const pid1 = await nodeIn(
       "process.stdout.write(require('fs').readFileSync('/proc/1/cmdline','utf8').split('\\0').join(' '))",
-    ]);
+    );
     if (!/^node --max-semi-space-size=16 bin\/settle\.js /.test(pid1.stdout))
       failures.push(`${service}: PID 1 is not the image's entrypoint (${pid1.stdout}${pid1.stderr.trim()})`);
     facts.push(`${service} user ${user} uid ${id.stdout.trim()}`);
