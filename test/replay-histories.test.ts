@@ -64,8 +64,8 @@ test('the workflow bundle the worker runs replays every recorded history determi
 });
 
 // Tracing is switched on and off by configuration, so a run started with it off may be replayed by a
-// worker with it on, and the reverse: Temporal's v1 OpenTelemetry workflow interceptors (the traced
-// bundle) add headers and spans but no command, and leave the histories recorded without them replaying.
+// worker with it on, and the reverse: settle's workflow tracing interceptors (the traced bundle) add
+// headers and spans but no command, and leave the histories recorded without them replaying.
 test('the traced workflow bundle (tracing on) replays every recorded history deterministically', async () => {
   const failures: string[] = [];
   for await (const result of Worker.runReplayHistories(

@@ -332,6 +332,27 @@ for (const protocol of ['http/json', 'http/protobuf'] as const) {
       collector.contentTypes.every((type) => type.includes(protocol === 'http/json' ? 'json' : 'protobuf')),
     );
 
+    // The workflow's spans continue the gateway's: the run under its start, the first pass's start
+    // under the run, the activity under its start (the header the workflow hands on).
+    const only = (name: string) => {
+      const [span, ...more] = named(name);
+      assert.ok(span && more.length === 0, `not exactly one ${name} span`);
+      return span;
+    };
+    assert.equal(only('StartWorkflow:paymentWorkflow').parentSpanId, gateway.spanId);
+    assert.equal(
+      only('RunWorkflow:paymentWorkflow').parentSpanId,
+      only('StartWorkflow:paymentWorkflow').spanId,
+    );
+    assert.equal(
+      only('StartActivity:reconcileAndDeliver').parentSpanId,
+      only('RunWorkflow:paymentWorkflow').spanId,
+    );
+    assert.equal(
+      only('RunActivity:reconcileAndDeliver').parentSpanId,
+      only('StartActivity:reconcileAndDeliver').spanId,
+    );
+
     // The downstream requests' parents are the POST spans, children of the delivery activities.
     const posts = named('POST');
     const parents = [...carrier.requests, ...erp.requests].map(

@@ -1,7 +1,9 @@
 /**
  * Tracing when it is on (loaded by ./tracing.ts's startTracing only then). The OpenTelemetry JS SDK's
- * 1.x line, because @temporalio/interceptors-opentelemetry 1.24.0 (the one for SDK 1.24) is built on
- * it; its workflow spans are handed to this process's span processor through a sink.
+ * 1.x line, because @temporalio/interceptors-opentelemetry 1.24.0 (the one for SDK 1.24, whose client
+ * and activity interceptors settle uses) is built on it. The workflow spans, settle's own interceptors
+ * in the sandbox (src/workflows/tracing-interceptors.ts), are handed to this process's span processor
+ * through that package's sink.
  *
  * Every span leaves through SettleSpanProcessor, which keeps raw event IDs out of what is exported:
  * the workflow ID Temporal's interceptors attach (it holds the event ID) becomes `settle.event.hash`

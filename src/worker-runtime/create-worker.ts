@@ -238,7 +238,7 @@ export async function createWorker({
   // With payload keys, payloads and failure messages are encrypted (temporal/data-converter.ts); the
   // codec runs outside the workflow sandbox, the failure converter inside too (the bundle's variant).
   const dataConverter = settleDataConverter(config);
-  // With tracing on, the bundle with Temporal's workflow interceptors (workflow-bundle.ts).
+  // With tracing on, the bundle with settle's workflow tracing interceptors (workflow-bundle.ts).
   const tracing = activeTracing();
   const codePath =
     workflowCodePath ??

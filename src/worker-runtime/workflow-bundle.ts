@@ -60,12 +60,11 @@ const BUNDLE_PREFIX = 'workflow-bundle-';
 const STALE_AFTER_MS = 60 * 60 * 1000;
 
 /**
- * Temporal's OpenTelemetry workflow interceptors (@temporalio/interceptors-opentelemetry, the v1
- * package: docs/operations.md, "Tracing"), bundled only into the traced variant: a worker without
- * tracing runs no span code in its workflows.
+ * settle's workflow tracing interceptors (src/workflows/tracing-interceptors.ts), bundled only into the
+ * traced variant: a worker without tracing runs no span code in its workflows. Preloaded with the
+ * workflows, as they keep no state at module scope.
  */
-const TRACING_INTERCEPTORS_PATH =
-  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+const TRACING_INTERCEPTORS_PATH = require.resolve('../workflows/tracing-interceptors');
 
 /** Which bundle: failures encoded (payload keys), workflow spans (tracing on). */
 export type BundleVariant = { encodedFailures: boolean; traced: boolean };
@@ -75,8 +74,8 @@ const bundlePaths = new Map<string, Promise<string>>();
 /**
  * Path of the bundle for the current sources, built on the first call of this process if need be.
  * `encodedFailures`: the variant whose workflows write failure messages into (encrypted) payloads,
- * for a worker with payload keys (temporal/failure-converter.ts). `traced`: the variant with Temporal's
- * OpenTelemetry workflow interceptors, for a worker with tracing on.
+ * for a worker with payload keys (temporal/failure-converter.ts). `traced`: the variant with settle's
+ * workflow tracing interceptors, for a worker with tracing on.
  */
 export function workflowBundlePath(options: Partial<BundleVariant> = {}): Promise<string> {
   const variant = { encodedFailures: options.encodedFailures === true, traced: options.traced === true };
@@ -193,7 +192,7 @@ function deleteStaleBundles(dir: string, current: string): void {
 export function bundleOptions(variant: BundleVariant): BundleOptions {
   return {
     workflowsPath: WORKFLOWS_PATH,
-    preloadModules: [WORKFLOWS_PATH],
+    preloadModules: variant.traced ? [WORKFLOWS_PATH, TRACING_INTERCEPTORS_PATH] : [WORKFLOWS_PATH],
     ...(variant.encodedFailures ? { failureConverterPath: FAILURE_CONVERTER_PATH } : {}),
     ...(variant.traced ? { workflowInterceptorModules: [TRACING_INTERCEPTORS_PATH] } : {}),
     logger: new DefaultLogger('WARN'),

@@ -5,9 +5,10 @@
  * run appends to would leak from one run into the next, and a replay would no longer see what the
  * original run saw. What the modules export the SDK deep-freezes; what they do not export it cannot.
  *
- * So every module the workflows load, followed from src/workflows/index.ts through its value imports
- * (a type-only import loads nothing), keeps at its top level only `const` bindings, and a mutable
- * collection only where it is listed below with why sharing it is safe.
+ * So every module the workflows load, followed from src/workflows/index.ts (and from the tracing
+ * interceptors a traced worker's bundle preloads with them) through its value imports (a type-only
+ * import loads nothing), keeps at its top level only `const` bindings, and a mutable collection only
+ * where it is listed below with why sharing it is safe.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
@@ -16,7 +17,9 @@ import { test } from 'node:test';
 import ts from 'typescript';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 
-const ENTRY = join(PROJECT_ROOT, 'src/workflows/index.ts');
+const ENTRIES = ['src/workflows/index.ts', 'src/workflows/tracing-interceptors.ts'].map((path) =>
+  join(PROJECT_ROOT, path),
+);
 
 /** Module-scope collections shared by every run of a worker thread, and why that is safe. */
 const SHARED_ON_PURPOSE: Record<string, string> = {
@@ -59,7 +62,7 @@ function valueImports(file: string, source: ts.SourceFile): string[] {
 
 function workflowModules(): Map<string, ts.SourceFile> {
   const modules = new Map<string, ts.SourceFile>();
-  const pending = [ENTRY];
+  const pending = [...ENTRIES];
   while (pending.length > 0) {
     const file = pending.pop()!;
     if (modules.has(file)) continue;
@@ -83,8 +86,9 @@ test('the modules the workflow bundle shares between runs keep no state a run co
     'src/workflows/payment.ts',
     'src/workflows/search-attributes.ts',
     'src/domain/outbox.ts',
+    'src/workflows/tracing-interceptors.ts',
   ]) {
-    assert.ok(names.includes(expected), `the walk from src/workflows/index.ts did not reach ${expected}`);
+    assert.ok(names.includes(expected), `the walk from the preloaded modules did not reach ${expected}`);
   }
 
   const problems: string[] = [];
