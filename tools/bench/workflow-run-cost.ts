@@ -1,6 +1,6 @@
 /**
- * `npx tsx tools/bench/workflow-run-cost.ts [--runs=1000] [--rounds=3]`: the worker's CPU per payment
- * run spent on workflow code, with and without the bundle's preloaded modules
+ * `npx tsx tools/bench/workflow-run-cost.ts [--runs=1000] [--rounds=3] [--traced]`: the worker's CPU per
+ * payment run spent on workflow code, with and without the bundle's preloaded modules
  * (src/worker-runtime/workflow-bundle.ts), measured in one process on one machine, in turn.
  *
  * It replays the recorded history of a happy-path payment run in the current shape (the first pass,
@@ -20,6 +20,12 @@
  * tool, only while that variant replays, the calls run without the option; the tool prints how many
  * such calls a run makes and what they cost. settle's worker keeps the detector (docs/performance.md,
  * "The levers, and what they cost").
+ *
+ * `--traced` compares the bundles of a worker with tracing on instead: untraced as shipped, traced as
+ * shipped (settle's workflow tracing interceptors, preloaded), and traced with Temporal's OpenTelemetry
+ * workflow interceptors (@temporalio/interceptors-opentelemetry, evaluated for every run: what a traced
+ * worker ran before). A replay creates every span; only the export, which the SDK skips while
+ * replaying, is left out.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -45,6 +51,7 @@ const option = (name: string, fallback: number): number => {
 };
 const runs = option('runs', 1000);
 const rounds = option('rounds', 3);
+const traced = args.includes('--traced');
 
 const keys = parsePayloadKeys(readFileSync(join(HISTORIES, 'payload-keys.txt'), 'utf8'));
 if ('problem' in keys) throw new Error(`test/histories/payload-keys.txt: ${keys.problem}`);
@@ -88,7 +95,8 @@ async function replay(codePath: string, count: number, watchdog = true): Promise
   const before = process.cpuUsage();
   try {
     for await (const result of Worker.runReplayHistories(
-      { workflowBundle: { codePath }, dataConverter },
+      // The traced bundles' span sink, as a traced worker registers it (not called while replaying).
+      { workflowBundle: { codePath }, dataConverter, sinks: { exporter: { export: { fn: () => {} } } } },
       histories,
     )) {
       if (result.error) throw new Error(`the replay of ${result.workflowId} failed: ${result.error.message}`);
@@ -100,10 +108,51 @@ async function replay(codePath: string, count: number, watchdog = true): Promise
   return (used.user + used.system) / 1000 / count;
 }
 
+/** CPU per run of the untraced bundle and of the two traced ones, in turn. */
+async function tracedVariants(dir: string): Promise<void> {
+  const bundle = async (name: string, options: ReturnType<typeof bundleOptions>) => {
+    const file = join(dir, name);
+    writeFileSync(file, (await bundleWorkflowCode(options)).code);
+    return file;
+  };
+  const shipped = bundleOptions({ encodedFailures: true, traced: true });
+  const variants = [
+    {
+      name: 'untraced',
+      file: await bundle('untraced.js', bundleOptions({ encodedFailures: true, traced: false })),
+    },
+    { name: 'traced (as shipped)', file: await bundle('traced.js', shipped) },
+    {
+      name: "traced, Temporal's",
+      file: await bundle('temporal.js', {
+        ...shipped,
+        preloadModules: shipped.preloadModules!.slice(0, 1),
+        workflowInterceptorModules: [
+          require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
+        ],
+      }),
+    },
+  ];
+  for (const variant of variants) await replay(variant.file, Math.min(50, runs));
+  const figures = new Map<string, number[]>(variants.map((variant) => [variant.name, []]));
+  for (let round = 0; round < rounds; round += 1) {
+    for (const variant of variants) figures.get(variant.name)!.push(await replay(variant.file, runs));
+  }
+  process.stdout.write(`workflow code's CPU per payment run, ${runs} replays × ${rounds} rounds in turn\n`);
+  for (const [name, values] of figures) {
+    process.stdout.write(
+      `  ${name.padEnd(24)} median ${median(values).toFixed(2)} ms  (${values.map((v) => v.toFixed(2)).join(', ')})\n`,
+    );
+  }
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
 async function main(): Promise<void> {
   installTemporalRuntime();
   const dir = mkdtempSync(join(tmpdir(), 'settle-run-cost-'));
   try {
+    if (traced) return await tracedVariants(dir);
     const options = bundleOptions({ encodedFailures: true, traced: false });
     // Two bundles: as shipped, and with `preloadModules` emptied; the third variant reuses the first.
     const bundle = async (name: string, preloadModules: string[] | undefined) => {
@@ -130,7 +179,6 @@ async function main(): Promise<void> {
         figures.get(variant.name)!.push(await replay(variant.file, runs, variant.watchdog));
       }
     }
-    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
     process.stdout.write(`workflow code's CPU per payment run, ${runs} replays × ${rounds} rounds in turn\n`);
     for (const [name, values] of figures) {
       process.stdout.write(
