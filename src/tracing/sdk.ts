@@ -245,11 +245,20 @@ class SettleSpanProcessor implements SpanProcessor {
 
   onStart(span: SdkSpan, parentContext: Context): void {
     const parent = trace.getSpan(parentContext) as Partial<ReadableSpan> | undefined;
-    // The parent's own facts, or those its workflow ID stands for (an activity's span).
-    const inherited = parent?.attributes ? redactedAttributes(parent.attributes) : {};
-    for (const key of INHERITED) {
-      const value = inherited[key];
-      if (value !== undefined && span.attributes[key] === undefined) span.setAttribute(key, value);
+    // The parent's own facts, or those its workflow ID stands for (an activity's span): only the
+    // inherited keys, not the parent's whole redacted attribute set, for every span started.
+    const attributes = parent?.attributes;
+    if (attributes) {
+      let derived: Attributes | undefined;
+      for (const key of INHERITED) {
+        if (span.attributes[key] !== undefined) continue;
+        let value = attributes[key];
+        if (value === undefined) {
+          derived ??= workflowFactsIn(attributes);
+          value = derived[key];
+        }
+        if (value !== undefined) span.setAttribute(key, value);
+      }
     }
     this.next.onStart(span, parentContext);
   }
@@ -281,6 +290,15 @@ function redactedSpan(span: ReadableSpan): ReadableSpan {
       ),
     },
   }) as ReadableSpan;
+}
+
+/** The facts the workflow ID among these attributes stands for, if there is one. */
+function workflowFactsIn(attributes: Attributes): Attributes {
+  for (const key of WORKFLOW_ID_ATTRIBUTES) {
+    const value = attributes[key];
+    if (typeof value === 'string') return workflowFacts(value);
+  }
+  return {};
 }
 
 function redactedAttributes(attributes: Attributes): Attributes {
@@ -345,11 +363,14 @@ function workflowAttributes(info: WorkflowInfo): Attributes {
 
 /** The run's ShipmentId search attribute, set at its start (workflows/search-attributes.ts). */
 function shipmentOf(info: WorkflowInfo): string | undefined {
-  try {
-    const typed = info.typedSearchAttributes?.get(ShipmentIdKey);
-    if (typeof typed === 'string') return typed;
-  } catch {
-    // A copy of the info without the class's methods: the plain map below.
+  // The sink hands over a copy of the info, made in the workflow thread: its typed search attributes
+  // lost their class's methods on the way (a throw and a stack trace per span, when it was called
+  // regardless), so the plain map below is what a sink call has.
+  const typed = info.typedSearchAttributes as
+    Partial<Pick<typeof info.typedSearchAttributes, 'get'>> | undefined;
+  if (typeof typed?.get === 'function') {
+    const value = typed.get(ShipmentIdKey);
+    if (typeof value === 'string') return value;
   }
   const plain = (info as { searchAttributes?: Record<string, unknown> }).searchAttributes?.[
     ShipmentIdKey.name
