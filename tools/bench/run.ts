@@ -146,8 +146,8 @@ async function benchOn(): Promise<Goal[]> {
         `the gateway and a worker (${short ? 'short' : 'full'} run)`,
     );
     await stack.start();
-    // SETTLE_BENCH_WORKER_CPU_PROF_DIR: Node's --cpu-prof for both workers, the gateway and serve, every
-    // thread (the SDK's workflow thread included), one .cpuprofile per thread written there when the
+    // SETTLE_BENCH_WORKER_CPU_PROF_DIR: Node's --cpu-prof for both workers, the gateway and serve (PE's,
+    // and each variant's of PC and TR), every thread (the SDK's workflow thread included), one .cpuprofile per thread written there when the
     // process exits; `npx tsx tools/bench/profile-top.ts DIR` tables them (docs/performance.md).
     const profDir = process.env.SETTLE_BENCH_WORKER_CPU_PROF_DIR;
     const nodeArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
@@ -481,7 +481,13 @@ async function benchOn(): Promise<Goal[]> {
         ['on #2', env.on],
         ['off #2', env.off],
       ] as const) {
-        const started = await stack.startServe(extra);
+        // Profiled (SETTLE_BENCH_WORKER_CPU_PROF_DIR), each variant's serve in a folder of its own.
+        const started = await stack.startServe(
+          extra,
+          profDir
+            ? ['--cpu-prof', `--cpu-prof-dir=${profDir}/serve-${row}-${variant.replace(/\W+/g, '')}`]
+            : [],
+        );
         serve = started.child;
         const through = stack.throughGateway(started.gatewayUrl);
         try {
