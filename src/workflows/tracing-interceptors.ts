@@ -26,7 +26,8 @@ import type { OpenTelemetrySinks, SerializableSpan } from '@temporalio/intercept
  *   `_tracer-data` header (a W3C `traceparent` as JSON, what the client and activity interceptors read
  *   and write); `StartActivity:<type>` (activities and local activities), `StartChildWorkflow:<type>`,
  *   `SignalWorkflow:<name>` and `ContinueAsNew:<type>` are children of the span the workflow code runs
- *   in, and hand their own context on in the header.
+ *   in, and hand their own context on in the header. Queries and updates (v1 traces them too) make
+ *   no span: a query is a read, `settle replay` asks one per event, and settle's workflows take no update.
  * - Sampling is the SDK's default in the sandbox, parent-based: a run follows its caller's decision, and
  *   a run no caller traced is a new sampled trace.
  * - IDs come from the workflow's seeded `Math.random` and times from its clock, so a replay recreates
