@@ -6,6 +6,7 @@ import { DeterminismViolationError } from '@temporalio/workflow';
 import { Worker } from '@temporalio/worker';
 import { parsePayloadKeys } from '../src/config/payload-keys';
 import { settleDataConverter } from '../src/temporal/data-converter';
+import { REPLAY_SPAN_SINKS } from '../src/tracing/tracing';
 import { installTemporalRuntime } from '../src/worker-runtime/create-worker';
 import { workflowBundlePath } from '../src/worker-runtime/workflow-bundle';
 
@@ -72,9 +73,7 @@ test('the traced workflow bundle (tracing on) replays every recorded history det
     {
       workflowBundle: { codePath: await workflowBundlePath({ traced: true }) },
       dataConverter,
-      // The span sink a traced worker registers (src/tracing/sdk.ts); the SDK does not call it while
-      // replaying, but without it each span logs an 'unregistered external sink' error.
-      sinks: { exporter: { export: { fn: () => {} } } },
+      sinks: REPLAY_SPAN_SINKS,
     },
     histories,
   )) {

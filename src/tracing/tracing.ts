@@ -5,6 +5,8 @@
  * and no exporter exists. The rest of settle reaches tracing through `activeTracing()` (undefined when
  * off) and `annotateSpan`, a no-op when off.
  */
+import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry';
+import type { InjectedSinks } from '@temporalio/worker';
 import { ConfigError } from '../config/error';
 import {
   TRACING_PROTOCOLS,
@@ -118,3 +120,12 @@ export function traceDownstreamCall<T extends { status: number }>(
   const tracing = active;
   return tracing ? tracing.downstreamCall(url, headers, call) : call(headers);
 }
+
+/**
+ * The span sink a traced worker registers (sdk.ts), doing nothing: for replaying histories with the
+ * traced bundle. The SDK does not call sinks while replaying, but it checks each call's sink is
+ * registered, and logs an error per span for one that is not.
+ */
+export const REPLAY_SPAN_SINKS: InjectedSinks<OpenTelemetrySinks> = {
+  exporter: { export: { fn: () => {} } },
+};

@@ -32,10 +32,11 @@ import { tmpdir } from 'node:os';
 import { promiseHooks } from 'node:v8';
 import vm from 'node:vm';
 import { join } from 'node:path';
-import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker, type BundleOptions } from '@temporalio/worker';
 import { parsePayloadKeys } from '../../src/config/payload-keys';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { settleDataConverter } from '../../src/temporal/data-converter';
+import { REPLAY_SPAN_SINKS } from '../../src/tracing/tracing';
 import { installTemporalRuntime } from '../../src/worker-runtime/create-worker';
 import { bundleOptions } from '../../src/worker-runtime/workflow-bundle';
 
@@ -95,8 +96,7 @@ async function replay(codePath: string, count: number, watchdog = true): Promise
   const before = process.cpuUsage();
   try {
     for await (const result of Worker.runReplayHistories(
-      // The traced bundles' span sink, as a traced worker registers it (not called while replaying).
-      { workflowBundle: { codePath }, dataConverter, sinks: { exporter: { export: { fn: () => {} } } } },
+      { workflowBundle: { codePath }, dataConverter, sinks: REPLAY_SPAN_SINKS },
       histories,
     )) {
       if (result.error) throw new Error(`the replay of ${result.workflowId} failed: ${result.error.message}`);
@@ -108,23 +108,50 @@ async function replay(codePath: string, count: number, watchdog = true): Promise
   return (used.user + used.system) / 1000 / count;
 }
 
-/** CPU per run of the untraced bundle and of the two traced ones, in turn. */
+type Variant = { name: string; file: string; watchdog?: boolean };
+
+/** Bundles the workflow code with `options` into DIR/NAME. */
+async function writeBundle(dir: string, name: string, options: BundleOptions): Promise<string> {
+  const file = join(dir, name);
+  writeFileSync(file, (await bundleWorkflowCode(options)).code);
+  return file;
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/**
+ * Warms each variant up (JIT, the codec's keys), replays them `rounds` times in turn, prints each one's
+ * CPU per run and returns the medians, in the variants' order.
+ */
+async function inTurn(variants: Variant[]): Promise<number[]> {
+  for (const variant of variants) await replay(variant.file, Math.min(50, runs), variant.watchdog);
+  const figures = variants.map(() => [] as number[]);
+  for (let round = 0; round < rounds; round += 1) {
+    for (const [index, variant] of variants.entries()) {
+      figures[index]!.push(await replay(variant.file, runs, variant.watchdog));
+    }
+  }
+  process.stdout.write(`workflow code's CPU per payment run, ${runs} replays × ${rounds} rounds in turn\n`);
+  for (const [index, values] of figures.entries()) {
+    process.stdout.write(
+      `  ${variants[index]!.name.padEnd(24)} median ${median(values).toFixed(2)} ms  (${values.map((v) => v.toFixed(2)).join(', ')})\n`,
+    );
+  }
+  return figures.map(median);
+}
+
+/** The untraced bundle and the two traced ones. */
 async function tracedVariants(dir: string): Promise<void> {
-  const bundle = async (name: string, options: ReturnType<typeof bundleOptions>) => {
-    const file = join(dir, name);
-    writeFileSync(file, (await bundleWorkflowCode(options)).code);
-    return file;
-  };
   const shipped = bundleOptions({ encodedFailures: true, traced: true });
-  const variants = [
+  await inTurn([
     {
       name: 'untraced',
-      file: await bundle('untraced.js', bundleOptions({ encodedFailures: true, traced: false })),
+      file: await writeBundle(dir, 'untraced.js', bundleOptions({ encodedFailures: true, traced: false })),
     },
-    { name: 'traced (as shipped)', file: await bundle('traced.js', shipped) },
+    { name: 'traced (as shipped)', file: await writeBundle(dir, 'traced.js', shipped) },
     {
       name: "traced, Temporal's",
-      file: await bundle('temporal.js', {
+      file: await writeBundle(dir, 'temporal.js', {
         ...shipped,
         preloadModules: shipped.preloadModules!.slice(0, 1),
         workflowInterceptorModules: [
@@ -132,66 +159,39 @@ async function tracedVariants(dir: string): Promise<void> {
         ],
       }),
     },
-  ];
-  for (const variant of variants) await replay(variant.file, Math.min(50, runs));
-  const figures = new Map<string, number[]>(variants.map((variant) => [variant.name, []]));
-  for (let round = 0; round < rounds; round += 1) {
-    for (const variant of variants) figures.get(variant.name)!.push(await replay(variant.file, runs));
-  }
-  process.stdout.write(`workflow code's CPU per payment run, ${runs} replays × ${rounds} rounds in turn\n`);
-  for (const [name, values] of figures) {
-    process.stdout.write(
-      `  ${name.padEnd(24)} median ${median(values).toFixed(2)} ms  (${values.map((v) => v.toFixed(2)).join(', ')})\n`,
-    );
-  }
+  ]);
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+/** Preloading on and off, and the shipped bundle without the SDK's watchdog. */
+async function preloadAndWatchdog(dir: string): Promise<void> {
+  const options = bundleOptions({ encodedFailures: true, traced: false });
+  // Two bundles: as shipped, and with `preloadModules` emptied; the third variant reuses the first.
+  const shipped = await writeBundle(dir, 'preloaded.js', options);
+  const [asShipped, perRun, noWatchdog] = await inTurn([
+    { name: 'preloaded (as shipped)', file: shipped },
+    {
+      name: 'loaded per run',
+      file: await writeBundle(dir, 'per-run.js', { ...options, preloadModules: [] }),
+    },
+    { name: 'shipped, no watchdog', file: shipped, watchdog: false },
+  ]);
+  // One replay of 100 runs gives both counts: the promises a run creates and its timed calls.
+  const timedBefore = sandboxCalls.timed;
+  const promisesPerRun = await sandboxPromisesPerRun(shipped, 100);
+  const timedCallsPerRun = (sandboxCalls.timed - timedBefore) / 100;
+  process.stdout.write(`  saved per run by preloading: ${(perRun! - asShipped!).toFixed(2)} ms\n`);
+  process.stdout.write(`  promises a run creates in the sandbox: ${promisesPerRun}\n`);
+  process.stdout.write(
+    `  the SDK's deadlock detector: ${timedCallsPerRun} timed calls into the sandbox per run, ` +
+      `${(asShipped! - noWatchdog!).toFixed(2)} ms per run (Node ${process.versions.node})\n`,
+  );
+}
 
 async function main(): Promise<void> {
   installTemporalRuntime();
   const dir = mkdtempSync(join(tmpdir(), 'settle-run-cost-'));
   try {
-    if (traced) return await tracedVariants(dir);
-    const options = bundleOptions({ encodedFailures: true, traced: false });
-    // Two bundles: as shipped, and with `preloadModules` emptied; the third variant reuses the first.
-    const bundle = async (name: string, preloadModules: string[] | undefined) => {
-      const file = join(dir, name);
-      writeFileSync(file, (await bundleWorkflowCode({ ...options, preloadModules })).code);
-      return file;
-    };
-    const shipped = await bundle('preloaded.js', options.preloadModules);
-    const variants = [
-      { name: 'preloaded (as shipped)', file: shipped, watchdog: true },
-      { name: 'loaded per run', file: await bundle('per-run.js', []), watchdog: true },
-      { name: 'shipped, no watchdog', file: shipped, watchdog: false },
-    ];
-    for (const variant of variants) {
-      await replay(variant.file, Math.min(50, runs), variant.watchdog); // warm up: JIT, the codec's keys
-    }
-    // One replay of 100 runs gives both counts: the promises a run creates and its timed calls.
-    const timedBefore = sandboxCalls.timed;
-    const promisesPerRun = await sandboxPromisesPerRun(shipped, 100);
-    const timedCallsPerRun = (sandboxCalls.timed - timedBefore) / 100;
-    const figures = new Map<string, number[]>(variants.map((variant) => [variant.name, []]));
-    for (let round = 0; round < rounds; round += 1) {
-      for (const variant of variants) {
-        figures.get(variant.name)!.push(await replay(variant.file, runs, variant.watchdog));
-      }
-    }
-    process.stdout.write(`workflow code's CPU per payment run, ${runs} replays × ${rounds} rounds in turn\n`);
-    for (const [name, values] of figures) {
-      process.stdout.write(
-        `  ${name.padEnd(24)} median ${median(values).toFixed(2)} ms  (${values.map((v) => v.toFixed(2)).join(', ')})\n`,
-      );
-    }
-    const [asShipped, perRun, noWatchdog] = variants.map((variant) => median(figures.get(variant.name)!));
-    process.stdout.write(`  saved per run by preloading: ${(perRun! - asShipped!).toFixed(2)} ms\n`);
-    process.stdout.write(`  promises a run creates in the sandbox: ${promisesPerRun}\n`);
-    process.stdout.write(
-      `  the SDK's deadlock detector: ${timedCallsPerRun} timed calls into the sandbox per run, ` +
-        `${(asShipped! - noWatchdog!).toFixed(2)} ms per run (Node ${process.versions.node})\n`,
-    );
+    await (traced ? tracedVariants(dir) : preloadAndWatchdog(dir));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
