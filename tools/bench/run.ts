@@ -147,8 +147,9 @@ async function benchOn(): Promise<Goal[]> {
     );
     await stack.start();
     // SETTLE_BENCH_WORKER_CPU_PROF_DIR: Node's --cpu-prof for both workers, the gateway and serve (PE's,
-    // and each variant's of PC and TR), every thread (the SDK's workflow thread included), one .cpuprofile per thread written there when the
-    // process exits; `npx tsx tools/bench/profile-top.ts DIR` tables them (docs/performance.md).
+    // and each variant's of PC and TR), every thread (the SDK's workflow thread included), one
+    // .cpuprofile per thread written there when the process exits; `npx tsx tools/bench/profile-top.ts
+    // DIR` tables them (docs/performance.md).
     const profDir = process.env.SETTLE_BENCH_WORKER_CPU_PROF_DIR;
     const nodeArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
     await stack.startGateway(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}/gateway`] : []);
