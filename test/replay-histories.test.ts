@@ -40,6 +40,7 @@ test('recorded histories are committed for every workflow and scenario', () => {
     'reminder-delivered',
     'reminder-cancelled',
     'payment-encrypted-applied-delivered',
+    'payment-traced-applied-delivered',
     'purge-completed',
     'recovery-sweep-completed',
     'payment-invalid-input',
@@ -51,6 +52,14 @@ test('recorded histories are committed for every workflow and scenario', () => {
   const encrypted = histories.find((h) => h.workflowId === 'payment-encrypted-applied-delivered')!;
   const input = encrypted.history.events[0].workflowExecutionStartedEventAttributes.input.payloads[0];
   assert.equal(Buffer.from(input.metadata.encoding, 'base64').toString(), 'binary/encrypted');
+  // Started with tracing on: the start carries the trace's context, which the run's spans continue.
+  const traced = histories.find((h) => h.workflowId === 'payment-traced-applied-delivered')!;
+  const header =
+    traced.history.events[0].workflowExecutionStartedEventAttributes.header.fields['_tracer-data'];
+  assert.match(
+    JSON.parse(Buffer.from(header.data, 'base64').toString()).traceparent,
+    /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/,
+  );
 });
 
 test('the workflow bundle the worker runs replays every recorded history deterministically', async () => {
@@ -66,7 +75,8 @@ test('the workflow bundle the worker runs replays every recorded history determi
 
 // Tracing is switched on and off by configuration, so a run started with it off may be replayed by a
 // worker with it on, and the reverse: settle's workflow tracing interceptors (the traced bundle) add
-// headers and spans but no command, and leave the histories recorded without them replaying.
+// headers and spans but no command. The test above replays payment-traced-applied-delivered (recorded
+// with tracing on) untraced; this one replays every history, traced or not, with tracing on.
 test('the traced workflow bundle (tracing on) replays every recorded history deterministically', async () => {
   const failures: string[] = [];
   for await (const result of Worker.runReplayHistories(

@@ -12,6 +12,10 @@
  *
  * `*-invalid-input` are runs started around settle, as someone with reach to Temporal's frontend
  * would: an input that is not what settle starts the workflow with.
+ *
+ * `payment-traced-applied-delivered` runs with tracing on (a worker with the traced bundle, a client
+ * whose start carries the trace's header), its spans exported to a local sink that keeps nothing: a
+ * run started traced must replay untraced, and the reverse, since tracing is configuration.
  */
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -47,6 +51,7 @@ import { startEmbeddedPostgres } from '../../src/stack/embedded-postgres';
 import { findTemporalCli } from '../../src/stack/temporal-binaries';
 import { startTemporalDevServer } from '../../src/stack/temporal-dev-server';
 import { settleDataConverter } from '../../src/temporal/data-converter';
+import { activeTracing, startTracing, stopTracing } from '../../src/tracing/tracing';
 import { createWorker } from '../../src/worker-runtime/create-worker';
 import { afterReconcileCommit } from '../harness/after-commit';
 import { startStripeApi } from '../harness/stripe-api';
@@ -139,7 +144,7 @@ async function main() {
   let failedOnce = false;
   try {
     await migrate(pool);
-    await addShipments(pool, ['SHP-REC-1', 'SHP-REC-2', 'SHP-REC-3', 'SHP-REC-4', 'SHP-REC-5']);
+    await addShipments(pool, ['SHP-REC-1', 'SHP-REC-2', 'SHP-REC-3', 'SHP-REC-4', 'SHP-REC-5', 'SHP-REC-6']);
     const { worker, connection } = await createWorker({
       config: {
         temporalAddress: temporal.address,
@@ -338,8 +343,47 @@ async function main() {
         await save(name, await client.workflow.start(workflowType, { taskQueue, workflowId, args }));
       }
     });
+    // The same code with tracing on, its spans sent to a sink that answers 200 and keeps nothing.
+    const spanSink = await receiver(() => 200);
+    // Last, as tracing is on for the whole process once started (the exporter reads the environment).
+    process.env.OTEL_EXPORTER_OTLP_ENDPOINT = spanSink.url;
+    process.env.OTEL_TRACES_SAMPLER = 'always_on';
+    if (!(await startTracing('record-histories'))) throw new Error('tracing did not start');
+    const traced = await createWorker({
+      config: {
+        temporalAddress: temporal.address,
+        temporalNamespace: 'default',
+        taskQueue: `${taskQueue}-traced`,
+        carrierUrl: carrier.url,
+        erpUrl: erp.url,
+        outboundSecret: [`whsec_${randomBytes(24).toString('base64')}`],
+        allowPrivateTargets: true,
+      },
+      pool,
+    });
+    const tracedClient = new Client({
+      connection: client.connection,
+      interceptors: { workflow: activeTracing()?.workflowClientInterceptors ?? [] },
+    });
+    await traced.worker.runUntil(async () => {
+      if (wanted('payment-traced-applied-delivered')) {
+        const payment = event('pay_rec_traced', 'payment.settled', 'SHP-REC-6', 'pi_rec_6');
+        await admit(payment);
+        const started = await startPaymentWorkflow(tracedClient, `${taskQueue}-traced`, payment, {
+          markKey: await runMarkKey(pool),
+        });
+        if (!started.started) throw new Error('payment traced-applied-delivered: not started');
+        await save(
+          'payment-traced-applied-delivered',
+          tracedClient.workflow.getHandle(started.workflowId, started.runId),
+        );
+      }
+    });
     await gateway.close();
     await encrypted.connection.close();
+    await traced.connection.close();
+    await stopTracing();
+    spanSink.server.close();
     await connection.close();
     await client.connection.close();
     process.stdout.write(
