@@ -120,6 +120,8 @@ async function main() {
   // The ERP refuses one payment for good, which drives the saga's compensation.
   const erp = await receiver((body) => (body.includes('pi_rec_saga') ? 422 : 200));
   const customer = await receiver((body) => (body.includes('gone') ? 410 : 200));
+  // Where the traced run's spans go: it answers 200 and keeps nothing.
+  const spanSink = await receiver(() => 200);
   // Stripe's events API, for the recovery sweep: one capture its webhook never delivered.
   const stripeApi = await startStripeApi();
   stripeApi.add({
@@ -343,9 +345,8 @@ async function main() {
         await save(name, await client.workflow.start(workflowType, { taskQueue, workflowId, args }));
       }
     });
-    // The same code with tracing on, its spans sent to a sink that answers 200 and keeps nothing.
-    const spanSink = await receiver(() => 200);
-    // Last, as tracing is on for the whole process once started (the exporter reads the environment).
+    // The same code with tracing on, its spans sent to spanSink. Last, as tracing is on for the whole
+    // process once started (the exporter reads the environment).
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT = spanSink.url;
     process.env.OTEL_TRACES_SAMPLER = 'always_on';
     if (!(await startTracing('record-histories'))) throw new Error('tracing did not start');
@@ -383,14 +384,13 @@ async function main() {
     await encrypted.connection.close();
     await traced.connection.close();
     await stopTracing();
-    spanSink.server.close();
     await connection.close();
     await client.connection.close();
     process.stdout.write(
-      `${readdirSync(OUT_DIR).filter((n) => n.endsWith('.json')).length} histories in test/histories\n`,
+      `${readdirSync(OUT_DIR).filter((n) => n.endsWith('.json')).length} histories in ${OUT_DIR}\n`,
     );
   } finally {
-    for (const { server } of [carrier, erp, customer]) server.close();
+    for (const { server } of [carrier, erp, customer, spanSink]) server.close();
     await stripeApi.close();
     await pool.end();
     await temporal.stop();
