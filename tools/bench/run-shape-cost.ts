@@ -23,15 +23,12 @@ import { findTemporalCli } from '../../src/stack/temporal-binaries';
 import { RUN_MARK_MEMO } from '../../src/temporal/run-mark';
 import { paymentStartSearchAttributes, paymentSummary } from '../../src/workflows/search-attributes';
 import { freePort } from '../harness/free-port';
+import { median } from '../harness/load';
+import { positiveIntegerOption } from './support/options';
 import { runShapeActivities } from './support/run-shape-activities';
 
 const args = process.argv.slice(2);
-const option = (name: string, fallback: number): number => {
-  const value = args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
-  const parsed = value === undefined ? fallback : Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) throw new Error(`--${name} must be a positive integer`);
-  return parsed;
-};
+const option = (name: string, fallback: number) => positiveIntegerOption(args, name, fallback);
 const runs = option('runs', 1000);
 const rounds = option('rounds', 3);
 const inFlight = option('in-flight', 20);
@@ -75,8 +72,6 @@ function cpuMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });

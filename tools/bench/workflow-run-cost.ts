@@ -39,17 +39,14 @@ import { settleDataConverter } from '../../src/temporal/data-converter';
 import { REPLAY_SPAN_SINKS } from '../../src/tracing/tracing';
 import { installTemporalRuntime } from '../../src/worker-runtime/create-worker';
 import { bundleOptions } from '../../src/worker-runtime/workflow-bundle';
+import { median } from '../harness/load';
+import { positiveIntegerOption } from './support/options';
 
 const HISTORIES = join(PROJECT_ROOT, 'test/histories');
 const HISTORY = join(HISTORIES, 'reconcile-and-deliver/payment-encrypted-applied-delivered.json');
 
 const args = process.argv.slice(2);
-const option = (name: string, fallback: number): number => {
-  const value = args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
-  const parsed = value === undefined ? fallback : Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) throw new Error(`--${name} must be a positive integer`);
-  return parsed;
-};
+const option = (name: string, fallback: number) => positiveIntegerOption(args, name, fallback);
 const runs = option('runs', 1000);
 const rounds = option('rounds', 3);
 const traced = args.includes('--traced');
@@ -116,8 +113,6 @@ async function writeBundle(dir: string, name: string, options: BundleOptions): P
   writeFileSync(file, (await bundleWorkflowCode(options)).code);
   return file;
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /**
  * Warms each variant up (JIT, the codec's keys), replays them `rounds` times in turn, prints each one's

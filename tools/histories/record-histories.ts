@@ -143,19 +143,23 @@ async function main() {
       },
     },
   });
+  /** What every recording worker is configured with: its task queue, the downstream receivers. */
+  const workerConfig = (queue: string) => ({
+    temporalAddress: temporal.address,
+    temporalNamespace: 'default',
+    taskQueue: queue,
+    carrierUrl: carrier.url,
+    erpUrl: erp.url,
+    outboundSecret: [`whsec_${randomBytes(24).toString('base64')}`],
+    allowPrivateTargets: true,
+  });
   let failedOnce = false;
   try {
     await migrate(pool);
     await addShipments(pool, ['SHP-REC-1', 'SHP-REC-2', 'SHP-REC-3', 'SHP-REC-4', 'SHP-REC-5', 'SHP-REC-6']);
     const { worker, connection } = await createWorker({
       config: {
-        temporalAddress: temporal.address,
-        temporalNamespace: 'default',
-        taskQueue,
-        carrierUrl: carrier.url,
-        erpUrl: erp.url,
-        outboundSecret: [`whsec_${randomBytes(24).toString('base64')}`],
-        allowPrivateTargets: true,
+        ...workerConfig(taskQueue),
         // Registers the purge activity (the purge-completed scenario).
         claimRetentionMs: 90 * 24 * 3_600_000,
         // The recovery sweep's source (the recovery-sweep-completed scenario).
@@ -178,13 +182,7 @@ async function main() {
     const payloadKeys = fixtureKeys();
     const encrypted = await createWorker({
       config: {
-        temporalAddress: temporal.address,
-        temporalNamespace: 'default',
-        taskQueue: `${taskQueue}-encrypted`,
-        carrierUrl: carrier.url,
-        erpUrl: erp.url,
-        outboundSecret: [`whsec_${randomBytes(24).toString('base64')}`],
-        allowPrivateTargets: true,
+        ...workerConfig(`${taskQueue}-encrypted`),
         payloadKeys,
       },
       pool,
@@ -352,13 +350,7 @@ async function main() {
     if (!(await startTracing('record-histories'))) throw new Error('tracing did not start');
     const traced = await createWorker({
       config: {
-        temporalAddress: temporal.address,
-        temporalNamespace: 'default',
-        taskQueue: `${taskQueue}-traced`,
-        carrierUrl: carrier.url,
-        erpUrl: erp.url,
-        outboundSecret: [`whsec_${randomBytes(24).toString('base64')}`],
-        allowPrivateTargets: true,
+        ...workerConfig(`${taskQueue}-traced`),
       },
       pool,
     });
