@@ -151,6 +151,8 @@ async function main() {
     carrierUrl: carrier.url,
     erpUrl: erp.url,
     outboundSecret: [`whsec_${randomBytes(24).toString('base64')}`],
+    // The reminders' own secret: without it a reminder's delivery waits for one (not_configured).
+    reminderSecret: [`whsec_${randomBytes(24).toString('base64')}`],
     allowPrivateTargets: true,
   });
   let failedOnce = false;
