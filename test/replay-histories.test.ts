@@ -13,7 +13,8 @@ import { workflowBundlePath } from '../src/worker-runtime/workflow-bundle';
 const HISTORIES = join(__dirname, 'histories');
 // The current version's histories (`npm run record-histories`). Once a version is deployed, a change to
 // the commands a workflow emits goes behind patched(), and the histories recorded before it move into a
-// subfolder named for the change, so that runs started before a deploy keep replaying after it.
+// subfolder named for the change (the patch's ID), so that runs started before a deploy keep replaying
+// after it.
 const histories = readdirSync(HISTORIES, { recursive: true, encoding: 'utf8' })
   .filter((name) => name.endsWith('.json'))
   .sort()
@@ -60,6 +61,41 @@ test('recorded histories are committed for every workflow and scenario', () => {
     JSON.parse(Buffer.from(header.data, 'base64').toString()).traceparent,
     /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/,
   );
+});
+
+type PatchDetails = { payloads: { data: string }[] };
+type RecordedEvent = {
+  markerRecordedEventAttributes?: { markerName: string; details: Record<string, PatchDetails> };
+};
+
+/** The patch IDs whose markers a recorded history carries (the CLI's JSON names the field either way). */
+function patchesIn(history: { events: RecordedEvent[] }): string[] {
+  return history.events.flatMap(({ markerRecordedEventAttributes: marker }) => {
+    if (marker?.markerName !== 'core_patch') return [];
+    const payload = (marker.details['patch-data'] ?? marker.details.patch_data)?.payloads[0];
+    assert.ok(payload, 'a patch marker without its patch data');
+    return [(JSON.parse(Buffer.from(payload.data, 'base64').toString()) as { id: string }).id];
+  });
+}
+
+// `npm run record-histories` rewrites the top level, so the runs of an older shape live only in a
+// subfolder named for the patch that superseded them, and replay its old branch: a history there that
+// carries the patch's marker replays the new branch, and the old one would go untested.
+test("a history in a patch's subfolder was recorded before that patch", () => {
+  const patches = new Set(histories.flatMap(({ history }) => patchesIn(history)));
+  const checked = new Set<string>();
+  for (const { workflowId, history } of histories) {
+    const folder = workflowId.includes('/') ? workflowId.split('/')[0] : undefined;
+    if (folder === undefined || !patches.has(folder)) continue;
+    checked.add(folder);
+    assert.ok(!patchesIn(history).includes(folder), `${workflowId} carries the marker of ${folder}`);
+  }
+  for (const folder of ['reconcile-and-deliver', 'coalesce-search-attributes', 'record-invalid-input']) {
+    assert.ok(
+      checked.has(folder),
+      `test/histories/${folder}/ holds no history of the runs before that patch`,
+    );
+  }
 });
 
 test('the workflow bundle the worker runs replays every recorded history deterministically', async () => {

@@ -33,8 +33,8 @@ export type { PaymentWorkflowInput, PaymentWorkflowResult } from '../domain/work
  * The patch that runs the reconcile and each row's first delivery as one local activity, the first
  * pass (one marker, one activation), in place of one local activity per step. It implies the
  * coalesce-search-attributes patch, which a patched run therefore never asks for: each patch is a
- * marker and an upsert of TemporalChangeVersion, a visibility write on the server per run. Runs started
- * before it replay the path they recorded (test/histories/coalesced-search-attributes/ and the top level).
+ * marker and an upsert of TemporalChangeVersion, two history events per run. Runs started before it
+ * replay the path they recorded (test/histories/reconcile-and-deliver/ and coalesce-search-attributes/).
  */
 export const FIRST_PASS_PATCH = 'reconcile-and-deliver';
 

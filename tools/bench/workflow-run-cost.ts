@@ -4,7 +4,7 @@
  * (src/worker-runtime/workflow-bundle.ts), measured in one process on one machine, in turn.
  *
  * It replays the recorded history of a happy-path payment run in the current shape (the first pass,
- * encrypted payloads: test/histories/reconcile-and-deliver/payment-encrypted-applied-delivered.json)
+ * encrypted payloads: test/histories/payment-encrypted-applied-delivered.json)
  * `--runs` times through `Worker.runReplayHistories`. A replay creates each run in the SDK's reusable V8
  * context and drives it through its activations as a worker does, without Temporal, PostgreSQL or the
  * activities, so the figure is the workflow side alone: the SDK's per-run setup, settle's workflow
@@ -43,7 +43,7 @@ import { median } from '../harness/load';
 import { positiveIntegerOption } from './support/options';
 
 const HISTORIES = join(PROJECT_ROOT, 'test/histories');
-const HISTORY = join(HISTORIES, 'reconcile-and-deliver/payment-encrypted-applied-delivered.json');
+const HISTORY = join(HISTORIES, 'payment-encrypted-applied-delivered.json');
 
 const args = process.argv.slice(2);
 const option = (name: string, fallback: number) => positiveIntegerOption(args, name, fallback);

@@ -4,7 +4,8 @@
  * test/replay-histories.test.ts replays them against the current workflow code, so a change that
  * breaks determinism fails the build. Before a version is deployed, re-record freely; after, guard a
  * change in the commands a workflow emits with workflow.patched() and move the old histories into a
- * subfolder named for the change first (they keep replaying), then re-record.
+ * subfolder named for the change (the patch's ID) first: they keep replaying its old branch, and
+ * test/replay-histories.test.ts checks that none carries its marker. Then re-record.
  *
  * `payment-encrypted-*` runs with payload encryption on, under the fixture key of
  * test/histories/payload-keys.txt (made on the first recording, then kept). `--only=<name>[,<name>…]`
