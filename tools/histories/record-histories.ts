@@ -351,12 +351,7 @@ async function main() {
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT = spanSink.url;
     process.env.OTEL_TRACES_SAMPLER = 'always_on';
     if (!(await startTracing('record-histories'))) throw new Error('tracing did not start');
-    const traced = await createWorker({
-      config: {
-        ...workerConfig(`${taskQueue}-traced`),
-      },
-      pool,
-    });
+    const traced = await createWorker({ config: workerConfig(`${taskQueue}-traced`), pool });
     const tracedClient = new Client({
       connection: client.connection,
       interceptors: { workflow: activeTracing()?.workflowClientInterceptors ?? [] },
