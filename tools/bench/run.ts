@@ -1,11 +1,12 @@
 /**
- * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,T3W,L,PE,R,BY,RT,RS,I,LI,PC,TR] [-- --server=dev|cluster|both]`:
+ * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,T3W,L,PE,T3WE,R,BY,RT,RS,I,LI,PC,TR] [-- --server=dev|cluster|both]`:
  * T3W is P's work without settle: a receiver and a plain workflow of three local activities (T3L's shape).
  * PE is P through `settle serve` (eager start; LE@50% its load row), LI live webhooks during an import,
  * BY the bytes one event keeps in settle's tables, RT the purge of past-retention claims under load,
  * RS a recovery sweep over listed events nearly all applied already (its Temporal starts counted). Every Temporal row counts its billable actions.
  * PC (only when named) P@50 through `settle serve` with payload encryption off, on, on, off (the codec's CPU cost).
  * TR (only when named) P@50 through `settle serve` with tracing off, on, on, off, exporting to a local OTLP endpoint (tracing's CPU cost).
+ * T3WE (only when named, with PE) T3W's plain consumer starting its runs eagerly, in turn with T0@50 and PE@50.
  * settle's benchmarks against baselines measured in the same run, on this machine, on loopback. Each
  * figure is the median of its repetitions; CPU time (per event) and peak RSS are per process. The rows
  * a goal compares at 50 in flight (T3L, P and T3W; T0 and PE) run their repetitions in turn, one of each
@@ -47,7 +48,7 @@ const only = process.argv
   ?.slice('--only='.length)
   .split(',');
 /** Rows run only when --only names them. */
-const ON_REQUEST = ['PC', 'TR'];
+const ON_REQUEST = ['PC', 'TR', 'T3WE'];
 /**
  * `--server=cluster`: T0 and P (unless --only says otherwise) against the real Temporal server of
  * `npm run topology` (tools/harness/cluster.ts) instead of the dev server; results in results-cluster.json.
@@ -446,7 +447,31 @@ async function benchOn(): Promise<Goal[]> {
         // T0@50 in turn with PE@50, the no-op worker warmed again first (serve idles during its turns,
         // as settle's worker idles during PE's).
         if (wanted('T0')) await benchTemporalFloor(stack, SIZE.warmup, 50);
-        await measureInTurn(wanted('T0') ? [t0At50(), eagerRow(50)] : [eagerRow(50)]);
+        const againstEager = wanted('T0') ? [t0At50()] : [];
+        if (wanted('T3WE')) {
+          // T3W's plain consumer starting eagerly, as serve does: P's work without settle, against PE.
+          const started = await startPlainConsumer(stack, {
+            nodeArgs,
+            env: {
+              SETTLE_BENCH_PLAIN_EAGER: '1',
+              ...(workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {}),
+            },
+          });
+          plainConsumer = started.child;
+          const { path, claims } = started;
+          await benchFullPath(path, await preparePathEvents(stack, SIZE.warmup), 50, claims);
+          againstEager.push(
+            row('T3WE@50', "P's work without settle, T3L's shape, started eagerly, 50 in flight", {
+              prepare: () => preparePathEvents(stack, SIZE.pathEvents),
+              run: (events) => benchFullPath(path, events, 50, claims),
+              events: SIZE.pathEvents,
+              workflowIds: (events) => ({ ids: events.map((event) => `plain:${event.id}`) }),
+            }),
+          );
+        }
+        await measureInTurn([...againstEager, eagerRow(50)]);
+        await plainConsumer?.stop();
+        plainConsumer = undefined;
         const eagerMax = bestRate('PE@');
         if (eagerMax > 0) {
           const rate = round(eagerMax / 2, 1);
@@ -458,6 +483,8 @@ async function benchOn(): Promise<Goal[]> {
           });
         }
       } finally {
+        await plainConsumer?.stop().catch(() => {});
+        plainConsumer = undefined;
         await serve.stop().catch(() => {});
         serve = undefined;
       }
@@ -864,6 +891,15 @@ function evaluateGoals(): Goal[] {
     1.2,
     rateRatios('PE@50', 'T0@50'),
   );
+  // The same work without settle, started eagerly as serve starts its runs (only when T3WE is named).
+  if (fig('T3WE@50', 'eventsPerSecond') !== undefined)
+    ratio(
+      "P_eager ≥ 1.0 × T3WE (P's work without settle, started eagerly, 50 in flight)",
+      fig('PE@50', 'eventsPerSecond'),
+      fig('T3WE@50', 'eventsPerSecond'),
+      1.0,
+      rateRatios('PE@50', 'T3WE@50'),
+    );
   upTo(
     'delivered p50 at 50% load: serve (eager) < gateway + worker',
     fig('LE@50%', 'deliveredP50Ms'),

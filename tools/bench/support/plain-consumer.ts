@@ -5,6 +5,9 @@
  * it reads and starts `plainConsumerWorkflow` with the event's ID as the workflow ID: 202 once Temporal
  * has it, 200 when Temporal already had that ID. The worker (the no-op worker's SDK settings, on its
  * own task queue) runs plain-consumer-workflows.ts. Prints `plain consumer ready <url>` once both run.
+ * SETTLE_BENCH_PLAIN_EAGER=1 starts on the worker's own connection with eager dispatch, as `settle serve`
+ * does (row T3WE, against PE): each run's first task comes back to this process's worker in the start's
+ * answer instead of through matching.
  * Not a product: it has none of settle's event store, outbox, compensation, encryption or views.
  */
 import { createHash } from 'node:crypto';
@@ -35,6 +38,7 @@ const MAX_BODY_BYTES = 256 * 1024;
  */
 const VIEW = process.env.SETTLE_BENCH_PLAIN_VIEW ?? '';
 if (!['', 'start', 'full'].includes(VIEW)) throw new Error('SETTLE_BENCH_PLAIN_VIEW must be start or full');
+const EAGER = process.env.SETTLE_BENCH_PLAIN_EAGER === '1';
 
 function settleStartOptions(event: PlainConsumerEvent) {
   const like = event as unknown as PaymentEvent;
@@ -82,7 +86,11 @@ async function main() {
     }),
     ...benchWorkerOptions(),
   });
-  const client = new Client({ connection: await Connection.connect({ address }), namespace: 'default' });
+  // Eager dispatch needs the start to go out on the connection this process's worker polls with.
+  const client = new Client({
+    connection: EAGER ? connection : await Connection.connect({ address }),
+    namespace: 'default',
+  });
   const verify = createSignatureVerifier(env('SETTLE_WEBHOOK_SECRETS').split(','));
 
   const server = createServer((request, response) => {
@@ -113,6 +121,7 @@ async function main() {
           taskQueue: PLAIN_CONSUMER_TASK_QUEUE,
           workflowId: `plain:${event.id}`,
           args: [event, VIEW === 'full'],
+          requestEagerStart: EAGER,
           ...(VIEW ? settleStartOptions(event) : {}),
         })
         .then(
@@ -140,7 +149,7 @@ async function main() {
   try {
     await running;
   } finally {
-    await client.connection.close();
+    if (!EAGER) await client.connection.close();
     await connection.close();
     await pool.end();
   }
