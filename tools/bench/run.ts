@@ -380,30 +380,39 @@ async function benchOn(): Promise<Goal[]> {
       inTurn.push(pathRow(50));
     }
 
-    try {
-      if (wanted('T3W')) {
-        // P's work without settle: a plain workflow of three local activities, receiver and worker in one
-        // process (tools/bench/support/plain-consumer.ts); the same events, receiver and load generator as P.
-        const started = await startPlainConsumer(stack, {
-          nodeArgs,
-          ...(workerNodeOptions ? { env: { NODE_OPTIONS: workerNodeOptions } } : {}),
-        });
-        plainConsumer = started.child;
-        const { path, claims } = started;
-        await benchFullPath(path, await preparePathEvents(stack, SIZE.warmup), 50, claims);
-        inTurn.push(
-          row('T3W@50', "P's work without settle: T3L's shape doing it, 50 in flight", {
-            prepare: () => preparePathEvents(stack, SIZE.pathEvents),
-            run: (events) => benchFullPath(path, events, 50, claims),
-            events: SIZE.pathEvents,
-            workflowIds: (events) => ({ ids: events.map((event) => `plain:${event.id}`) }),
-          }),
-        );
-      }
-      await measureInTurn(inTurn);
-    } finally {
+    /**
+     * P's work without settle: a plain workflow of three local activities, receiver and worker in one
+     * process (tools/bench/support/plain-consumer.ts); the same events, receiver and load generator as P.
+     * Starts it (`plainConsumer`, with `env`) and warms it up; its row runs 50 in flight.
+     */
+    const plainConsumerRow = async (id: string, what: string, env: Record<string, string> = {}) => {
+      const started = await startPlainConsumer(stack, {
+        nodeArgs,
+        env: { ...env, ...(workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {}) },
+      });
+      plainConsumer = started.child;
+      const { path, claims } = started;
+      await benchFullPath(path, await preparePathEvents(stack, SIZE.warmup), 50, claims);
+      return row(id, what, {
+        prepare: () => preparePathEvents(stack, SIZE.pathEvents),
+        run: (events) => benchFullPath(path, events, 50, claims),
+        events: SIZE.pathEvents,
+        workflowIds: (events) => ({ ids: events.map((event) => `plain:${event.id}`) }),
+      });
+    };
+    const stopPlainConsumer = async () => {
       await plainConsumer?.stop();
       plainConsumer = undefined;
+    };
+
+    try {
+      if (wanted('T3W'))
+        inTurn.push(
+          await plainConsumerRow('T3W@50', "P's work without settle: T3L's shape doing it, 50 in flight"),
+        );
+      await measureInTurn(inTurn);
+    } finally {
+      await stopPlainConsumer();
     }
     /** The best rate of the rows `P@…` (or `PE@…`) measured so far: 0 when none was. */
     const bestRate = (prefix: 'P@' | 'PE@') =>
@@ -448,30 +457,18 @@ async function benchOn(): Promise<Goal[]> {
         // as settle's worker idles during PE's).
         if (wanted('T0')) await benchTemporalFloor(stack, SIZE.warmup, 50);
         const againstEager = wanted('T0') ? [t0At50()] : [];
-        if (wanted('T3WE')) {
-          // T3W's plain consumer starting eagerly, as serve does: P's work without settle, against PE.
-          const started = await startPlainConsumer(stack, {
-            nodeArgs,
-            env: {
-              SETTLE_BENCH_PLAIN_EAGER: '1',
-              ...(workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {}),
-            },
-          });
-          plainConsumer = started.child;
-          const { path, claims } = started;
-          await benchFullPath(path, await preparePathEvents(stack, SIZE.warmup), 50, claims);
+        // T3W's plain consumer starting eagerly, as serve does: P's work without settle, against PE.
+        if (wanted('T3WE'))
           againstEager.push(
-            row('T3WE@50', "P's work without settle, T3L's shape, started eagerly, 50 in flight", {
-              prepare: () => preparePathEvents(stack, SIZE.pathEvents),
-              run: (events) => benchFullPath(path, events, 50, claims),
-              events: SIZE.pathEvents,
-              workflowIds: (events) => ({ ids: events.map((event) => `plain:${event.id}`) }),
-            }),
+            await plainConsumerRow(
+              'T3WE@50',
+              "P's work without settle, T3L's shape, started eagerly, 50 in flight",
+              { SETTLE_BENCH_PLAIN_EAGER: '1' },
+            ),
           );
-        }
         await measureInTurn([...againstEager, eagerRow(50)]);
-        await plainConsumer?.stop();
-        plainConsumer = undefined;
+        // Stopped before LE's row, which it would share the machine with.
+        await stopPlainConsumer();
         const eagerMax = bestRate('PE@');
         if (eagerMax > 0) {
           const rate = round(eagerMax / 2, 1);
@@ -483,8 +480,7 @@ async function benchOn(): Promise<Goal[]> {
           });
         }
       } finally {
-        await plainConsumer?.stop().catch(() => {});
-        plainConsumer = undefined;
+        await stopPlainConsumer().catch(() => {});
         await serve.stop().catch(() => {});
         serve = undefined;
       }
