@@ -21,11 +21,14 @@ function constraintName(check: (typeof GENERATED_CHECKS)[number]): string {
 const quoted = (value: string) => `'${value.replaceAll("'", "''")}'`;
 
 /**
- * Brings each generated CHECK in line with its list, inside the migration's transaction. A constraint
- * that already allows exactly the list is left alone (no lock, no scan); one that differs is replaced,
+ * Brings each generated CHECK in line with its list, inside the migration's transaction. `exact`:
+ * the CHECK allows the list and nothing else. `widen` (an expand migration, while the previous
+ * release may still run): it allows the list and every value it allowed before, so a value the new
+ * list dropped stays writable by the code that still writes it, until the contract step. A constraint
+ * that already allows what is wanted is left alone (no lock, no scan); one that differs is replaced,
  * which scans the table once. Returns the constraints it replaced.
  */
-export async function syncGeneratedChecks(db: Queryable): Promise<string[]> {
+export async function syncGeneratedChecks(db: Queryable, mode: 'exact' | 'widen'): Promise<string[]> {
   const replaced: string[] = [];
   for (const check of GENERATED_CHECKS) {
     const name = constraintName(check);
@@ -35,9 +38,10 @@ export async function syncGeneratedChecks(db: Queryable): Promise<string[]> {
       [name, check.table],
     );
     const current = rows[0]
-      ? [...rows[0].definition.matchAll(/'((?:[^']|'')*)'::text/g)].map((m) => m[1])
+      ? [...rows[0].definition.matchAll(/'((?:[^']|'')*)'::text/g)].map((m) => m[1]!.replaceAll("''", "'"))
       : [];
-    const wanted = [...check.values];
+    const list: string[] = [...check.values];
+    const wanted = mode === 'widen' ? [...list, ...current.filter((value) => !list.includes(value))] : list;
     if (rows[0] && current.length === wanted.length && wanted.every((value, i) => current[i] === value))
       continue;
     await db.query(`ALTER TABLE ${check.table} DROP CONSTRAINT IF EXISTS ${name}`);

@@ -6,7 +6,19 @@ import { withTransaction } from './transaction';
  * The claim store's time partitions (migration 017): claims by claimed_at and events by received_at,
  * one partition per UTC week (`claims_w20261207`, its Monday), the legacy partition a migrated
  * database's old table became (everything before its bound), and a DEFAULT partition each.
+ *
+ * 017 is a contract migration (src/db/migrate.ts): on a database upgraded from a release before it,
+ * claims and events stay the plain tables of 001–016 until `settle migrate --contract`, and this code
+ * works on both (no weeks to create or drop; the purge deletes from the plain tables row by row).
  */
+
+/** False while claims and events are still the plain tables of 001–016 (017 held back). */
+export async function claimStorePartitioned(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ partitioned: boolean }>(
+    `SELECT coalesce((SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass('claims')), false) AS partitioned`,
+  );
+  return rows[0]!.partitioned;
+}
 
 /** Weeks created ahead of the current one, by the migrator and by every purge run. */
 export const WEEKS_AHEAD = 4;
@@ -34,6 +46,7 @@ export async function ensurePartitions(
 ): Promise<number> {
   const from = options.from ?? null;
   let created = 0;
+  if (!(await claimStorePartitioned(pool))) return created;
   for (const parent of ['claims', 'events'] as const) {
     for (let week = 0; week <= (options.weeks ?? WEEKS_AHEAD); week += 1) {
       const made = await givingWay(options.signal, (lockTimeoutMs) =>
@@ -306,8 +319,10 @@ export async function claimStoreSize(db: Queryable): Promise<{ bytes: number; in
  * The partitions the purge deletes from row by row, to the exact cutoff: the DEFAULT ones, and a
  * legacy one (a migrated database's old table) while its range still reaches past the cutoff, so the
  * rows it holds from before the migration go at their age as they always did, not weeks later.
+ * Before the contract step, the plain tables themselves.
  */
 export async function rowPurgedPartitions(db: Queryable): Promise<{ claims: string; events: string }[]> {
+  if (!(await claimStorePartitioned(db))) return [{ claims: 'claims', events: 'events' }];
   const { rows } = await db.query<{ legacy: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM pg_inherits WHERE inhrelid = to_regclass('claims_legacy')) AS legacy`,
   );
