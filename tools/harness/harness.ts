@@ -33,10 +33,11 @@ export function newSecret(): string {
 
 /**
  * A database of its own for one test file, migrated (`through`: only up to that migration file, as
- * an older settle left it); dropped by `drop()`.
+ * an older settle left it; `blank`: not at all, for an older release's own `settle migrate`); dropped
+ * by `drop()`.
  */
 export async function createTestDatabase(
-  options: { through?: string } = {},
+  options: { through?: string; blank?: boolean } = {},
 ): Promise<{ pool: pg.Pool; url: string; drop(): Promise<void> }> {
   const name = `settle_test_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const admin = new pg.Client({ connectionString: ADMIN_URL });
@@ -46,7 +47,7 @@ export async function createTestDatabase(
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
   const pool = createPool(url.toString());
-  await migrate(pool, options);
+  if (!options.blank) await migrate(pool, options);
   return {
     pool,
     url: url.toString(),
