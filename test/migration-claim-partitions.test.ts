@@ -107,6 +107,15 @@ describe('migration 017 on claims and events with rows', () => {
     assert.deepEqual(expand.heldBack, ['017_claim_partitions.sql']);
     assert.equal(await relkind('claims'), 'r');
     assert.equal(await relkind('events'), 'r');
+    // This release's purge runs on the plain tables until then: no week to create, row by row.
+    const dry = await purgeExpiredClaims(db.pool, 90 * DAY_MS, { dryRun: true });
+    assert.deepEqual(
+      [dry.claims, dry.events],
+      [2, 2],
+      'the applied claims 100 and 120 days old, with their events',
+    );
+    assert.equal((await purgeExpiredClaims(db.pool, 365 * DAY_MS)).claims, 0);
+    assert.equal(await relkind('claims_default'), undefined);
 
     // The step outside the migration's transaction: a validated CHECK, while writes go on.
     await prepareClaimPartitions(db.pool);

@@ -187,7 +187,9 @@ export async function runDevStack(): Promise<void> {
     const config = loadConfig(env, { temporal: temporal ? 'dev-stack' : 'environment' });
     const pool = createPool(config.databaseUrl);
     cleanups.push({ name: 'PostgreSQL pool', stop: () => pool.end() });
-    const migrations = await migrate(pool);
+    // Its own embedded PostgreSQL has no other settle process on it (the one before this start has
+    // stopped), so the contract migrations apply too; a DATABASE_URL may be shared, and gets expand.
+    const migrations = await migrate(pool, { contract: postgres !== undefined });
     checkpoint();
 
     // The gateway and the worker in this process on one Temporal connection, as `settle serve`
@@ -216,7 +218,11 @@ export async function runDevStack(): Promise<void> {
         `  gateway      ${serve.url}   (POST /webhooks/payments, GET /events/<id>, /healthz, /readyz, /metrics with the API token, /openapi.json)`,
         `  temporal     ${config.temporalAddress}${temporal ? `   UI ${temporal.uiUrl}` : ''}   namespace ${config.temporalNamespace}, task queue ${config.taskQueue}`,
         `  postgres     ${postgres ? `embedded on 127.0.0.1:${postgres.port}, data in ${displayPath(join(dir, 'postgres'))}` : 'from DATABASE_URL'}`,
-        `  migrations   ${migrations.applied.length ? `applied ${migrations.applied.join(', ')}` : 'up to date'}`,
+        `  migrations   ${migrations.applied.length ? `applied ${migrations.applied.join(', ')}` : 'up to date'}${
+          migrations.heldBack.length
+            ? `; held back until \`settle migrate --contract\`: ${migrations.heldBack.join(', ')}`
+            : ''
+        }`,
         `  downstream   ${describeDownstream(config, downstream)}`,
         `  codec        ${codec.url}   payloads encrypted (key ${config.payloadKeys![0]!.id}); the UI decodes through it`,
         `  secrets      development webhook secret, outbound signing secret, API token, payload key and codec token in ${displayPath(join(dir, 'dev-secrets.json'))}`,
