@@ -50,7 +50,9 @@ const BATCH = 5_000;
  * the next day's run, so a claim is kept between the retention and the retention plus one week. Last,
  * the DEFAULT partitions (what no week holds: the moved exceptions, rows older than every week) and a
  * migrated database's legacy partition until it expires whole are purged row by row to the exact
- * cutoff, in batches, and vacuumed, as the whole tables were before.
+ * cutoff, in batches, and vacuumed, as the whole tables were before. On a database upgraded from a
+ * release before 017 whose contract step has not run, claims and events are still those whole tables,
+ * and that is all the purge does.
  */
 export async function purgeExpiredClaims(
   pool: pg.Pool,

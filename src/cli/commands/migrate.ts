@@ -13,10 +13,13 @@ export function registerMigrate(program: Command) {
     )
     .addHelpText(
       'after',
-      '\nExpand, then contract: on a database settle already runs on, `settle migrate` applies only what ' +
-        "the previous release's processes tolerate (expand) and holds back the contract migrations; run " +
-        '`settle migrate --contract` once no process of the previous release remains (docs/deployment.md, ' +
-        '"Upgrades"). A database no release has migrated gets everything at once.',
+      [
+        '',
+        'Expand, then contract: on a database settle already runs on, `settle migrate` applies only',
+        "what the previous release's processes keep working on (expand) and holds back the contract",
+        'migrations; run `settle migrate --contract` once no process of the previous release remains',
+        '(docs/deployment.md, "Upgrades"). A database no release has migrated gets everything at once.',
+      ].join('\n'),
     )
     .option(
       '--contract',
