@@ -124,8 +124,9 @@ describe('a rolling upgrade from the previous release', { skip: unavailable }, (
     const accepted: PaymentEvent[] = [];
     let phase = 'old release';
     let sending = true;
+    let senderFailed: unknown;
     const sender = (async () => {
-      for (let n = 0; sending; n += 1) {
+      for (let n = 0; sending && senderFailed === undefined; n += 1) {
         const repeat = n % 4 === 3 && accepted.length > 0;
         let event: PaymentEvent;
         if (repeat) event = accepted[n % accepted.length]!;
@@ -135,19 +136,25 @@ describe('a rolling upgrade from the previous release', { skip: unavailable }, (
           event = paymentEvent({ shipmentId, type: 'payment.captured' });
         }
         const sentIn = phase;
-        const answer = await postWebhook({ gatewayUrl: gateway.url!, secret }, event);
+        const answer = await postWebhook({ gatewayUrl: gateway.url!, secret }, event).catch(
+          (error: unknown) => {
+            senderFailed = error; // A gateway that refused the connection: fails the next wait at once.
+            throw error;
+          },
+        );
         answers.push({ phase: sentIn, status: answer.status, body: answer.body, repeat, eventId: event.id });
         if (answer.status === 202) accepted.push(event);
       }
     })();
+    sender.catch(() => undefined); // Reported by the next wait and by the await below.
     /** Waits until `count` more answers came in the current phase. */
     const more = (count: number) => {
       const now = phase;
       const seen = answers.filter((a) => a.phase === now).length;
-      return waitFor(
-        `${count} answers in phase "${now}"`,
-        async () => answers.filter((a) => a.phase === now).length >= seen + count,
-      );
+      return waitFor(`${count} answers in phase "${now}"`, async () => {
+        if (senderFailed !== undefined) throw senderFailed;
+        return answers.filter((a) => a.phase === now).length >= seen + count;
+      });
     };
 
     let expanded: { held_back: string[] } | undefined;
