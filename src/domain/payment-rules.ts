@@ -102,9 +102,9 @@ const PAYS_FOR_SHIPMENT: ReadonlySet<PaymentEventType> = new Set([
  * released). The account comes first, for every type: a payment of an account not allowed pays for
  * nothing of this merchant's. Then, for every type, an amount ISO 4217 minor units cannot express
  * (`amount_decimals`): no ledger entry, capture or refund, can hold it unrounded. Then, for a type
- * that pays (authorized, captured, settled), the
- * shipment's expected currency and amount, exactly: a short payment is not applied in part, and
- * payments do not add up across events (a shipment is paid by one payment).
+ * that pays (authorized, captured, settled), the shipment's expected currency and amount, exactly: a
+ * short payment is not applied in part, and payments do not add up across events (a shipment is paid
+ * by one payment).
  */
 export function paymentMismatch(
   facts: PaymentFacts,

@@ -7,9 +7,9 @@ import { isEventId } from '../domain/ids';
 import {
   fromProviderUnits,
   isIsoCurrency,
-  isoMinorDigits,
   isUnitCount,
   NOT_ISO_CURRENCY,
+  type CanonicalAmount,
 } from '../domain/money';
 import type { PaymentEventType } from '../domain/payment-event';
 import { sha256Hex } from '../lib/hash';
@@ -37,9 +37,10 @@ const ADYEN_DECIMALS_OTHER_THAN_ISO: Readonly<Record<string, number>> = {
   ISK: 2, // ISO: 0
 };
 
-/** How many decimals Adyen counts an ISO currency in. */
-export function adyenDecimals(currency: string): number | undefined {
-  return ADYEN_DECIMALS_OTHER_THAN_ISO[currency] ?? isoMinorDigits(currency);
+/** An Adyen `amount.value` of an ISO currency as ISO minor units (or as stated, if inexact). */
+function adyenToIso(value: number, currency: string): CanonicalAmount {
+  const decimals = ADYEN_DECIMALS_OTHER_THAN_ISO[currency];
+  return decimals === undefined ? { amount: value } : fromProviderUnits(value, decimals, currency);
 }
 
 /** The body Adyen answers every acknowledged batch with (its documented acknowledgement). */
@@ -259,9 +260,7 @@ export function adaptAdyenItem(item: unknown): AdaptedEvent {
       payment_id:
         eventCode === 'AUTHORISATION' ? pspReference : (nonEmptyString(originalReference) ?? pspReference),
       // Adyen's units to ISO's; a value that is no count of units is left for the schema to refuse.
-      ...(isUnitCount(value)
-        ? fromProviderUnits(value, adyenDecimals(currency)!, currency)
-        : { amount: value }),
+      ...(isUnitCount(value) ? adyenToIso(value, currency) : { amount: value }),
       currency,
       ...(eventCode === 'REFUND' ? { refund_id: `adyen:${pspReference}` } : {}),
       provider: 'adyen',

@@ -62,7 +62,7 @@ const STRIPE_DECIMALS: Readonly<Record<string, number>> = {
 const STRIPE_DEFAULT_DECIMALS = 2;
 
 /** How many decimals Stripe counts `currency` (upper case) in. */
-export function stripeDecimals(currency: string): number {
+function stripeDecimals(currency: string): number {
   return STRIPE_DECIMALS[currency] ?? STRIPE_DEFAULT_DECIMALS;
 }
 
