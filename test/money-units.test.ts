@@ -11,6 +11,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import type { PaymentWorkflowResult } from '../src/workflows';
 import { countRows, startTestStack, uniqueId, type TestStack } from '../tools/harness/harness';
@@ -251,6 +252,21 @@ describe("a payment of exactly what the shipment expects, in each provider's uni
     assert.equal(Number(stored[0]?.expected_amount), 4200000, 'ISO: 42,000.00 forints');
     const eventId = await capture('stripe', shipmentId, 42000, 'HUF');
     await assertHeld(eventId, shipmentId, /paid 42000, the shipment expects 4200000 \(minor units\): short/);
+  });
+});
+
+describe('an expectation stored in the wrong scale (by a release that read Intl digits)', () => {
+  test('is corrected by giving it again in major units, and the exact payment then applies', async () => {
+    const shipmentId = uniqueId('SHP');
+    // What `shipments add --amount 5000 --currency HUF` stored where ICU gives HUF no decimals.
+    await addShipments(stack.pool, [{ shipmentId, expectedAmount: 5000, expectedCurrency: 'HUF' }]);
+    const again = await runSettle(
+      ['shipments', 'add', shipmentId, '--amount', '5000', '--currency', 'HUF'],
+      stackEnv(stack),
+    );
+    assert.equal(again.code, 0, again.stderr);
+    const eventId = await capture('stripe', shipmentId, 500000, 'HUF');
+    await assertApplied(eventId, shipmentId, 500000, 'HUF');
   });
 });
 

@@ -13,11 +13,14 @@ export function registerShipments(program: Command) {
 
   shipments
     .command('add')
-    .description('Add one or more shipments by ID (existing ones are left unchanged).')
+    .description(
+      'Add one or more shipments by ID; an existing one keeps its status, and takes --amount and --currency when given.',
+    )
     .argument('<id...>', 'shipment IDs, e.g. SHP-4821')
     .option(
       '--amount <amount>',
-      'the amount each shipment expects to be paid, in major units (42.00); a payment of another amount is needs_review',
+      'the amount each shipment expects to be paid, in major units with at most the currency’s ISO 4217 decimals ' +
+        '(42.00 EUR; 5000 HUF, stored as 500000 minor units); a payment of another amount is needs_review',
     )
     .option('--currency <code>', 'the ISO 4217 currency it expects (EUR); required with --amount')
     .option('--json', 'print the result as JSON')
