@@ -1,17 +1,14 @@
 /**
  * Money inside settle has one unit: ISO 4217 minor units (EUR 12500 is 125.00, JPY 5000 is 5,000 yen,
- * HUF 500000 is 5,000 forints). The digits come from the `currency-codes` package (ISO 4217 list one,
- * its publish date in ISO_4217_PUBLISHED), never from `Intl`: ICU's display digits differ from ISO's
- * (HUF, TWD and others) and from one Node version to the next. Each provider adapter converts from its
+ * HUF 500000 is 5,000 forints). The digits come from the `currency-codes` package (ISO 4217 list one;
+ * its `publishDate` names the edition), never from `Intl`: ICU's display digits differ from ISO's
+ * (HUF, IDR, MGA, IQD on Node 20) and from one Node version to the next. Each provider adapter converts from its
  * provider's own units with `fromProviderUnits`; an amount ISO's minor units cannot express exactly is
  * kept as the provider stated it, marked with `amount_decimals`, and held for review, never rounded.
  *
  * Pure and free of Node built-ins: the workflow bundle loads it (through the payment summary).
  */
-import { data as iso4217, publishDate } from 'currency-codes';
-
-/** The publish date of the ISO 4217 list the digits come from. */
-export const ISO_4217_PUBLISHED: string = publishDate;
+import { data as iso4217 } from 'currency-codes';
 
 /** Minor-unit digits by ISO 4217 code: a constant table, built once from the package's list. */
 const ISO_MINOR_DIGITS = new Map<string, number>(iso4217.map((entry) => [entry.code, entry.digits]));
