@@ -166,11 +166,12 @@ function layerRules() {
     cli: ['gateway', 'worker-runtime', 'codec'],
   };
   // Domain's rules run inside workflows and in every process: a package would bring I/O, an SDK or
-  // configuration with it. Only relative modules, and zod for the schemas.
+  // configuration with it. Only relative modules, zod for the schemas and currency-codes (ISO 4217's
+  // list as plain data) for money.
   const domainPackages = {
-    regex: '^(?!\\.\\.?/|zod$)',
+    regex: '^(?!\\.\\.?/|zod$|currency-codes$)',
     message:
-      'domain/ imports only relative modules and zod: its rules run inside workflows, so nothing with I/O, no SDK (docs/architecture.md, "Layers").',
+      'domain/ imports only relative modules, zod and currency-codes: its rules run inside workflows, so nothing with I/O, no SDK (docs/architecture.md, "Layers").',
   };
   // `../x` from a folder, `./x` from src/client.ts and src/worker.ts (a layer entry naming a file).
   const folderPattern = (folders) => `^(\\.\\.?/)+(${folders.join('|')})(/|$)`;

@@ -177,6 +177,13 @@ const cases: BadCase[] = [
     send: (id) => post(withData(id, { currency: 'EURO' })),
   },
   {
+    name: 'a currency code ISO 4217 does not list',
+    status: 400,
+    error: 'invalid_event',
+    path: 'data.currency',
+    send: (id) => post(withData(id, { currency: 'ABC' })),
+  },
+  {
     name: 'signed with an unknown secret',
     status: 401,
     error: 'invalid_signature',

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { parseUntrustedJson, type FieldIssue } from './untrusted-json';
 import { PAYMENT_EVENT_TYPES, isHandledPaymentType } from './payment-event-shape';
 import { EVENT_ID_PATTERN, ID_MAX_LENGTH, KEY_RULE, SHIPMENT_ID_RULE } from './ids';
+import { isIsoCurrency, NOT_ISO_CURRENCY } from './money';
 
 export {
   EVENT_ID_PATTERN,
@@ -66,7 +67,8 @@ export type ReadEvent =
 /**
  * The one reading of an untrusted event, for the webhook and `settle import` alike: the edge rule
  * (storable text, bounded depth), then the envelope (ID and type), then the full schema for a type
- * settle handles. An unhandled type needs only its envelope: its known ID is still checked later.
+ * settle handles, and a currency ISO 4217 lists (the schema checks its shape only, as the workflow's
+ * own check does). An unhandled type needs only its envelope: its known ID is still checked later.
  */
 export function readPaymentEvent(text: string): ReadEvent {
   const json = parseUntrustedJson(text);
@@ -77,6 +79,13 @@ export function readPaymentEvent(text: string): ReadEvent {
   if (!isHandledPaymentType(envelope.data.type)) return { ok: true, event, handled: false };
   const parsed = paymentEventSchema.safeParse(json.value);
   if (!parsed.success) return { ok: false, eventId: envelope.data.id, issues: fieldIssues(parsed.error) };
+  if (!isIsoCurrency(parsed.data.data.currency)) {
+    return {
+      ok: false,
+      eventId: envelope.data.id,
+      issues: [{ path: 'data.currency', message: NOT_ISO_CURRENCY }],
+    };
+  }
   return { ok: true, event, handled: true };
 }
 

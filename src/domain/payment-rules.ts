@@ -1,3 +1,4 @@
+import { formatUnits, isoMinorDigits } from './money';
 import type { PaymentEventType } from './payment-event';
 
 export const PAYMENT_STATUSES = [
@@ -71,6 +72,7 @@ export const OPEN_ACCOUNT_POLICY: AccountPolicy = { stripeAccounts: [], adyenMer
 export const MISMATCH_REASONS = [
   'amount_short',
   'amount_over',
+  'amount_inexact',
   'currency_differs',
   'account_not_allowed',
 ] as const;
@@ -84,6 +86,8 @@ export type PaymentFacts = {
   currency: string;
   provider?: unknown;
   provider_account?: unknown;
+  /** Set by a provider adapter when ISO's minor units cannot express the amount (src/domain/money.ts). */
+  amount_decimals?: unknown;
 };
 
 /** Types that pay for the shipment: their amount and currency must be what it expects. */
@@ -96,9 +100,11 @@ const PAYS_FOR_SHIPMENT: ReadonlySet<PaymentEventType> = new Set([
 /**
  * Whether a payment may move its shipment, or why not (a `needs_review` with this reason, nothing
  * released). The account comes first, for every type: a payment of an account not allowed pays for
- * nothing of this merchant's. Then, for a type that pays (authorized, captured, settled), the
- * shipment's expected currency and amount, exactly: a short payment is not applied in part, and
- * payments do not add up across events (a shipment is paid by one payment).
+ * nothing of this merchant's. Then, for every type, an amount ISO 4217 minor units cannot express
+ * (`amount_decimals`): no ledger entry, capture or refund, can hold it unrounded. Then, for a type
+ * that pays (authorized, captured, settled), the shipment's expected currency and amount, exactly: a
+ * short payment is not applied in part, and payments do not add up across events (a shipment is paid
+ * by one payment).
  */
 export function paymentMismatch(
   facts: PaymentFacts,
@@ -122,6 +128,9 @@ export function paymentMismatch(
       detail: `Adyen merchant account ${account ?? '(none)'} is not in SETTLE_ADYEN_MERCHANT_ACCOUNTS`,
     };
   }
+  if (facts.amount_decimals !== undefined) {
+    return { reason: 'amount_inexact', detail: inexactDetail(facts) };
+  }
   if (!PAYS_FOR_SHIPMENT.has(facts.type)) return undefined;
   if (expected.currency !== null && facts.currency !== expected.currency) {
     return {
@@ -137,4 +146,19 @@ export function paymentMismatch(
     };
   }
   return undefined;
+}
+
+/** "paid 1000.50 ISK: inexact, ISO 4217 gives ISK 0 decimals; nothing was rounded". */
+function inexactDetail(facts: PaymentFacts): string {
+  const decimals = facts.amount_decimals;
+  const digits = isoMinorDigits(facts.currency);
+  const stated =
+    typeof decimals === 'number' && Number.isInteger(decimals) && decimals >= 0 && decimals <= 15
+      ? `${formatUnits(facts.amount, facts.currency, decimals)} ${facts.currency}`
+      : `${facts.amount} ${facts.currency} in units amount_decimals names`;
+  const iso =
+    digits === undefined
+      ? `ISO 4217 does not list ${facts.currency}`
+      : `ISO 4217 gives ${facts.currency} ${digits} decimal(s)`;
+  return `paid ${stated}: inexact, ${iso}; nothing was rounded`;
 }

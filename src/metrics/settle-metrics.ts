@@ -76,7 +76,8 @@ export const paymentMismatchesTotal = new Counter({
   name: 'settle_payment_mismatches_total',
   help:
     'Payments not applied because they do not match their shipment (reason: amount_short, amount_over, ' +
-    'currency_differs, account_not_allowed). Each is a `needs_review` exception; nothing was released.',
+    'amount_inexact, currency_differs, account_not_allowed). Each is a `needs_review` exception; nothing ' +
+    'was released.',
   labelNames: ['reason'] as const,
   registers: [registry],
 });

@@ -4,6 +4,13 @@ import { timingSafeEqual } from 'node:crypto';
 // package declares no `exports`, so this path is public to Node.
 import HmacValidator from '@adyen/api-library/lib/src/utils/hmacValidator';
 import { isEventId } from '../domain/ids';
+import {
+  fromProviderUnits,
+  isIsoCurrency,
+  isUnitCount,
+  NOT_ISO_CURRENCY,
+  type CanonicalAmount,
+} from '../domain/money';
 import type { PaymentEventType } from '../domain/payment-event';
 import { sha256Hex } from '../lib/hash';
 import {
@@ -18,6 +25,23 @@ import {
 } from './types';
 
 const validator = new HmacValidator();
+
+/**
+ * Adyen's units (docs/providers.md, "Money units"; docs.adyen.com/development-resources/currency-codes):
+ * ISO 4217's minor units but for the currencies its table marks "differs from standard".
+ */
+const ADYEN_DECIMALS_OTHER_THAN_ISO: Readonly<Record<string, number>> = {
+  CLP: 2, // ISO: 0
+  CVE: 0, // ISO: 2
+  IDR: 0, // ISO: 2
+  ISK: 2, // ISO: 0
+};
+
+/** An Adyen `amount.value` of an ISO currency as ISO minor units (or as stated, if inexact). */
+function adyenToIso(value: number, currency: string): CanonicalAmount {
+  const decimals = ADYEN_DECIMALS_OTHER_THAN_ISO[currency];
+  return decimals === undefined ? { amount: value } : fromProviderUnits(value, decimals, currency);
+}
 
 /** The body Adyen answers every acknowledged batch with (its documented acknowledgement). */
 export const ADYEN_ACCEPTED = '[accepted]';
@@ -221,6 +245,9 @@ export function adaptAdyenItem(item: unknown): AdaptedEvent {
       payload: item,
     };
   }
+  const currency = field(item, 'amount', 'currency');
+  if (!isIsoCurrency(currency)) return invalid(eventId, 'amount.currency', NOT_ISO_CURRENCY);
+  const value = field(item, 'amount', 'value');
   const event = {
     id: eventId,
     type: target,
@@ -232,8 +259,9 @@ export function adaptAdyenItem(item: unknown): AdaptedEvent {
       // The payment is the authorisation's pspReference; modifications name it in originalReference.
       payment_id:
         eventCode === 'AUTHORISATION' ? pspReference : (nonEmptyString(originalReference) ?? pspReference),
-      amount: field(item, 'amount', 'value'),
-      currency: field(item, 'amount', 'currency'),
+      // Adyen's units to ISO's; a value that is no count of units is left for the schema to refuse.
+      ...(isUnitCount(value) ? adyenToIso(value, currency) : { amount: value }),
+      currency,
       ...(eventCode === 'REFUND' ? { refund_id: `adyen:${pspReference}` } : {}),
       provider: 'adyen',
       provider_type: providerType,

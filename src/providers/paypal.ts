@@ -2,6 +2,7 @@ import { X509Certificate, verify as verifySignature } from 'node:crypto';
 import { rootCertificates } from 'node:tls';
 import { crc32 } from 'node:zlib';
 import { isEventId } from '../domain/ids';
+import { fromProviderUnits, isIsoCurrency, NOT_ISO_CURRENCY, readDecimalText } from '../domain/money';
 import type { PaymentEventType } from '../domain/payment-event';
 import { readBoundedText } from '../lib/bounded-text';
 import {
@@ -44,9 +45,6 @@ const PAYPAL_EVENT_TYPES: Record<string, PaymentEventType> = {
 
 /** The types the recovery sweep keeps from PayPal's list (src/providers/paypal-recovery.ts). */
 export const PAYPAL_ACTED_ON_TYPES: readonly string[] = Object.keys(PAYPAL_EVENT_TYPES);
-
-/** PayPal's currencies without minor units (its own list); every other one it supports has two. */
-const ZERO_DECIMAL_CURRENCIES = new Set(['HUF', 'JPY', 'TWD']);
 
 export type PaypalAdapterOptions = {
   /** SETTLE_PAYPAL_WEBHOOK_ID: unset, every request is refused. */
@@ -356,15 +354,6 @@ function errorName(error: unknown): string {
   return error instanceof Error ? error.name : 'error';
 }
 
-/** A PayPal amount (`{"currency_code":"USD","value":"10.99"}`) in minor units, or undefined. */
-function minorUnits(value: unknown, currency: string): number | undefined {
-  if (typeof value !== 'string') return undefined;
-  const decimals = ZERO_DECIMAL_CURRENCIES.has(currency) ? 0 : 2;
-  const match = (decimals === 0 ? /^(\d{1,15})$/ : /^(\d{1,15})(?:\.(\d{1,2}))?$/).exec(value);
-  if (!match) return undefined;
-  return Number(match[1]) * 10 ** decimals + Number((match[2] ?? '').padEnd(decimals, '0') || 0);
-}
-
 /** The capture a refund or reversal belongs to: its `up` link (`…/v2/payments/captures/<id>`). */
 function captureOf(resource: unknown): string | undefined {
   const links = field(resource, 'links');
@@ -436,16 +425,12 @@ export function adaptPaypalEvent(item: unknown): AdaptedEvent {
     };
   }
   const currency = field(amount, 'currency_code');
-  if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency)) {
-    return invalid(id, `${amountPath}.currency_code`, 'must be an ISO 4217 code');
-  }
-  const minor = minorUnits(field(amount, 'value'), currency);
-  if (minor === undefined) {
-    return invalid(
-      id,
-      `${amountPath}.value`,
-      `must be a decimal amount with ${ZERO_DECIMAL_CURRENCIES.has(currency) ? 'no' : 'at most 2'} decimals`,
-    );
+  if (!isIsoCurrency(currency)) return invalid(id, `${amountPath}.currency_code`, NOT_ISO_CURRENCY);
+  // PayPal states major units with their decimal point (`"100"` TWD, `"10.99"` USD): the text itself
+  // says its scale, so PayPal's no-decimal currencies (HUF, JPY, TWD) need no table to read it.
+  const stated = readDecimalText(field(amount, 'value'));
+  if (stated === undefined) {
+    return invalid(id, `${amountPath}.value`, 'must be a decimal amount such as "10.99", at most 15 digits');
   }
   const event = {
     id,
@@ -454,7 +439,7 @@ export function adaptPaypalEvent(item: unknown): AdaptedEvent {
     data: {
       shipment_id: shipmentId,
       payment_id: paymentId,
-      amount: minor,
+      ...fromProviderUnits(stated.value, stated.decimals, currency),
       currency,
       ...(refundId ? { refund_id: `paypal:${refundId}` } : {}),
       provider: 'paypal',

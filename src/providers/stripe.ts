@@ -1,5 +1,6 @@
 import Stripe from 'stripe';
 import { isEventId } from '../domain/ids';
+import { fromProviderUnits, isIsoCurrency, isUnitCount, NOT_ISO_CURRENCY } from '../domain/money';
 import type { PaymentEventType } from '../domain/payment-event';
 import {
   adaptedPaymentEvent,
@@ -26,6 +27,44 @@ const STRIPE_EVENT_TYPES: Record<string, PaymentEventType> = {
 
 /** The types the recovery sweep lists (src/providers/stripe-recovery.ts): the ones settle acts on. */
 export const STRIPE_ACTED_ON_TYPES: readonly string[] = Object.keys(STRIPE_EVENT_TYPES);
+
+/**
+ * Stripe's units (docs/providers.md, "Money units"; docs.stripe.com/currencies): an amount counts
+ * hundredths of every currency but these. Stripe's own rule, not ISO's: its zero-decimal list has MGA
+ * (ISO: 2), and ISK, HUF and TWD stay two-decimal in its API (ISK is 0 in ISO), special cases that
+ * only constrain which amounts Stripe accepts (whole krónur; whole forints and dollars in payouts).
+ */
+const STRIPE_DECIMALS: Readonly<Record<string, number>> = {
+  // Zero-decimal currencies.
+  BIF: 0,
+  CLP: 0,
+  DJF: 0,
+  GNF: 0,
+  JPY: 0,
+  KMF: 0,
+  KRW: 0,
+  MGA: 0,
+  PYG: 0,
+  RWF: 0,
+  UGX: 0,
+  VND: 0,
+  VUV: 0,
+  XAF: 0,
+  XOF: 0,
+  XPF: 0,
+  // Three-decimal currencies.
+  BHD: 3,
+  JOD: 3,
+  KWD: 3,
+  OMR: 3,
+  TND: 3,
+};
+const STRIPE_DEFAULT_DECIMALS = 2;
+
+/** How many decimals Stripe counts `currency` (upper case) in. */
+function stripeDecimals(currency: string): number {
+  return STRIPE_DECIMALS[currency] ?? STRIPE_DEFAULT_DECIMALS;
+}
 
 // Webhook verification and test signing need no API key and make no network call.
 const stripe = new Stripe('sk_settle_webhook_verification_only');
@@ -171,7 +210,16 @@ export function adaptStripeEvent(item: unknown): AdaptedEvent {
       payload: item,
     };
   }
-  const currency = field(type === 'charge.refunded' ? object : source, 'currency');
+  const rawCurrency = field(type === 'charge.refunded' ? object : source, 'currency');
+  const currency = typeof rawCurrency === 'string' ? rawCurrency.toUpperCase() : undefined;
+  if (!isIsoCurrency(currency)) {
+    return {
+      kind: 'invalid',
+      eventId: id,
+      path: 'data.object.currency',
+      message: NOT_ISO_CURRENCY,
+    };
+  }
   const rawAccount = field(item, 'account');
   if (rawAccount !== undefined && rawAccount !== null && typeof rawAccount !== 'string') {
     return { kind: 'invalid', eventId: id, path: 'account', message: 'must be a Stripe account ID' };
@@ -184,8 +232,9 @@ export function adaptStripeEvent(item: unknown): AdaptedEvent {
     data: {
       shipment_id: shipmentId,
       payment_id: paymentIdOf(type, object),
-      amount,
-      currency: typeof currency === 'string' ? currency.toUpperCase() : currency,
+      // Stripe's units to ISO's; an amount that is no count of units is left for the schema to refuse.
+      ...(isUnitCount(amount) ? fromProviderUnits(amount, stripeDecimals(currency), currency) : { amount }),
+      currency,
       ...(refundId ? { refund_id: refundId } : {}),
       provider: 'stripe',
       provider_type: type,

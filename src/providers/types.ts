@@ -1,3 +1,4 @@
+import { isIsoCurrency, NOT_ISO_CURRENCY } from '../domain/money';
 import { fieldIssues, paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
 import { findUnstorableJson } from '../domain/untrusted-json';
 
@@ -97,8 +98,9 @@ export function nonEmptyString(value: unknown): string | undefined {
 
 /**
  * The end of every adapter: the canonical event it built, held to the edge rule (text PostgreSQL can
- * store, docs/limits.md) and then to the payment event schema. `providerField` names a canonical field
- * as the provider calls it, for the refusal.
+ * store, docs/limits.md), then to the payment event schema and to a currency ISO 4217 lists (each
+ * adapter refuses one at its own field first; this holds every adapter to it). `providerField` names
+ * a canonical field as the provider calls it, for the refusal.
  */
 export function adaptedPaymentEvent(
   eventId: string,
@@ -107,7 +109,12 @@ export function adaptedPaymentEvent(
   providerField: (path: string) => string = (path) => path,
 ): AdaptedEvent {
   const parsed = paymentEventSchema.safeParse(event);
-  const issue = findUnstorableJson(event) ?? (parsed.success ? undefined : fieldIssues(parsed.error)[0]);
+  const issue =
+    findUnstorableJson(event) ??
+    (parsed.success ? undefined : fieldIssues(parsed.error)[0]) ??
+    (isIsoCurrency(parsed.data?.data.currency)
+      ? undefined
+      : { path: 'data.currency', message: NOT_ISO_CURRENCY });
   if (issue) return { kind: 'invalid', eventId, path: providerField(issue.path), message: issue.message };
   return { kind: 'payment', eventId, providerType, event: event as PaymentEvent };
 }

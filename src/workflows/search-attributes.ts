@@ -1,4 +1,5 @@
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
+import { formatUnits } from '../domain/money';
 import type { PaymentEvent } from '../domain/payment-event';
 
 /**
@@ -53,35 +54,18 @@ export function paymentStartSearchAttributes(event: PaymentEvent): SearchAttribu
   ];
 }
 
-/** The run's one-line summary in the UI: "payment.settled · SHP-4821 · 125.00 EUR". */
+/**
+ * The run's one-line summary in the UI: "payment.settled · SHP-4821 · 125.00 EUR", the amount in its
+ * currency's ISO 4217 digits (or, for an amount ISO cannot express, in the provider's own decimals).
+ */
 export function paymentSummary(event: PaymentEvent): string {
-  const { shipment_id: shipmentId, amount, currency } = event.data;
-  return `${event.type} · ${shipmentId} · ${formatMinorUnits(amount, currency)} ${currency}`;
+  const { shipment_id: shipmentId, amount, currency, amount_decimals: decimals } = event.data;
+  const shown = formatUnits(amount, currency, typeof decimals === 'number' ? decimals : undefined);
+  return `${event.type} · ${shipmentId} · ${shown} ${currency}`;
 }
 
 /** A reminder run's summary: "renewal reminder · CT-88 · due 2026-08-10T09:00:00.000Z". */
 export function reminderSummary(reminder: { contractId?: string; dueAt: Date }): string {
   const contract = reminder.contractId ? ` · ${reminder.contractId}` : '';
   return `renewal reminder${contract} · due ${reminder.dueAt.toISOString()}`;
-}
-
-/** Minor digits by currency code, each worked out once: an Intl.NumberFormat per event was a hot spot. */
-const minorDigits = new Map<string, number>();
-
-/** 12500 EUR is "125.00", 500 JPY is "500": the currency's own number of minor digits. */
-function formatMinorUnits(amount: number, currency: string): string {
-  let digits = minorDigits.get(currency);
-  if (digits === undefined) {
-    digits = 2;
-    try {
-      digits =
-        new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions()
-          .maximumFractionDigits ?? 2;
-    } catch {
-      // An ISO-shaped code Intl does not know: two digits, as most currencies have.
-    }
-    // Bounded: the door admits only ISO-shaped codes (three letters), so the map cannot grow without end.
-    if (minorDigits.size < 1_000) minorDigits.set(currency, digits);
-  }
-  return (amount / 10 ** digits).toFixed(digits);
 }

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
 import { hmacValidator as HmacValidator } from '@adyen/api-library';
 import type { TestStack } from '../../tools/harness/harness';
+import type { PaymentEvent } from '../../src/domain/payment-event';
+import type { AdaptedEvent } from '../../src/providers/types';
 
 // The providers' own libraries sign here, as the providers do; settle's code is not used to sign.
 const stripe = new Stripe('sk_test_unused');
@@ -175,4 +177,19 @@ export async function paymentStatusOf(stack: Pick<TestStack, 'pool'>, shipmentId
     [shipmentId],
   );
   return rows[0]!.payment_status;
+}
+
+/**
+ * The canonical amount fields an adapter made of a provider event (`amount`, `currency` and, for an
+ * amount ISO cannot express, `amount_decimals`), or `invalid <path>` when it refused the event.
+ */
+export function adaptedAmount(adapted: AdaptedEvent): Record<string, unknown> | string {
+  if (adapted.kind === 'invalid') return `invalid ${adapted.path}`;
+  if (adapted.kind !== 'payment') return adapted.kind;
+  const data: PaymentEvent['data'] = adapted.event.data;
+  return {
+    amount: data.amount,
+    currency: data.currency,
+    ...(data.amount_decimals !== undefined ? { amount_decimals: data.amount_decimals } : {}),
+  };
 }

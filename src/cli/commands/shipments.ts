@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { NewShipment } from '../../db/shipments';
 import { isShipmentId, SHIPMENT_ID_RULE } from '../../domain/ids';
+import type { majorToMinorUnits } from '../../domain/money';
 import { unstorableText } from '../../domain/untrusted-json';
 import { CliError } from '../errors';
 
@@ -12,11 +13,14 @@ export function registerShipments(program: Command) {
 
   shipments
     .command('add')
-    .description('Add one or more shipments by ID (existing ones are left unchanged).')
+    .description(
+      'Add one or more shipments by ID; an existing one keeps its status, and takes --amount and --currency when given.',
+    )
     .argument('<id...>', 'shipment IDs, e.g. SHP-4821')
     .option(
       '--amount <amount>',
-      'the amount each shipment expects to be paid, in major units (42.00); a payment of another amount is needs_review',
+      'the amount each shipment expects to be paid, in major units with at most the currency’s ISO 4217 decimals ' +
+        '(42.00 EUR; 5000 HUF, stored as 500000 minor units); a payment of another amount is needs_review',
     )
     .option('--currency <code>', 'the ISO 4217 currency it expects (EUR); required with --amount')
     .option('--json', 'print the result as JSON')
@@ -42,23 +46,15 @@ function isLoadableShipmentId(value: unknown): value is string {
   return isShipmentId(value) && unstorableText(value) === undefined;
 }
 
-/** ISO 4217 minor-unit digits of a currency (EUR 2, JPY 0, KWD 3), from the runtime's ICU data. */
-function minorDigits(currency: string): number | undefined {
-  try {
-    return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions()
-      .maximumFractionDigits;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * What a shipment expects, from `--amount 42.00 --currency EUR` or a file's columns: the amount in
- * minor units (4200), exactly, or the reason it cannot be read. Both or neither.
+ * ISO 4217 minor units (4200; `--amount 5000 --currency HUF` is 500000), exactly, or the reason it
+ * cannot be read. Both or neither.
  */
 function readExpectation(
   amount: unknown,
   currency: unknown,
+  toMinorUnits: typeof majorToMinorUnits,
 ): { ok: true; expectation: Omit<NewShipment, 'shipmentId'> } | { ok: false; message: string } {
   const given = (value: unknown) => value !== undefined && value !== null && value !== '';
   if (!given(amount) && !given(currency)) return { ok: true, expectation: {} };
@@ -68,19 +64,10 @@ function readExpectation(
   if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency)) {
     return { ok: false, message: 'currency must be an ISO 4217 code such as EUR' };
   }
-  const digits = minorDigits(currency);
-  if (digits === undefined) return { ok: false, message: `currency ${currency} is not an ISO 4217 code` };
   const text = typeof amount === 'number' ? String(amount) : amount;
-  const match = typeof text === 'string' ? /^(\d{1,15})(?:\.(\d+))?$/.exec(text) : null;
-  if (!match || (match[2] ?? '').length > digits) {
-    return {
-      ok: false,
-      message: `amount must be a number of ${currency} with at most ${digits} decimal(s), such as ${(42).toFixed(digits)}`,
-    };
-  }
-  const minor = Number(match[1]) * 10 ** digits + Number((match[2] ?? '').padEnd(digits, '0') || '0');
-  if (!Number.isSafeInteger(minor)) return { ok: false, message: 'amount is too large' };
-  return { ok: true, expectation: { expectedAmount: minor, expectedCurrency: currency } };
+  const minor = toMinorUnits(typeof text === 'string' ? text : '', currency);
+  if (!minor.ok) return minor;
+  return { ok: true, expectation: { expectedAmount: minor.amount, expectedCurrency: currency } };
 }
 
 async function add(
@@ -89,12 +76,13 @@ async function add(
 ): Promise<void> {
   const bad = ids.filter((id) => !isLoadableShipmentId(id));
   if (bad.length) throw new CliError(`not a valid shipment ID: ${bad.join(', ')}`);
-  const read = readExpectation(options.amount, options.currency);
-  if (!read.ok) throw new CliError(read.message);
-  const [{ addShipments }, { output, withDatabase }] = await Promise.all([
+  const [{ addShipments }, { output, withDatabase }, { majorToMinorUnits }] = await Promise.all([
     import('../../db/shipments.js'),
     import('../context.js'),
+    import('../../domain/money.js'),
   ]);
+  const read = readExpectation(options.amount, options.currency, majorToMinorUnits);
+  if (!read.ok) throw new CliError(read.message);
   const result = await withDatabase((pool) =>
     addShipments(
       pool,
@@ -109,12 +97,14 @@ async function add(
 }
 
 async function importFile(file: string, options: { json?: boolean }): Promise<void> {
-  const [{ parse: parseCsv }, { addShipments }, { output, withDatabase }] = await Promise.all([
-    import('csv-parse/sync'),
-    import('../../db/shipments.js'),
-    import('../context.js'),
-  ]);
-  const ids = readShipmentIds(file, parseCsv);
+  const [{ parse: parseCsv }, { addShipments }, { output, withDatabase }, { majorToMinorUnits }] =
+    await Promise.all([
+      import('csv-parse/sync'),
+      import('../../db/shipments.js'),
+      import('../context.js'),
+      import('../../domain/money.js'),
+    ]);
+  const ids = readShipmentIds(file, parseCsv, majorToMinorUnits);
   const result = await withDatabase((pool) => addShipments(pool, ids));
   output(
     options.json,
@@ -124,7 +114,11 @@ async function importFile(file: string, options: { json?: boolean }): Promise<vo
 }
 
 /** Every ID in the file, or a CliError naming the first bad line; nothing is written on an error. */
-function readShipmentIds(file: string, parseCsv: typeof import('csv-parse/sync').parse): NewShipment[] {
+function readShipmentIds(
+  file: string,
+  parseCsv: typeof import('csv-parse/sync').parse,
+  toMinorUnits: typeof majorToMinorUnits,
+): NewShipment[] {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -137,7 +131,7 @@ function readShipmentIds(file: string, parseCsv: typeof import('csv-parse/sync')
     if (!isLoadableShipmentId(value)) {
       throw new CliError(`${file}:${line}: shipment_id ${SHIPMENT_ID_RULE} (any text PostgreSQL can store)`);
     }
-    const read = readExpectation(record.amount, record.currency);
+    const read = readExpectation(record.amount, record.currency, toMinorUnits);
     if (!read.ok) throw new CliError(`${file}:${line}: ${read.message}`);
     ids.push({ shipmentId: value, ...read.expectation });
   };
