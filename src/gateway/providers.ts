@@ -162,20 +162,12 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
       // Confirmed before the transmission is taken: a forged body that the API refutes does not use up
       // the transmission ID of the genuine delivery it copied.
       if (adapter.confirm && (adapted.kind === 'payment' || adapted.kind === 'unmatched')) {
-        const refused = await refuseUnconfirmed(reply, provider, label, adapted, adapter.confirm);
-        if (refused) return refused;
+        if (await refusedUnconfirmed(reply, provider, label, adapted, adapter.confirm)) return reply;
       }
       // Taken whatever the event is (ignored, unreadable too): a second body under the same signature
       // could be any event.
       if (verified.transmission) {
-        const refused = await refuseReusedTransmission(
-          reply,
-          provider,
-          label,
-          verified.transmission,
-          received,
-        );
-        if (refused) return refused;
+        if (await refusedTransmission(reply, provider, label, verified.transmission, received)) return reply;
       }
       const outcome = await admitProviderEvent(deps, provider, adapted);
       request.ingestOutcome = outcome.status;
@@ -185,67 +177,75 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
   };
 
   /**
-   * A second body under a transmission ID already taken is refused (409) and counted: the signature
-   * cannot tell it from the first. The same body again passes on to the ordinary duplicate answer.
+   * Takes the transmission once. A second body under a transmission ID already taken is refused (409)
+   * and counted: the signature cannot tell it from the first. The same body again passes on to the
+   * ordinary duplicate answer. True when the reply is sent (a boolean: a reply is a thenable, and an
+   * async function returning it would hand back what it resolves to).
    */
-  const refuseReusedTransmission = async (
+  const refusedTransmission = async (
     reply: FastifyReply,
     provider: ProviderName,
     label: string,
     transmission: { id: string; header: string },
     received: ProviderRequest,
-  ) => {
+  ): Promise<boolean> => {
     const taken = await takeProviderTransmission(deps, provider, transmission, received.rawBody);
-    if (taken.status === 'taken') return undefined;
-    if (taken.status === 'unavailable') return refuseUnavailable(reply, taken.dependency);
-    if (taken.status === 'invalid') {
-      return reject(reply, 400, ErrorCode.InvalidEvent, describeIssues(taken.issues), {
-        issues: taken.issues,
-      });
+    if (taken.status === 'taken') return false;
+    if (taken.status === 'unavailable') {
+      refuseUnavailable(reply, taken.dependency);
+    } else if (taken.status === 'invalid') {
+      reject(reply, 400, ErrorCode.InvalidEvent, describeIssues(taken.issues), { issues: taken.issues });
+    } else {
+      providerDeliveriesRefusedTotal.inc({ provider, reason: ErrorCode.TransmissionReused });
+      deps.logger?.warn(
+        { provider, transmission: shortHash(transmission.id), body: taken.bodySha256.slice(0, 12) },
+        `${label} delivery refused: its transmission ID already carried another body (a forged twin?)`,
+      );
+      reject(
+        reply,
+        409,
+        ErrorCode.TransmissionReused,
+        `this ${transmission.header} already carried another body; the first stands`,
+      );
     }
-    providerDeliveriesRefusedTotal.inc({ provider, reason: ErrorCode.TransmissionReused });
-    deps.logger?.warn(
-      { provider, transmission: shortHash(transmission.id), body: taken.bodySha256.slice(0, 12) },
-      `${label} delivery refused: its transmission ID already carried another body (a forged twin?)`,
-    );
-    return reject(
-      reply,
-      409,
-      ErrorCode.TransmissionReused,
-      `this ${transmission.header} already carried another body; the first stands`,
-    );
+    return true;
   };
 
-  /** An event the provider's API does not confirm is refused (422) and counted; its API down is a 503. */
-  const refuseUnconfirmed = async (
+  /**
+   * An event the provider's API does not confirm is refused (422) and counted; its API down is a 503.
+   * True when the reply is sent.
+   */
+  const refusedUnconfirmed = async (
     reply: FastifyReply,
     provider: ProviderName,
     label: string,
     adapted: Extract<AdaptedEvent, { kind: 'payment' | 'unmatched' }>,
     confirm: NonNullable<ProviderAdapter['confirm']>,
-  ) => {
+  ): Promise<boolean> => {
     const confirmation = await confirm(adapted);
-    if (confirmation.kind === 'confirmed') return undefined;
+    if (confirmation.kind === 'confirmed') return false;
     if (confirmation.kind === 'unavailable') {
       deps.logger?.warn(
         { provider, event: shortHash(adapted.eventId), reason: confirmation.reason },
         `${label} event not admitted: its API could not confirm it`,
       );
-      return reject(reply, 503, ErrorCode.ProviderUnavailable, `${label}'s API is unreachable; retry later`, {
+      reject(reply, 503, ErrorCode.ProviderUnavailable, `${label}'s API is unreachable; retry later`, {
         retryAfterSeconds: confirmation.retryAfterSeconds,
       });
+      return true;
     }
     providerDeliveriesRefusedTotal.inc({ provider, reason: ErrorCode.EventNotConfirmed });
     deps.logger?.warn(
       { provider, event: shortHash(adapted.eventId), fields: confirmation.fields },
       `${label} event refused: ${confirmation.reason}`,
     );
-    return reject(
+    reject(
       reply,
       422,
       ErrorCode.EventNotConfirmed,
       `${label}'s API does not confirm this event (${confirmation.fields.join(', ')}); nothing was admitted`,
     );
+    return true;
   };
 
   singleEventRoute('stripe', 'Stripe', stripe);

@@ -37,7 +37,6 @@ export function forceCrc32(body: string, target: number): string {
       const pivot = pivots[bit];
       if (!pivot) {
         pivots[bit] = { delta, flips };
-        delta = 0;
         break;
       }
       delta = (delta ^ pivot.delta) >>> 0;
