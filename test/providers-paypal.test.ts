@@ -13,7 +13,8 @@ import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { providerRouteOptions } from '../src/gateway/providers';
 import { buildGateway } from '../src/gateway/server';
-import { logger } from '../src/lib/logger';
+import pino from 'pino';
+import { shortHash } from '../src/lib/hash';
 import { providerDeliveriesRefusedTotal } from '../src/metrics/settle-metrics';
 import { createPaypalAdapter } from '../src/providers/paypal';
 import { createPaypalRecoverySource } from '../src/providers/paypal-recovery';
@@ -133,7 +134,9 @@ async function refusedCount(reason: string): Promise<number> {
  * A second gateway on the stack's database and task queue, as settle runs without PayPal API
  * credentials, fetching certificates from the stand-in (PayPal's chain, a trusted test root).
  */
-async function gatewayWithoutApi(): Promise<{ url: string; app: FastifyInstance }> {
+async function gatewayWithoutApi(): Promise<{ url: string; app: FastifyInstance; logs: string[] }> {
+  const logs: string[] = [];
+  const captured = pino({ level: 'warn' }, { write: (line: string) => void logs.push(line) });
   const app = buildGateway({
     pool: stack.pool,
     client: stack.client,
@@ -143,10 +146,10 @@ async function gatewayWithoutApi(): Promise<{ url: string; app: FastifyInstance 
     paypalCertOrigin: api.url,
     paypalTrustedCas: [certs.ca],
     apiToken: stack.apiToken,
-    logger,
+    logger: captured,
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
-  return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, app };
+  return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, app, logs };
 }
 
 describe('POST /webhooks/paypal', () => {
@@ -345,6 +348,17 @@ describe('a body forged to the same CRC32 under a captured delivery takes no eff
         assert.equal(await refusedCount('transmission_reused'), before + 1);
         const twinId = String((JSON.parse(twin) as { id: string }).id);
         if (twinId !== String(event.id)) await noEffectOf(twinId);
+      }
+      // The residual risk is said at start; the refusals are logged by short hashes only.
+      assert.ok(gateway.logs.some((line) => /CRC32.*SETTLE_PAYPAL_CLIENT_ID/.test(line)));
+      const refusals = gateway.logs.filter((line) => line.includes('another body'));
+      assert.equal(refusals.length, 2);
+      for (const line of refusals) {
+        assert.ok(line.includes(shortHash(headers['paypal-transmission-id']!)), line);
+        assert.ok(
+          !line.includes(headers['paypal-transmission-id']!) && !line.includes(String(event.id)),
+          line,
+        );
       }
       const { rows } = await stack.pool.query<{ refused_bodies: number }>(
         `SELECT refused_bodies FROM provider_transmissions WHERE provider = 'paypal' AND transmission_id = $1`,
