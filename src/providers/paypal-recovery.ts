@@ -25,8 +25,8 @@ type Listed = { item: Record<string, unknown>; position: RecoveryCursor };
 
 /**
  * PayPal's webhook events API (`GET /v1/notifications/webhooks-events`, start_time/end_time,
- * page_size, paging by the `next` link), with an OAuth2 client-credentials token
- * (`POST /v1/oauth2/token`) renewed before it expires. PayPal pages newest first and states no
+ * page_size, paging by the `next` link), through the REST client of paypal-rest.ts (an OAuth2
+ * client-credentials token renewed before it expires). PayPal pages newest first and states no
  * order within a page, so the window is read in six-hour slices, each read whole and handed out
  * oldest first (create_time, then ID): an event is handed out only after every older one. A `next`
  * link is followed on the configured base only (its path and query), never on the host it names.

@@ -62,10 +62,15 @@ const PAYPAL_EVENT_TYPES: Record<string, PaymentEventType> = {
  */
 const PAYPAL_IGNORED_TYPES: Record<string, (item: unknown) => string> = {
   'PAYMENT.CAPTURE.PENDING': (item) =>
-    `a pending capture moves no money (${String(field(item, 'resource', 'status_details', 'reason') ?? 'no reason given')}): PAYMENT.CAPTURE.COMPLETED or PAYMENT.CAPTURE.DENIED follows`,
+    `a pending capture moves no money (${said(field(item, 'resource', 'status_details', 'reason'))}): PAYMENT.CAPTURE.COMPLETED or PAYMENT.CAPTURE.DENIED follows`,
   'CUSTOMER.DISPUTE.RESOLVED': (item) =>
-    `a dispute resolved (${String(field(item, 'resource', 'dispute_outcome', 'outcome_code') ?? 'no outcome given')}) moves no money: the buyer's win arrives as PAYMENT.CAPTURE.REVERSED`,
+    `a dispute resolved (${said(field(item, 'resource', 'dispute_outcome', 'outcome_code'))}) moves no money: the buyer's win arrives as PAYMENT.CAPTURE.REVERSED`,
 };
+
+/** A code PayPal states in the body, as an ignored event's reason quotes it: a short word, or `none given`. */
+function said(value: unknown): string {
+  return typeof value === 'string' && /^[A-Z0-9_]{1,64}$/.test(value) ? value : 'none given';
+}
 
 /** The types the recovery sweep keeps from PayPal's list (src/providers/paypal-recovery.ts). */
 export const PAYPAL_ACTED_ON_TYPES: readonly string[] = Object.keys(PAYPAL_EVENT_TYPES);
