@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type pg from 'pg';
+import { takeProviderTransmission } from '../../src/app/admit-provider-event';
 import { ConfigError, loadConfig, paypalWebhookIds } from '../../src/config';
 import { OPEN_ACCOUNT_POLICY, paymentMismatch } from '../../src/domain/payment-rules';
 import { adaptPaypalEvent } from '../../src/providers/paypal';
@@ -139,6 +141,25 @@ describe('PayPal webhook IDs in the configuration', () => {
     assert.deepEqual(
       paypalWebhookIds(load({ SETTLE_PAYPAL_WEBHOOK_IDS: 'WEBHOOK_ID', SETTLE_PROVIDER_MODE: 'test' })),
       ['WEBHOOK_ID'],
+    );
+  });
+});
+
+describe('taking a transmission when PostgreSQL is down', () => {
+  test('is unavailable (a 503 with Retry-After at the route), never a refusal of the delivery', async () => {
+    const down = {
+      query: async () => {
+        throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      },
+    } as unknown as pg.Pool;
+    assert.deepEqual(
+      await takeProviderTransmission(
+        { pool: down },
+        'paypal',
+        { id: 'b7a3c2e0-0000-4000-8000-000000000001', header: 'paypal-transmission-id' },
+        '{}',
+      ),
+      { status: 'unavailable', dependency: 'postgres' },
     );
   });
 });
