@@ -9,6 +9,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { createPurgeActivities } from '../src/activities/purge';
 import { recordProviderException } from '../src/db/provider-exceptions';
 import { purgeExpiredClaims } from '../src/db/purge';
+import { takeTransmission } from '../src/db/transmissions';
 import type { PurgeResult } from '../src/domain/workflow-contracts';
 import { createTestDatabase } from '../tools/harness/harness';
 
@@ -69,4 +70,40 @@ test('the daily purge activity drops them with the worker retention and reports 
   assert.equal(result.providerExceptions, 1);
   assert.ok(!(await remaining()).includes('pe-daily-100'));
   assert.ok((await remaining()).includes('pe-young'));
+});
+
+test('transmission IDs taken once (PayPal’s) go with the same retention', async () => {
+  for (const [id, days] of [
+    ['tx-old-95', 95],
+    ['tx-young-1', 1],
+  ] as const) {
+    assert.equal(
+      await takeTransmission(db.pool, { provider: 'paypal', transmissionId: id, bodySha256: 'a'.repeat(64) }),
+      'first',
+    );
+    await db.pool.query(
+      `UPDATE provider_transmissions SET first_seen_at = now() - ($2::int * interval '1 day')
+        WHERE transmission_id = $1::text`,
+      [id, days],
+    );
+  }
+  const taken = async () =>
+    (
+      await db.pool.query<{ id: string }>(
+        'SELECT transmission_id AS id FROM provider_transmissions ORDER BY 1',
+      )
+    ).rows.map((row) => row.id);
+  await purgeExpiredClaims(db.pool, RETENTION_MS, { dryRun: true });
+  assert.deepEqual(await taken(), ['tx-old-95', 'tx-young-1'], 'a dry run drops nothing');
+  await purgeExpiredClaims(db.pool, RETENTION_MS);
+  assert.deepEqual(await taken(), ['tx-young-1']);
+  // A transmission kept is still refused with another body.
+  assert.equal(
+    await takeTransmission(db.pool, {
+      provider: 'paypal',
+      transmissionId: 'tx-young-1',
+      bodySha256: 'b'.repeat(64),
+    }),
+    'other',
+  );
 });

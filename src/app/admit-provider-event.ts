@@ -1,8 +1,11 @@
 import type { EventSource } from '../db/events';
 import type { FieldIssue } from '../domain/untrusted-json';
 import { recordProviderException } from '../db/provider-exceptions';
+import { takeTransmission } from '../db/transmissions';
+import { sha256Hex } from '../lib/hash';
 import type { AdaptedEvent, ProviderName } from '../providers/types';
 import { admitPaymentEvent, type IngestOutcome } from './admit-payment-event';
+import { refusedByDatabase } from './admit-then-start';
 import type { Services } from './services';
 
 export type ProviderOutcome =
@@ -71,4 +74,39 @@ export async function admitProviderBatch(
     counts[outcome.status] = (counts[outcome.status] ?? 0) + 1;
   }
   return { status: 'admitted', counts };
+}
+
+/**
+ * Takes a signed delivery's transmission ID once, with the SHA-256 of its raw body, before anything of
+ * it is admitted (and whatever it is answered: the signature is spent on that body). `taken`: first
+ * seen, or seen with the same body (the delivery again); `reused`: seen with another body, which the
+ * signature cannot tell apart (PayPal's covers a CRC32 of it); `unavailable`: PostgreSQL is down.
+ */
+export async function takeProviderTransmission(
+  deps: Pick<Services, 'pool'>,
+  provider: ProviderName,
+  transmission: { id: string; header: string },
+  rawBody: string,
+): Promise<
+  | { status: 'taken' | 'reused'; bodySha256: string }
+  | { status: 'invalid'; issues: FieldIssue[] }
+  | { status: 'unavailable'; dependency: 'postgres' }
+> {
+  const bodySha256 = sha256Hex(rawBody);
+  try {
+    const taken = await takeTransmission(deps.pool, {
+      provider,
+      transmissionId: transmission.id,
+      bodySha256,
+    });
+    return { status: taken === 'other' ? 'reused' : 'taken', bodySha256 };
+  } catch (error) {
+    const refusal = refusedByDatabase(error);
+    return refusal.status === 'invalid'
+      ? {
+          status: 'invalid',
+          issues: [{ path: `headers.${transmission.header}`, message: 'cannot be stored' }],
+        }
+      : refusal;
+  }
 }

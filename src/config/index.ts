@@ -12,6 +12,8 @@ export {
   loadConfig,
   loadConfigPart,
   loadSettings,
+  PAYPAL_SIMULATOR_WEBHOOK_ID,
+  paypalWebhookIds,
   secretFileVariable,
 } from './load';
 export {

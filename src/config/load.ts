@@ -199,7 +199,13 @@ export function combinationIssues(
     Partial<
       Pick<
         Config,
-        'providerMode' | 'stripeApiKey' | 'paypalClientId' | 'paypalClientSecret' | 'paypalApiBase'
+        | 'providerMode'
+        | 'stripeApiKey'
+        | 'paypalClientId'
+        | 'paypalClientSecret'
+        | 'paypalApiBase'
+        | 'paypalWebhookId'
+        | 'paypalWebhookIds'
       >
     >,
 ): ConfigError['issues'] {
@@ -239,6 +245,18 @@ export function combinationIssues(
         `${config.providerMode}: set ${config.providerMode === 'live' ? 'https://api-m.paypal.com' : 'https://api-m.sandbox.paypal.com'} or change SETTLE_PROVIDER_MODE`,
     });
   }
+  // Anyone can have PayPal's simulator sign a mock delivery for its webhook ID, and then send a body of
+  // their own under it (the signature covers a CRC32 of the body): never in live mode.
+  if (config.providerMode === 'live' && paypalWebhookIds(config).includes(PAYPAL_SIMULATOR_WEBHOOK_ID)) {
+    issues.push({
+      variable: config.paypalWebhookIds?.includes(PAYPAL_SIMULATOR_WEBHOOK_ID)
+        ? 'SETTLE_PAYPAL_WEBHOOK_IDS'
+        : 'SETTLE_PAYPAL_WEBHOOK_ID',
+      message:
+        `lists ${PAYPAL_SIMULATOR_WEBHOOK_ID}, PayPal's webhooks simulator's ID, which anyone can have ` +
+        'PayPal sign a delivery for, but SETTLE_PROVIDER_MODE is live: remove it (docs/providers.md)',
+    });
+  }
   // The HMAC covers only some fields of an item, and none of the batch: basic auth keeps everyone
   // but Adyen from sending at all, so going without it is an operator's explicit choice.
   if (config.adyenHmacKeys.length > 0 && !config.adyenBasicAuth && !config.adyenAllowNoBasicAuth) {
@@ -251,6 +269,20 @@ export function combinationIssues(
   }
   return issues;
 }
+
+/** The webhook IDs whose PayPal deliveries are taken: SETTLE_PAYPAL_WEBHOOK_ID (one, or a list) and SETTLE_PAYPAL_WEBHOOK_IDS. */
+export function paypalWebhookIds(
+  config: Partial<Pick<Config, 'paypalWebhookId' | 'paypalWebhookIds'>>,
+): string[] {
+  const single = (config.paypalWebhookId ?? '')
+    .split(',')
+    .map((id) => id.trim())
+    .filter(Boolean);
+  return [...new Set([...single, ...(config.paypalWebhookIds ?? [])])];
+}
+
+/** The webhook ID PayPal's webhooks simulator signs its mock events for. */
+export const PAYPAL_SIMULATOR_WEBHOOK_ID = 'WEBHOOK_ID';
 
 /** PayPal's sandbox API is test mode, its live API live; another host (a proxy, a stand-in): unknown. */
 function paypalApiMode(base: string): 'live' | 'test' | undefined {

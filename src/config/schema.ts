@@ -308,15 +308,29 @@ export const configVariables = {
   ),
   /**
    * The ID PayPal gave the webhook (Developer Dashboard): part of the string every delivery's
-   * signature covers, so a delivery signed for another webhook is refused. Unset: every PayPal
-   * request is refused (401).
+   * signature covers, so a delivery signed for another webhook is refused. A comma-separated list is
+   * taken too. Unset (and no SETTLE_PAYPAL_WEBHOOK_IDS): every PayPal request is refused (401).
    */
   paypalWebhookId: variable(
     'SETTLE_PAYPAL_WEBHOOK_ID',
     z
       .string()
-      .regex(/^[A-Za-z0-9-]{1,64}$/, "must be the webhook's ID as PayPal shows it (letters, digits, -)")
+      .regex(
+        /^\s*[A-Za-z0-9_-]{1,64}\s*(?:,\s*[A-Za-z0-9_-]{1,64}\s*)*$/,
+        "must be the webhook's ID as PayPal shows it (letters, digits, _ and -), or several comma-separated",
+      )
       .optional(),
+  ),
+  /**
+   * More PayPal webhook IDs whose deliveries are taken, comma-separated: the old and the new webhook
+   * while rotating, or PayPal's simulator's `WEBHOOK_ID` (test only: refused with
+   * SETTLE_PROVIDER_MODE=live).
+   */
+  paypalWebhookIds: variable(
+    'SETTLE_PAYPAL_WEBHOOK_IDS',
+    accountList("each ID must be a webhook's ID as PayPal shows it (letters, digits, _ and -)", (item) =>
+      /^[A-Za-z0-9_-]{1,64}$/.test(item),
+    ),
   ),
   /**
    * A PEM certificate to verify PayPal's signatures with instead of fetching PAYPAL-CERT-URL (offline
@@ -398,6 +412,17 @@ export const configVariables = {
     'SETTLE_ADYEN_MERCHANT_ACCOUNTS',
     accountList('each account must be an Adyen merchant account code, letters, digits, _ . and -', (item) =>
       /^[A-Za-z0-9_.-]{1,80}$/.test(item),
+    ),
+  ),
+  /**
+   * PayPal merchant IDs whose payments settle applies, comma-separated (a capture's
+   * `payee.merchant_id`, a refund's `payer.merchant_id`, a dispute's seller): for a platform that
+   * receives its sellers' events. Unset: any merchant the webhook receives events for.
+   */
+  paypalMerchantIds: variable(
+    'SETTLE_PAYPAL_MERCHANT_IDS',
+    accountList('each ID must be a PayPal merchant ID (13 letters and digits as PayPal shows it)', (item) =>
+      /^[A-Za-z0-9]{1,64}$/.test(item),
     ),
   ),
   /** true: take Adyen notifications on their HMAC alone, with no basic auth (an operator's choice). */

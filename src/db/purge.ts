@@ -176,6 +176,8 @@ export async function purgeExpiredClaims(
   // Runs started around settle's door, refused: kept as long as a claim would be, so a flood of them
   // does not grow the table without end.
   await pool.query(`DELETE FROM unadmitted_runs WHERE last_at < $1::timestamptz`, [cutoff]);
+  // Transmission IDs taken once (PayPal's): a signature older than its window is refused anyway.
+  await pool.query(`DELETE FROM provider_transmissions WHERE first_seen_at < $1::timestamptz`, [cutoff]);
   if (deletedRows > 0 || result.conflicts > 0) {
     const tables = rowPurged.flatMap((pair) => [pair.claims, pair.events]).join(', ');
     const started = Date.now();

@@ -45,6 +45,21 @@ export const ErrorCode = {
   NotConfigured: 'not_configured',
   /** PostgreSQL refused a value (SQLSTATE class 22 data exception, 54 program limit): retrying cannot help. */
   InvalidData: 'invalid_data',
+  /**
+   * A provider transmission ID (PayPal's, whose signature covers only a CRC32 of the body) already
+   * taken with another body: the first stands, this one is refused (HTTP 409) and counted.
+   */
+  TransmissionReused: 'transmission_reused',
+  /**
+   * The provider's API (PayPal's, with SETTLE_PAYPAL_CLIENT_ID) has no such event, or one that decides
+   * otherwise: refused (HTTP 422) and counted, nothing admitted.
+   */
+  EventNotConfirmed: 'event_not_confirmed',
+  /**
+   * What verifying or confirming a provider's delivery needs from the provider (PayPal's certificate,
+   * its API) could not be had: HTTP 503 with Retry-After, nothing acknowledged.
+   */
+  ProviderUnavailable: 'provider_unavailable',
   /** A path parameter is too long for any ID settle accepts (HTTP 414). */
   UriTooLong: 'uri_too_long',
   /** The request's headers (URL included) are larger than the server reads (HTTP 431). */

@@ -65,6 +65,8 @@ export type PaymentExpectation = { amount: number | null; currency: string | nul
 export type AccountPolicy = {
   stripeAccounts: readonly string[];
   adyenMerchantAccounts: readonly string[];
+  /** SETTLE_PAYPAL_MERCHANT_IDS, as Adyen's: empty or unset takes every merchant. */
+  paypalMerchantIds?: readonly string[];
 };
 
 export const OPEN_ACCOUNT_POLICY: AccountPolicy = { stripeAccounts: [], adyenMerchantAccounts: [] };
@@ -126,6 +128,13 @@ export function paymentMismatch(
     return {
       reason: 'account_not_allowed',
       detail: `Adyen merchant account ${account ?? '(none)'} is not in SETTLE_ADYEN_MERCHANT_ACCOUNTS`,
+    };
+  }
+  const paypalMerchants = accounts.paypalMerchantIds ?? [];
+  if (facts.provider === 'paypal' && paypalMerchants.length > 0 && !paypalMerchants.includes(account ?? '')) {
+    return {
+      reason: 'account_not_allowed',
+      detail: `PayPal merchant ${account ?? '(none)'} is not in SETTLE_PAYPAL_MERCHANT_IDS`,
     };
   }
   if (facts.amount_decimals !== undefined) {

@@ -124,18 +124,21 @@ export const providerPaths = (everyRoute: Record<string, object>) => ({
       summary: 'A PayPal webhook event, verified with PayPal’s certificate signature (docs/providers.md).',
       description:
         'PAYMENT.CAPTURE.COMPLETED → captured; PAYMENT.CAPTURE.REFUNDED, PAYMENT.CAPTURE.REVERSED → refunded ' +
-        '(one ledger refund per refund object); CUSTOMER.DISPUTE.CREATED → failed (no effect on a captured ' +
-        'payment: status never moves backwards). The settle event ID is the PayPal event ID (`WH-…`); the ' +
+        '(one ledger refund per refund object); CUSTOMER.DISPUTE.CREATED, PAYMENT.CAPTURE.DENIED → failed (no ' +
+        'effect on a captured payment: status never moves backwards); PAYMENT.CAPTURE.PENDING and ' +
+        'CUSTOMER.DISPUTE.RESOLVED are ignored. The settle event ID is the PayPal event ID (`WH-…`); the ' +
         'shipment is the resource’s custom_id (a dispute’s disputed_transactions[0].custom). The signature ' +
-        'covers transmission ID, time, SETTLE_PAYPAL_WEBHOOK_ID and the body’s CRC32. With ' +
-        'SETTLE_PROVIDER_MODE set, a verified event of the other mode (sandbox or live host in its links) is ' +
-        'ignored and writes nothing.',
+        'covers transmission ID, time, a configured webhook ID and only the body’s CRC32: each transmission ID ' +
+        'is taken once with the body’s SHA-256, and with SETTLE_PAYPAL_CLIENT_ID and _SECRET set each event is ' +
+        'confirmed by PayPal’s API before it is admitted. With SETTLE_PROVIDER_MODE set, a verified event of ' +
+        'the other mode (sandbox or live host in its links) is ignored and writes nothing.',
       parameters: [
         {
           name: 'PAYPAL-TRANSMISSION-ID',
           in: 'header',
           required: true,
-          description: 'The delivery’s ID (signed).',
+          description:
+            'The delivery’s ID (signed), at most 200 characters; taken once, with the body’s SHA-256.',
           schema: { type: 'string' },
         },
         {
@@ -158,7 +161,8 @@ export const providerPaths = (everyRoute: Record<string, object>) => ({
           required: true,
           description:
             'https URL of the signing certificate on a paypal.com host (`/v1/notifications/certs/…`); fetched ' +
-            'with a 5 s / 64 KiB bound and cached, or SETTLE_PAYPAL_CERT_PATH is used instead.',
+            'without its query with a 5 s / 64 KiB bound and cached (a failure for 30 s), or ' +
+            'SETTLE_PAYPAL_CERT_PATH is used instead.',
           schema: { type: 'string' },
         },
         {
@@ -187,10 +191,24 @@ export const providerPaths = (everyRoute: Record<string, object>) => ({
             'PayPal’s or a certificate that is not (or no longer) valid, or no webhook ID configured.',
         ),
         '405': rejected('Wrong method.'),
-        '409': rejected('Same event ID with a different payload; the original effect stands.'),
+        '409': rejected(
+          'Same event ID with a different payload (`idempotency_key_reused`), or a PAYPAL-TRANSMISSION-ID ' +
+            'already taken with another body (`transmission_reused`); the original effect stands.',
+        ),
         '413': rejected('Body larger than 256 KiB.'),
         '415': rejected('Not application/json.'),
-        '503': unavailable,
+        '422': rejected(
+          'PayPal’s API has no such event, or one that decides otherwise (`event_not_confirmed`); nothing ' +
+            'was admitted. Only with SETTLE_PAYPAL_CLIENT_ID and _SECRET set.',
+        ),
+        '503': json(
+          ref('Rejected'),
+          'Temporal or PostgreSQL unreachable (as on every route), or PayPal’s certificate could not be ' +
+            'fetched or its API did not answer (`provider_unavailable`); nothing was acknowledged.',
+          {
+            'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+          },
+        ),
       },
     },
   },

@@ -1,6 +1,12 @@
 import type { Unmatched } from '../domain/api-contract';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { admitProviderBatch, admitProviderEvent, type ProviderOutcome } from '../app/admit-provider-event';
+import {
+  admitProviderBatch,
+  admitProviderEvent,
+  takeProviderTransmission,
+  type ProviderOutcome,
+} from '../app/admit-provider-event';
+import { providerDeliveriesRefusedTotal } from '../metrics/settle-metrics';
 import { describeIssues } from '../domain/payment-event';
 import { parseUntrustedJson } from '../domain/untrusted-json';
 import { ErrorCode } from '../domain/errors';
@@ -12,11 +18,13 @@ import {
   type AdaptedEvent,
   type ProviderAdapter,
   type ProviderMode,
+  type ProviderName,
   type ProviderRequest,
   type Verification,
 } from '../providers/types';
 import { readFileSync } from 'node:fs';
-import { ConfigError, type Config } from '../config';
+import { CONFIG_DEFAULTS, ConfigError, paypalWebhookIds, type Config } from '../config';
+import { createPaypalRest, type PaypalRest } from '../providers/paypal-rest';
 import { shortHash } from '../lib/hash';
 import type { Logger } from '../lib/logger';
 import { answerAdmission, refuseOtherMethods, refuseUnavailable, reject } from './replies';
@@ -33,14 +41,19 @@ export type ProviderRouteOptions = {
    * refuses HMAC keys without it unless SETTLE_ADYEN_ALLOW_NO_BASIC_AUTH is true).
    */
   adyenBasicAuth?: string;
-  /** SETTLE_PAYPAL_WEBHOOK_ID; unset: every PayPal request is refused (401). */
-  paypalWebhookId?: string;
+  /** SETTLE_PAYPAL_WEBHOOK_ID and SETTLE_PAYPAL_WEBHOOK_IDS; none: every PayPal request is refused (401). */
+  paypalWebhookIds?: string[];
   /** SETTLE_PAYPAL_CERT_PATH's PEM: PayPal's signatures are verified with it, nothing is fetched. */
   paypalCertificatePem?: string;
   /** Tests only: where PayPal certificate URLs are fetched from (a loopback stand-in; src/providers/paypal.ts). */
   paypalCertOrigin?: string;
   /** Tests only: the roots a fetched PayPal chain must end in (default: Node's bundled ones). */
   paypalTrustedCas?: string[];
+  /**
+   * PayPal's REST API with the recovery sweep's credentials (SETTLE_PAYPAL_CLIENT_ID and _SECRET):
+   * every PayPal event is confirmed there before it is admitted. Unset: the residual risk is logged.
+   */
+  paypalApi?: PaypalRest;
   /** SETTLE_PROVIDER_MODE; unset: events of either mode are taken. */
   providerMode?: ProviderMode;
 };
@@ -53,18 +66,44 @@ export type ProviderRouteDeps = Services & ProviderRouteOptions & { logger?: Log
  */
 export function providerRouteOptions(
   config: Pick<Config, 'stripeWebhookSecrets' | 'adyenHmacKeys' | 'adyenBasicAuth' | 'providerMode'> &
-    Partial<Pick<Config, 'paypalWebhookId' | 'paypalCertPath'>>,
+    Partial<
+      Pick<
+        Config,
+        | 'paypalWebhookId'
+        | 'paypalWebhookIds'
+        | 'paypalCertPath'
+        | 'paypalClientId'
+        | 'paypalClientSecret'
+        | 'paypalApiBase'
+      >
+    >,
 ): ProviderRouteOptions {
   return {
     stripeWebhookSecrets: config.stripeWebhookSecrets,
     adyenHmacKeys: config.adyenHmacKeys,
     adyenBasicAuth: config.adyenBasicAuth,
-    paypalWebhookId: config.paypalWebhookId,
+    paypalWebhookIds: paypalWebhookIds(config),
+    ...(config.paypalClientId && config.paypalClientSecret
+      ? {
+          paypalApi: createPaypalRest({
+            clientId: config.paypalClientId,
+            clientSecret: config.paypalClientSecret,
+            apiBase: config.paypalApiBase ?? CONFIG_DEFAULTS.paypalApiBase!,
+            timeoutMs: PAYPAL_CONFIRM_TIMEOUT_MS,
+          }),
+        }
+      : {}),
     // Read once at start: a path that cannot be read stops the gateway, naming the variable.
     paypalCertificatePem: config.paypalCertPath ? readPaypalCertificate(config.paypalCertPath) : undefined,
     providerMode: config.providerMode,
   };
 }
+
+/**
+ * One confirmation request's limit at PayPal's API, well inside a provider's patience for an answer:
+ * past it the delivery is a 503 and PayPal retries it.
+ */
+const PAYPAL_CONFIRM_TIMEOUT_MS = 5_000;
 
 function readPaypalCertificate(path: string): string {
   let text: string;
@@ -104,22 +143,109 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
     return taken;
   };
 
-  /** A provider that posts one event per request (Stripe, PayPal): verify, hold to the edge rule, admit. */
+  /**
+   * A provider that posts one event per request (Stripe, PayPal): verify, hold to the edge rule,
+   * confirm with the provider's API (where the adapter can), take the transmission once (where the
+   * signature binds the body only weakly), admit.
+   */
   const singleEventRoute = (provider: 'stripe' | 'paypal', label: string, adapter: ProviderAdapter) => {
     const path = `/webhooks/${provider}`;
     app.post(path, async (request, reply) => {
-      const verified = await adapter.verify(providerRequest(request));
+      const received = providerRequest(request);
+      const verified = await adapter.verify(received);
       if (!verified.ok) return refuseVerification(reply, label, verified);
       // Signed, then held to the edge rule before anything is admitted (the order of /webhooks/payments).
       const unreadable = refuseUnreadableBody(request, reply);
       if (unreadable) return unreadable;
       const adapted = takenInMode(label, adapter.adapt(verified.items[0]), verified.mode);
       if (adapted.kind !== 'invalid') request.eventId = adapted.eventId;
+      // Confirmed before the transmission is taken: a forged body that the API refutes does not use up
+      // the transmission ID of the genuine delivery it copied.
+      if (adapter.confirm && (adapted.kind === 'payment' || adapted.kind === 'unmatched')) {
+        if (await refusedUnconfirmed(reply, provider, label, adapted, adapter.confirm)) return reply;
+      }
+      // Taken whatever the event is (ignored, unreadable too): a second body under the same signature
+      // could be any event.
+      if (verified.transmission) {
+        if (await refusedTransmission(reply, provider, label, verified.transmission, received)) return reply;
+      }
       const outcome = await admitProviderEvent(deps, provider, adapted);
       request.ingestOutcome = outcome.status;
       return answerOne(reply, outcome, adapted);
     });
     refuseOtherMethods(app, path, ['POST']);
+  };
+
+  /**
+   * Takes the transmission once. A second body under a transmission ID already taken is refused (409)
+   * and counted: the signature cannot tell it from the first. The same body again passes on to the
+   * ordinary duplicate answer. True when the reply is sent (a boolean: a reply is a thenable, and an
+   * async function returning it would hand back what it resolves to).
+   */
+  const refusedTransmission = async (
+    reply: FastifyReply,
+    provider: ProviderName,
+    label: string,
+    transmission: { id: string; header: string },
+    received: ProviderRequest,
+  ): Promise<boolean> => {
+    const taken = await takeProviderTransmission(deps, provider, transmission, received.rawBody);
+    if (taken.status === 'taken') return false;
+    if (taken.status === 'unavailable') {
+      refuseUnavailable(reply, taken.dependency);
+    } else if (taken.status === 'invalid') {
+      reject(reply, 400, ErrorCode.InvalidEvent, describeIssues(taken.issues), { issues: taken.issues });
+    } else {
+      providerDeliveriesRefusedTotal.inc({ provider, reason: ErrorCode.TransmissionReused });
+      deps.logger?.warn(
+        { provider, transmission: shortHash(transmission.id), body: taken.bodySha256.slice(0, 12) },
+        `${label} delivery refused: its transmission ID already carried another body (a forged twin?)`,
+      );
+      reject(
+        reply,
+        409,
+        ErrorCode.TransmissionReused,
+        `this ${transmission.header} already carried another body; the first stands`,
+      );
+    }
+    return true;
+  };
+
+  /**
+   * An event the provider's API does not confirm is refused (422) and counted; its API down is a 503.
+   * True when the reply is sent.
+   */
+  const refusedUnconfirmed = async (
+    reply: FastifyReply,
+    provider: ProviderName,
+    label: string,
+    adapted: Extract<AdaptedEvent, { kind: 'payment' | 'unmatched' }>,
+    confirm: NonNullable<ProviderAdapter['confirm']>,
+  ): Promise<boolean> => {
+    const confirmation = await confirm(adapted);
+    if (confirmation.kind === 'confirmed') return false;
+    if (confirmation.kind === 'unavailable') {
+      deps.logger?.warn(
+        { provider, event: shortHash(adapted.eventId), reason: confirmation.reason },
+        `${label} event not admitted: its API could not confirm it`,
+      );
+      reject(reply, 503, ErrorCode.ProviderUnavailable, `${label}'s API is unreachable; retry later`, {
+        retryAfterSeconds: confirmation.retryAfterSeconds,
+      });
+      return true;
+    }
+    providerDeliveriesRefusedTotal.inc({ provider, reason: ErrorCode.EventNotConfirmed });
+    deps.logger?.warn(
+      { provider, event: shortHash(adapted.eventId), fields: confirmation.fields },
+      `${label} event refused: ${confirmation.reason}`,
+    );
+    reject(
+      reply,
+      422,
+      ErrorCode.EventNotConfirmed,
+      `${label}'s API does not confirm this event (${confirmation.fields.join(', ')}); nothing was admitted`,
+    );
+    return true;
   };
 
   singleEventRoute('stripe', 'Stripe', stripe);
@@ -155,11 +281,21 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
   refuseOtherMethods(app, '/webhooks/adyen', ['POST']);
 
   const paypal = createPaypalAdapter({
-    webhookId: deps.paypalWebhookId,
+    webhookIds: deps.paypalWebhookIds,
     certificatePem: deps.paypalCertificatePem,
     certOrigin: deps.paypalCertOrigin,
     trustedCas: deps.paypalTrustedCas,
+    api: deps.paypalApi,
   });
+  if ((deps.paypalWebhookIds ?? []).length > 0 && !deps.paypalApi) {
+    deps.logger?.warn(
+      { provider: 'paypal' },
+      'PayPal webhooks are taken on their signature alone, which covers only a CRC32 of the body: each ' +
+        'transmission ID is taken once, but a body forged to the same CRC32 under a transmission settle has ' +
+        'not seen yet would take effect. Set SETTLE_PAYPAL_CLIENT_ID and SETTLE_PAYPAL_CLIENT_SECRET to confirm ' +
+        "every event with PayPal's API (docs/providers.md)",
+    );
+  }
   singleEventRoute('paypal', 'PayPal', paypal);
 }
 
@@ -200,6 +336,17 @@ function refuseVerification(
       );
     case 'malformed':
       return reject(reply, 400, ErrorCode.InvalidEvent, verified.reason);
+    case 'unavailable':
+      // Blocked egress is not forgery: the provider retries, and the delivery is judged then.
+      return reject(
+        reply,
+        503,
+        ErrorCode.ProviderUnavailable,
+        `${provider} webhook not verified: ${verified.reason}`,
+        {
+          retryAfterSeconds: verified.retryAfterSeconds,
+        },
+      );
   }
 }
 

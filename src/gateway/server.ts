@@ -16,7 +16,7 @@ import { activeTracing } from '../tracing/tracing';
 import { poolWaitTimeoutsTotal } from '../metrics/settle-metrics';
 import { operatorViews, registerOperatorRoutes, type OperatorViews } from './operations';
 import { registerPaymentRoutes } from './payments';
-import { registerProviderRoutes, type ProviderRouteDeps } from './providers';
+import { registerProviderRoutes, type ProviderRouteOptions } from './providers';
 import { registerReminderRoutes } from './reminders';
 import { MAX_BODY_BYTES, MAX_PARAM_LENGTH, REFUSED_BODY_DRAIN_MS } from './limits';
 import { checkIdParam, refuseOtherMethods, refuseUnavailable, reject } from './replies';
@@ -52,7 +52,7 @@ export type GatewayDependencies = {
   operator?: OperatorViews;
   /** The pool the operator views and the gateway's own bookkeeping read on (default `pool`). */
   operatorPool?: pg.Pool;
-} & Pick<ProviderRouteDeps, 'stripeWebhookSecrets' | 'adyenHmacKeys' | 'adyenBasicAuth'>;
+} & ProviderRouteOptions;
 
 export function buildGateway(deps: GatewayDependencies): FastifyInstance {
   // Fastify's own request logging would write URLs, which carry event IDs; settle logs its own line.

@@ -82,6 +82,17 @@ export const paymentMismatchesTotal = new Counter({
   registers: [registry],
 });
 
+export const providerDeliveriesRefusedTotal = new Counter({
+  name: 'settle_provider_deliveries_refused_total',
+  help:
+    'Signed provider deliveries refused as not what the provider sent, by provider and reason: ' +
+    'transmission_reused (another body under a transmission ID already taken: PayPal signs only a CRC32 ' +
+    "of the body), event_not_confirmed (the provider's API has no such event, or one that decides " +
+    'otherwise). Nothing of them was admitted; each is worth a look (docs/operations.md).',
+  labelNames: ['provider', 'reason'] as const,
+  registers: [registry],
+});
+
 export const unadmittedRunsTotal = new Counter({
   name: 'settle_unadmitted_runs_total',
   help:

@@ -1,6 +1,5 @@
-import { readBoundedText } from '../lib/bounded-text';
-import { retryAfterMs } from '../lib/retry-after';
 import { createPaypalAdapter, PAYPAL_ACTED_ON_TYPES } from './paypal';
+import { createPaypalRest, type PaypalRestOptions } from './paypal-rest';
 import {
   RecoveryFault,
   type ListedEvent,
@@ -16,30 +15,18 @@ const PAGE_SIZE = 300;
 const SLICE_MS = 6 * 3_600_000;
 /** A slice with more pages than this is refused rather than held in memory without end. */
 const MAX_PAGES_PER_SLICE = 200;
-/** A page (or token answer) larger than this reads as an unavailable API. */
-const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
-/** A token is renewed this long before PayPal says it expires. */
-const TOKEN_MARGIN_MS = 60_000;
 
-export type PaypalRecoveryOptions = {
-  /** SETTLE_PAYPAL_CLIENT_ID and SETTLE_PAYPAL_CLIENT_SECRET: the REST app's OAuth2 client credentials. */
-  clientId: string;
-  clientSecret: string;
-  /** SETTLE_PAYPAL_API_BASE, scheme://host[:port] (https but for loopback; the schema checks it). */
-  apiBase: string;
-  /** One request's limit: a hung API ends the listing with `unavailable` after it. */
-  timeoutMs?: number;
+export type PaypalRecoveryOptions = PaypalRestOptions & {
   /** Events a page; PayPal's largest unless a test asks for less. */
   pageSize?: number;
-  now?: () => number;
 };
 
 type Listed = { item: Record<string, unknown>; position: RecoveryCursor };
 
 /**
  * PayPal's webhook events API (`GET /v1/notifications/webhooks-events`, start_time/end_time,
- * page_size, paging by the `next` link), with an OAuth2 client-credentials token
- * (`POST /v1/oauth2/token`) renewed before it expires. PayPal pages newest first and states no
+ * page_size, paging by the `next` link), through the REST client of paypal-rest.ts (an OAuth2
+ * client-credentials token renewed before it expires). PayPal pages newest first and states no
  * order within a page, so the window is read in six-hour slices, each read whole and handed out
  * oldest first (create_time, then ID): an event is handed out only after every older one. A `next`
  * link is followed on the configured base only (its path and query), never on the host it names.
@@ -48,97 +35,9 @@ type Listed = { item: Record<string, unknown>; position: RecoveryCursor };
 export function createPaypalRecoverySource(options: PaypalRecoveryOptions): RecoverySource {
   const base = new URL(options.apiBase);
   const now = options.now ?? Date.now;
-  const timeoutMs = options.timeoutMs ?? 30_000;
   const types = new Set(PAYPAL_ACTED_ON_TYPES);
-  let token: { value: string; until: number } | undefined;
-
-  async function request(url: URL, init: RequestInit, signal?: AbortSignal): Promise<unknown> {
-    const timeout = AbortSignal.timeout(timeoutMs);
-    let response: Response;
-    try {
-      response = await fetch(url, {
-        ...init,
-        redirect: 'error',
-        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-      });
-    } catch (error) {
-      const reason = timeout.aborted ? `no answer within ${timeoutMs} ms` : causeOf(error);
-      throw new RecoveryFault('unavailable', `PayPal request: ${reason}`);
-    }
-    const retryAfter = retryAfterMs(response.headers.get('retry-after') ?? undefined);
-    let text: string;
-    try {
-      text = await readBoundedText(
-        response,
-        MAX_RESPONSE_BYTES,
-        (max) => new Error(`the answer is larger than ${max} bytes`),
-      );
-    } catch (error) {
-      throw new RecoveryFault('unavailable', `PayPal ${response.status}: ${causeOf(error)}`, retryAfter);
-    }
-    const detail = `PayPal ${response.status}: ${paypalMessage(text)}`;
-    if (response.status === 429) throw new RecoveryFault('rate_limited', detail, retryAfter);
-    if (response.status >= 500) throw new RecoveryFault('unavailable', detail, retryAfter);
-    if (response.status === 401 || response.status === 403) {
-      throw new RecoveryFault(
-        'unauthorized',
-        `${detail} (SETTLE_PAYPAL_CLIENT_ID / SETTLE_PAYPAL_CLIENT_SECRET refused, or the app lacks webhook access)`,
-      );
-    }
-    if (response.status >= 400) throw new RecoveryFault('refused', detail);
-    try {
-      return JSON.parse(text) as unknown;
-    } catch {
-      // A proxy's HTML page, a truncated body: the API is not answering as itself.
-      throw new RecoveryFault('unavailable', `PayPal ${response.status}: the answer is not JSON`);
-    }
-  }
-
-  async function accessToken(signal?: AbortSignal): Promise<string> {
-    if (token && token.until > now()) return token.value;
-    const basic = Buffer.from(`${options.clientId}:${options.clientSecret}`).toString('base64');
-    const answer = await request(
-      new URL('/v1/oauth2/token', base),
-      {
-        method: 'POST',
-        headers: {
-          authorization: `Basic ${basic}`,
-          'content-type': 'application/x-www-form-urlencoded',
-          accept: 'application/json',
-        },
-        body: 'grant_type=client_credentials',
-      },
-      signal,
-    );
-    const value = field(answer, 'access_token');
-    const expiresIn = field(answer, 'expires_in');
-    if (typeof value !== 'string' || !value) {
-      throw new RecoveryFault('unavailable', 'PayPal token answer has no access_token');
-    }
-    const lifetime = typeof expiresIn === 'number' && expiresIn > 0 ? expiresIn * 1000 : 0;
-    token = { value, until: now() + Math.max(0, lifetime - TOKEN_MARGIN_MS) };
-    return value;
-  }
-
-  /** One GET with the token; a 401 renews the token once (it may have been revoked early). */
-  async function get(url: URL, signal?: AbortSignal): Promise<unknown> {
-    for (let attempt = 0; ; attempt += 1) {
-      const bearer = await accessToken(signal);
-      try {
-        return await request(
-          url,
-          { headers: { authorization: `Bearer ${bearer}`, accept: 'application/json' } },
-          signal,
-        );
-      } catch (error) {
-        if (attempt === 0 && error instanceof RecoveryFault && error.kind === 'unauthorized') {
-          token = undefined;
-          continue;
-        }
-        throw error;
-      }
-    }
-  }
+  const rest = createPaypalRest(options);
+  const get = (url: URL, signal?: AbortSignal) => rest.get(url, { signal });
 
   /** Every event of one slice [from, to), oldest first. */
   async function slice(from: Date, to: Date, signal?: AbortSignal): Promise<Listed[] | undefined> {
@@ -233,21 +132,4 @@ export function createPaypalRecoverySource(options: PaypalRecoveryOptions): Reco
 function isAfter(position: RecoveryCursor, cursor: RecoveryCursor): boolean {
   const difference = position.createdAt.getTime() - cursor.createdAt.getTime();
   return difference > 0 || (difference === 0 && position.eventId > cursor.eventId);
-}
-
-function paypalMessage(text: string): string {
-  try {
-    const body = JSON.parse(text) as unknown;
-    const message = field(body, 'message') ?? field(body, 'error_description') ?? field(body, 'name');
-    if (typeof message === 'string') return message.slice(0, 200);
-  } catch {
-    // not JSON
-  }
-  return 'no error message';
-}
-
-function causeOf(error: unknown): string {
-  const code = (error as { cause?: { code?: string } }).cause?.code;
-  if (code) return code;
-  return error instanceof Error ? error.message : String(error);
 }

@@ -5,11 +5,15 @@ import { isEventId } from '../domain/ids';
 import { fromProviderUnits, isIsoCurrency, NOT_ISO_CURRENCY, readDecimalText } from '../domain/money';
 import type { PaymentEventType } from '../domain/payment-event';
 import { readBoundedText } from '../lib/bounded-text';
+import { canonicalJson } from '../lib/canonical-json';
+import type { PaypalRest } from './paypal-rest';
+import { RecoveryFault } from './recovery';
 import {
   adaptedPaymentEvent,
   field,
   nonEmptyString,
   type AdaptedEvent,
+  type Confirmation,
   type ProviderAdapter,
   type ProviderMode,
   type ProviderRequest,
@@ -24,11 +28,18 @@ const PAYPAL_AUTH_ALGO = 'SHA256withRSA';
 
 /** A fetched certificate chain larger than this is refused (PayPal's is about 4 KiB). */
 const CERT_MAX_BYTES = 64 * 1024;
-/** One certificate fetch's limit; the delivery is refused (PayPal retries it) after it. */
+/** One certificate fetch's limit; past it the delivery is a 503 (PayPal retries it). */
 const CERT_FETCH_TIMEOUT_MS = 5_000;
 /** Certificates kept (each until it expires or a day has passed, whichever is first). */
 const CERT_CACHE_ENTRIES = 16;
 const CERT_CACHE_MS = 24 * 3_600_000;
+/**
+ * A certificate URL that failed (not fetched, or refused) is not fetched again for this long: a
+ * blocked egress or a flood naming one URL costs one fetch per window. Also the 503's Retry-After.
+ */
+const CERT_FAILURE_CACHE_MS = 30_000;
+/** PayPal's transmission IDs are UUIDs; anything longer than this is no transmission of PayPal's. */
+const TRANSMISSION_ID_MAX = 200;
 
 /**
  * The PayPal event types settle acts on; subscribe the webhook to exactly these. A reversal (PayPal
@@ -38,16 +49,41 @@ const CERT_CACHE_MS = 24 * 3_600_000;
  */
 const PAYPAL_EVENT_TYPES: Record<string, PaymentEventType> = {
   'PAYMENT.CAPTURE.COMPLETED': 'payment.captured',
+  'PAYMENT.CAPTURE.DENIED': 'payment.failed',
   'PAYMENT.CAPTURE.REFUNDED': 'payment.refunded',
   'PAYMENT.CAPTURE.REVERSED': 'payment.refunded',
   'CUSTOMER.DISPUTE.CREATED': 'payment.failed',
 };
 
+/**
+ * Types PayPal sends that settle acknowledges and leaves alone, each with why: a pending capture
+ * moves no money (COMPLETED or DENIED follows), and a dispute's resolution moves none either (the
+ * buyer's win arrives as PAYMENT.CAPTURE.REVERSED, a refund; the seller's changes nothing, and a
+ * payment the dispute failed stays failed, as nothing leaves `failed`).
+ */
+const PAYPAL_IGNORED_TYPES: Record<string, (item: unknown) => string> = {
+  'PAYMENT.CAPTURE.PENDING': (item) =>
+    `a pending capture moves no money (${said(field(item, 'resource', 'status_details', 'reason'))}): PAYMENT.CAPTURE.COMPLETED or PAYMENT.CAPTURE.DENIED follows`,
+  'CUSTOMER.DISPUTE.RESOLVED': (item) =>
+    `a dispute resolved (${said(field(item, 'resource', 'dispute_outcome', 'outcome_code'))}) moves no money: the buyer's win arrives as PAYMENT.CAPTURE.REVERSED`,
+};
+
+/** A code PayPal states in the body, as an ignored event's reason quotes it: a short word, or `none given`. */
+function said(value: unknown): string {
+  return typeof value === 'string' && /^[A-Z0-9_]{1,64}$/.test(value) ? value : 'none given';
+}
+
 /** The types the recovery sweep keeps from PayPal's list (src/providers/paypal-recovery.ts). */
 export const PAYPAL_ACTED_ON_TYPES: readonly string[] = Object.keys(PAYPAL_EVENT_TYPES);
 
 export type PaypalAdapterOptions = {
-  /** SETTLE_PAYPAL_WEBHOOK_ID: unset, every request is refused. */
+  /**
+   * SETTLE_PAYPAL_WEBHOOK_ID and SETTLE_PAYPAL_WEBHOOK_IDS: a delivery signed for any of them is
+   * taken (several while rotating; PayPal's simulator's `WEBHOOK_ID` only when listed). None: every
+   * request is refused.
+   */
+  webhookIds?: readonly string[];
+  /** One webhook ID, as `webhookIds: [webhookId]`. */
   webhookId?: string;
   /** SETTLE_PAYPAL_CERT_PATH's PEM: signatures are verified with it and nothing is fetched. */
   certificatePem?: string;
@@ -58,10 +94,17 @@ export type PaypalAdapterOptions = {
   certOrigin?: string;
   /** PEMs a fetched chain must end in; default: Node's bundled root CAs (PayPal's is DigiCert). */
   trustedCas?: string[];
+  /**
+   * PayPal's REST API (with SETTLE_PAYPAL_CLIENT_ID and SETTLE_PAYPAL_CLIENT_SECRET): each event
+   * that would take effect is fetched by its ID and its deciding fields compared before it is
+   * admitted. Unset: the body's CRC32 is all that binds it (docs/providers.md).
+   */
+  api?: PaypalRest;
   now?: () => number;
 };
 
-type CachedKey = { certificate: X509Certificate; until: number };
+/** A certificate URL's fetch: pending (until Infinity), done, or failed (kept briefly). */
+type CachedCertificate = { result: Promise<X509Certificate>; until: number };
 
 /**
  * PayPal: one event per request, signed with RSA-SHA256 over
@@ -69,11 +112,15 @@ type CachedKey = { certificate: X509Certificate; until: number };
  * with the certificate at `PAYPAL-CERT-URL` (an https URL on a paypal.com host, fetched with a time
  * and size bound, its chain checked against trusted roots, cached) or, offline, the configured one.
  * The key is PayPal's event ID (`WH-…`). The body is covered through its CRC32 only, which is no
- * cryptographic hash: docs/providers.md says what that leaves open.
+ * cryptographic hash: the transmission ID is handed to the route to be taken once with the body's
+ * SHA-256, and with `api` each event is confirmed by PayPal's API (docs/providers.md).
  */
 export function createPaypalAdapter(options: PaypalAdapterOptions): ProviderAdapter {
   const now = options.now ?? Date.now;
-  const cache = new Map<string, Promise<CachedKey>>();
+  const webhookIds = [
+    ...new Set([...(options.webhookIds ?? []), ...(options.webhookId ? [options.webhookId] : [])]),
+  ];
+  const cache = new Map<string, CachedCertificate>();
   const offline = options.certificatePem ? firstCertificate(options.certificatePem) : undefined;
   if (options.certOrigin !== undefined && !isLoopbackOrigin(options.certOrigin)) {
     throw new Error('certOrigin must be an http(s) loopback origin (tests only)');
@@ -87,22 +134,26 @@ export function createPaypalAdapter(options: PaypalAdapterOptions): ProviderAdap
         throw new CertificateRefused(`the configured certificate (SETTLE_PAYPAL_CERT_PATH) ${problem}`);
       return offline;
     }
-    const key = url.href;
-    const cached = cache.get(key);
-    if (cached) {
-      const entry = await cached.catch(() => undefined);
-      if (entry && entry.until > now()) return entry.certificate;
-      if (cache.get(key) === cached) cache.delete(key);
+    // Keyed (and fetched) without query or fragment: neither names another certificate, and a
+    // query that changed per delivery would make every delivery a fetch.
+    const key = `${url.origin}${url.pathname}`;
+    let entry = cache.get(key);
+    if (!entry || entry.until <= now()) {
+      if (entry) cache.delete(key);
+      const fetched: CachedCertificate = { result: fetchCertificate(new URL(key)), until: Infinity };
+      fetched.result.then(
+        (certificate) => {
+          fetched.until = Math.min(Date.parse(certificate.validTo), now() + CERT_CACHE_MS);
+        },
+        () => {
+          fetched.until = now() + CERT_FAILURE_CACHE_MS;
+        },
+      );
+      if (cache.size >= CERT_CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
+      cache.set(key, fetched);
+      entry = fetched;
     }
-    const pending = fetchCertificate(url).then((certificate) => ({
-      certificate,
-      until: Math.min(Date.parse(certificate.validTo), now() + CERT_CACHE_MS),
-    }));
-    // A failed fetch is not kept: the next delivery (PayPal's retry) fetches again.
-    pending.catch(() => cache.get(key) === pending && cache.delete(key));
-    if (cache.size >= CERT_CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
-    cache.set(key, pending);
-    return (await pending).certificate;
+    return entry.result;
   }
 
   async function fetchCertificate(url: URL): Promise<X509Certificate> {
@@ -114,8 +165,10 @@ export function createPaypalAdapter(options: PaypalAdapterOptions): ProviderAdap
         signal: AbortSignal.timeout(CERT_FETCH_TIMEOUT_MS),
       });
       if (!response.ok) {
+        // Whoever answered (PayPal, or an egress proxy in the way), settle has no certificate to
+        // judge the signature by: unavailable, never a forgery.
         await response.body?.cancel();
-        throw new CertificateRefused(`fetching PAYPAL-CERT-URL answered ${response.status}`);
+        throw new CertificateUnavailable(`fetching PAYPAL-CERT-URL answered ${response.status}`);
       }
       text = await readBoundedText(
         response,
@@ -123,8 +176,8 @@ export function createPaypalAdapter(options: PaypalAdapterOptions): ProviderAdap
         (max) => new CertificateRefused(`PAYPAL-CERT-URL's answer is larger than ${max} bytes`),
       );
     } catch (error) {
-      if (error instanceof CertificateRefused) throw error;
-      throw new CertificateRefused(`PAYPAL-CERT-URL could not be fetched (${errorName(error)})`);
+      if (error instanceof CertificateRefused || error instanceof CertificateUnavailable) throw error;
+      throw new CertificateUnavailable(`PAYPAL-CERT-URL could not be fetched (${errorName(error)})`);
     }
     const chain = certificates(text);
     if (chain.length === 0) throw new CertificateRefused('PAYPAL-CERT-URL holds no PEM certificate');
@@ -141,12 +194,19 @@ export function createPaypalAdapter(options: PaypalAdapterOptions): ProviderAdap
       if (!chain[i]!.checkIssued(chain[i + 1]!) || !chain[i]!.verify(chain[i + 1]!.publicKey)) {
         throw new CertificateRefused("PAYPAL-CERT-URL's chain is broken");
       }
+      // An issuer must be a CA (basicConstraints CA:TRUE): a leaf's key signs no certificate.
+      if (!chain[i + 1]!.ca) {
+        throw new CertificateRefused(`PAYPAL-CERT-URL's certificate ${i + 2} issues another but is not a CA`);
+      }
     }
     const last = chain.at(-1)!;
     const trusted = anchors.some(
       (anchor) =>
         anchor.fingerprint256 === last.fingerprint256 ||
-        (last.checkIssued(anchor) && last.verify(anchor.publicKey) && !validityProblem(anchor, at)),
+        (anchor.ca &&
+          last.checkIssued(anchor) &&
+          last.verify(anchor.publicKey) &&
+          !validityProblem(anchor, at)),
     );
     if (!trusted) throw new CertificateRefused("PAYPAL-CERT-URL's chain ends in no trusted root");
     return leaf;
@@ -155,11 +215,12 @@ export function createPaypalAdapter(options: PaypalAdapterOptions): ProviderAdap
   return {
     name: 'paypal',
     async verify(request: ProviderRequest): Promise<Verification> {
-      if (!options.webhookId) {
+      if (webhookIds.length === 0) {
         return {
           ok: false,
           kind: 'signature',
-          reason: 'no PayPal webhook ID (SETTLE_PAYPAL_WEBHOOK_ID) is configured',
+          reason:
+            'no PayPal webhook ID (SETTLE_PAYPAL_WEBHOOK_ID or SETTLE_PAYPAL_WEBHOOK_IDS) is configured',
         };
       }
       const header = (name: string) => {
@@ -182,8 +243,12 @@ export function createPaypalAdapter(options: PaypalAdapterOptions): ProviderAdap
       if (algo !== PAYPAL_AUTH_ALGO) {
         return { ok: false, kind: 'signature', reason: `PAYPAL-AUTH-ALGO must be ${PAYPAL_AUTH_ALGO}` };
       }
-      if (transmissionId!.includes('|')) {
-        return { ok: false, kind: 'signature', reason: 'PAYPAL-TRANSMISSION-ID must not contain |' };
+      if (transmissionId!.includes('|') || transmissionId!.length > TRANSMISSION_ID_MAX) {
+        return {
+          ok: false,
+          kind: 'signature',
+          reason: `PAYPAL-TRANSMISSION-ID must be at most ${TRANSMISSION_ID_MAX} characters, without |`,
+        };
       }
       const sentAt = Date.parse(transmissionTime!);
       if (Number.isNaN(sentAt) || transmissionTime!.includes('|')) {
@@ -208,22 +273,27 @@ export function createPaypalAdapter(options: PaypalAdapterOptions): ProviderAdap
       try {
         certificate = await certificateFor(url);
       } catch (error) {
+        if (error instanceof CertificateUnavailable) {
+          return {
+            ok: false,
+            kind: 'unavailable',
+            reason: error.message,
+            retryAfterSeconds: CERT_FAILURE_CACHE_MS / 1000,
+          };
+        }
         const reason =
           error instanceof CertificateRefused ? error.message : 'the certificate could not be read';
         return { ok: false, kind: 'signature', reason };
       }
-      const signed = paypalSignedText(transmissionId!, transmissionTime!, options.webhookId, request.rawBody);
-      let matches: boolean;
-      try {
-        matches = verifySignature(
-          'sha256',
-          Buffer.from(signed),
-          certificate.publicKey,
-          Buffer.from(signature!, 'base64'),
-        );
-      } catch {
-        matches = false;
-      }
+      const signatureBytes = Buffer.from(signature!, 'base64');
+      const matches = webhookIds.some((webhookId) => {
+        const signed = paypalSignedText(transmissionId!, transmissionTime!, webhookId, request.rawBody);
+        try {
+          return verifySignature('sha256', Buffer.from(signed), certificate.publicKey, signatureBytes);
+        } catch {
+          return false;
+        }
+      });
       if (!matches) {
         return {
           ok: false,
@@ -237,17 +307,90 @@ export function createPaypalAdapter(options: PaypalAdapterOptions): ProviderAdap
       } catch {
         return { ok: false, kind: 'malformed', reason: 'body is not valid JSON' };
       }
-      return { ok: true, items: [event], mode: paypalMode(event) ?? hostMode(url.hostname) };
+      return {
+        ok: true,
+        items: [event],
+        mode: paypalMode(event) ?? hostMode(url.hostname),
+        transmission: { id: transmissionId!, header: 'paypal-transmission-id' },
+      };
     },
     exportItems(line: unknown) {
       return [line];
     },
     exportMode: paypalMode,
     adapt: adaptPaypalEvent,
+    ...(options.api ? { confirm: confirmWith(options.api) } : {}),
   };
 }
 
+/** What was fetched is no certificate settle trusts for PayPal: the signature is refused (401). */
 class CertificateRefused extends Error {}
+/** Nothing could be fetched (no answer, a timeout, a non-2xx status): a 503, retried. */
+class CertificateUnavailable extends Error {}
+
+/** How long a provider is told to wait when PayPal's API did not answer and named no time. */
+const API_RETRY_AFTER_SECONDS = 5;
+/** The longest Retry-After passed on from PayPal's API. */
+const API_RETRY_AFTER_MAX_SECONDS = 300;
+
+/**
+ * Confirms a delivered event with PayPal's API (`GET /v1/notifications/webhooks-events/{id}`): the
+ * event PayPal has under that ID, read by the same adapter, must decide the same (kind, type, time,
+ * shipment, payment, amount, currency, refund, merchant). No such event, or another, `differs`; the
+ * API not answering (5xx, 429, a timeout, refused credentials) is `unavailable`.
+ */
+function confirmWith(api: PaypalRest) {
+  return async (adapted: Extract<AdaptedEvent, { kind: 'payment' | 'unmatched' }>): Promise<Confirmation> => {
+    const url = new URL(`/v1/notifications/webhooks-events/${encodeURIComponent(adapted.eventId)}`, api.base);
+    let listed: unknown;
+    try {
+      listed = await api.get(url, { notFound: 'undefined' });
+    } catch (error) {
+      const fault = error instanceof RecoveryFault ? error : undefined;
+      if (fault?.kind === 'refused') {
+        return {
+          kind: 'differs',
+          reason: `PayPal's API refused the lookup (${fault.message})`,
+          fields: ['id'],
+        };
+      }
+      const retryAfter = Math.ceil((fault?.retryAfterMs ?? API_RETRY_AFTER_SECONDS * 1000) / 1000);
+      return {
+        kind: 'unavailable',
+        reason: `PayPal's API did not confirm the event: ${fault?.message ?? String(error)}`,
+        retryAfterSeconds: Math.min(Math.max(retryAfter, 1), API_RETRY_AFTER_MAX_SECONDS),
+      };
+    }
+    if (listed === undefined) {
+      return { kind: 'differs', reason: 'PayPal has no event with this ID', fields: ['id'] };
+    }
+    const fields = differingFields(adapted, adaptPaypalEvent(listed));
+    return fields.length === 0
+      ? { kind: 'confirmed' }
+      : { kind: 'differs', reason: `PayPal's event differs in ${fields.join(', ')}`, fields };
+  };
+}
+
+/** The deciding fields in which a delivered event and PayPal's own differ (none: they decide alike). */
+function differingFields(delivered: AdaptedEvent, listed: AdaptedEvent): string[] {
+  if (listed.kind !== delivered.kind) return ['kind'];
+  if (delivered.kind === 'payment' && listed.kind === 'payment') {
+    const a = delivered.event as unknown as Record<string, unknown>;
+    const b = listed.event as unknown as Record<string, unknown>;
+    const top = ['id', 'type', 'created_at'].filter((key) => canonicalJson(a[key]) !== canonicalJson(b[key]));
+    const dataA = (a.data ?? {}) as Record<string, unknown>;
+    const dataB = (b.data ?? {}) as Record<string, unknown>;
+    const keys = [...new Set([...Object.keys(dataA), ...Object.keys(dataB)])].sort();
+    const data = keys
+      .filter((key) => canonicalJson(dataA[key]) !== canonicalJson(dataB[key]))
+      .map((key) => `data.${key}`);
+    return [...top, ...data];
+  }
+  if (delivered.kind === 'unmatched' && listed.kind === 'unmatched') {
+    return delivered.providerType === listed.providerType ? [] : ['event_type'];
+  }
+  return [];
+}
 
 /** The text PayPal signs: transmission ID, time, webhook ID and the body's CRC32 (unsigned decimal). */
 export function paypalSignedText(
@@ -379,6 +522,9 @@ export function adaptPaypalEvent(item: unknown): AdaptedEvent {
   const type = nonEmptyString(field(item, 'event_type'));
   if (!type)
     return { kind: 'invalid', eventId: id, path: 'event_type', message: 'must be a PayPal event type' };
+  const ignoredBecause = PAYPAL_IGNORED_TYPES[type];
+  if (ignoredBecause)
+    return { kind: 'ignored', eventId: id, providerType: type, reason: ignoredBecause(item) };
   const target = PAYPAL_EVENT_TYPES[type];
   if (!target)
     return { kind: 'ignored', eventId: id, providerType: type, reason: 'not a type settle acts on' };
@@ -388,12 +534,14 @@ export function adaptPaypalEvent(item: unknown): AdaptedEvent {
   let paymentId: string | undefined;
   let amount: unknown;
   let refundId: string | undefined;
+  let merchantId: string | undefined;
   let amountPath = 'resource.amount';
   if (type === 'CUSTOMER.DISPUTE.CREATED') {
     const transactions = field(resource, 'disputed_transactions');
     const first: unknown = Array.isArray(transactions) ? transactions[0] : undefined;
     shipmentId = nonEmptyString(field(first, 'custom'));
     paymentId = nonEmptyString(field(first, 'seller_transaction_id'));
+    merchantId = nonEmptyString(field(first, 'seller', 'merchant_id'));
     amount = field(resource, 'dispute_amount');
     amountPath = 'resource.dispute_amount';
     if (shipmentId && !paymentId) {
@@ -402,9 +550,13 @@ export function adaptPaypalEvent(item: unknown): AdaptedEvent {
   } else {
     shipmentId = nonEmptyString(field(resource, 'custom_id'));
     amount = field(resource, 'amount');
-    if (type === 'PAYMENT.CAPTURE.COMPLETED') {
+    if (target !== 'payment.refunded') {
+      // A capture, completed or denied: the merchant is its payee.
       paymentId = nonEmptyString(field(resource, 'id'));
+      merchantId = nonEmptyString(field(resource, 'payee', 'merchant_id'));
     } else {
+      // A refund or reversal: the merchant is the refund's payer.
+      merchantId = nonEmptyString(field(resource, 'payer', 'merchant_id'));
       refundId = nonEmptyString(field(resource, 'id'));
       paymentId = captureOf(resource);
       if (shipmentId && !paymentId) {
@@ -443,6 +595,7 @@ export function adaptPaypalEvent(item: unknown): AdaptedEvent {
       currency,
       ...(refundId ? { refund_id: `paypal:${refundId}` } : {}),
       provider: 'paypal',
+      ...(merchantId ? { provider_account: merchantId } : {}),
       provider_type: type,
     },
   };

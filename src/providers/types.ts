@@ -37,9 +37,30 @@ export type Verification =
    * Every item of the request, verified; one for Stripe, a batch for Adyen. `mode`: the one the
    * request states, undefined when it states none settle can read.
    */
-  | { ok: true; items: unknown[]; mode: ProviderMode | undefined }
+  | {
+      ok: true;
+      items: unknown[];
+      mode: ProviderMode | undefined;
+      /**
+       * The delivery's own ID, when the signature binds the body only weakly (PayPal's covers a CRC32
+       * of it): the route takes it once with the body's SHA-256, so no second body passes under it.
+       */
+      transmission?: { id: string; header: string };
+    }
   /** `unauthorized`: basic auth refused; `signature`: a signature refused; `malformed`: not the provider's shape. */
-  | { ok: false; kind: 'unauthorized' | 'signature' | 'malformed'; reason: string };
+  | { ok: false; kind: 'unauthorized' | 'signature' | 'malformed'; reason: string }
+  /** What verifying needs from the provider (PayPal's certificate) could not be had: a 503, retried. */
+  | { ok: false; kind: 'unavailable'; reason: string; retryAfterSeconds: number };
+
+/**
+ * What the provider's own API says of a verified event before it takes effect: `confirmed`, or
+ * `differs` (the API has no such event, or another one: refused, never retried into success), or
+ * `unavailable` (the API did not answer: a 503, nothing acknowledged).
+ */
+export type Confirmation =
+  | { kind: 'confirmed' }
+  | { kind: 'differs'; reason: string; fields: string[] }
+  | { kind: 'unavailable'; reason: string; retryAfterSeconds: number };
 
 /**
  * One payment provider: verify a request with the provider's own library, and turn each of its
@@ -59,6 +80,11 @@ export interface ProviderAdapter {
   exportMode(line: unknown): ProviderMode | undefined;
   /** One verified (or exported) provider event, as settle sees it. */
   adapt(item: unknown): AdaptedEvent;
+  /**
+   * Set where the signature alone does not fix the deciding fields and settle holds API credentials
+   * (PayPal's): asks the provider's API for the event and compares what decides. Only for a webhook.
+   */
+  confirm?(adapted: Extract<AdaptedEvent, { kind: 'payment' | 'unmatched' }>): Promise<Confirmation>;
 }
 
 /**

@@ -99,6 +99,7 @@ export type WorkerOptions = {
         | 'providerMode'
         | 'stripeAccounts'
         | 'adyenMerchantAccounts'
+        | 'paypalMerchantIds'
       >
     >;
   pool: pg.Pool;
@@ -254,6 +255,7 @@ export async function createWorker({
       accounts: {
         stripeAccounts: config.stripeAccounts ?? [],
         adyenMerchantAccounts: config.adyenMerchantAccounts ?? [],
+        paypalMerchantIds: config.paypalMerchantIds ?? [],
       },
       config: {
         ...targetUrls(config),

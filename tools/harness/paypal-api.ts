@@ -31,7 +31,7 @@ async function keyPem(key: webcrypto.CryptoKey): Promise<string> {
   return `-----BEGIN PRIVATE KEY-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n')}\n-----END PRIVATE KEY-----\n`;
 }
 
-async function authority(name: string, notAfter: Date) {
+async function authority(name: string, notAfter: Date, options: { ca?: boolean } = {}) {
   const keys = await webcrypto.subtle.generateKey(RSA, true, ['sign', 'verify']);
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: randomBytes(8).toString('hex'),
@@ -41,8 +41,28 @@ async function authority(name: string, notAfter: Date) {
     keys,
     signingAlgorithm: RSA,
     extensions: [
-      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.BasicConstraintsExtension(options.ca ?? true, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true),
+    ],
+  });
+  return { cert, keys };
+}
+
+/** A certificate with keyCertSign but basicConstraints CA:FALSE, issued by `ca`: it may not issue. */
+async function notAuthorityOf(ca: Awaited<ReturnType<typeof authority>>, notAfter: Date) {
+  const keys = await webcrypto.subtle.generateKey(RSA, true, ['sign', 'verify']);
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: randomBytes(8).toString('hex'),
+    subject: 'CN=settle test intermediate that is no CA, O=DigiCert test',
+    issuer: ca.cert.subject,
+    notBefore: new Date(Date.now() - 3_600_000),
+    notAfter,
+    publicKey: keys.publicKey,
+    signingKey: ca.keys.privateKey,
+    signingAlgorithm: RSA,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.digitalSignature, true),
     ],
   });
   return { cert, keys };
@@ -74,6 +94,8 @@ export async function createPaypalCertificates() {
   const rogue = await authority('CN=someone else, O=Mallory', new Date(Date.now() + day));
   const valid = { notBefore: new Date(Date.now() - 3_600_000), notAfter: new Date(Date.now() + day) };
   const subject = 'CN=messageverificationcerts.paypal.com, O=PayPal';
+  const notCa = await notAuthorityOf(ca, new Date(Date.now() + day));
+  const underNotCa = await leafOf(notCa, subject, valid);
   return {
     /** The root a fetched chain must end in (pass as `trustedCas`). */
     ca: ca.cert.toString('pem'),
@@ -83,6 +105,11 @@ export async function createPaypalCertificates() {
     forged: await leafOf(rogue, subject, valid),
     /** Issued by `ca`, but to someone else. */
     stranger: await leafOf(ca, 'CN=www.example.com, O=Example', valid),
+    /**
+     * PayPal's subject, issued by a certificate that `ca` issued without CA:TRUE; `cert` is the chain
+     * (leaf, then that issuer), as a certificate URL serves it.
+     */
+    notCa: { cert: `${underNotCa.cert}${notCa.cert.toString('pem')}\n`, key: underNotCa.key },
     /** Issued by `ca` to PayPal, expired an hour ago. */
     expired: await leafOf(ca, subject, {
       notBefore: new Date(Date.now() - 2 * day),
@@ -183,9 +210,11 @@ export function paypalRefund(captureId: string, shipmentId: string, value = '42.
  * A local PayPal REST API: `POST /v1/oauth2/token` (client credentials, basic auth),
  * `GET /v1/notifications/webhooks-events` (start_time inclusive, end_time exclusive, page_size 1–300,
  * newest first, the next page by a `links` rel=next whose href names PayPal's own host, as PayPal's
- * do), and the signing certificates at `/v1/notifications/certs/<name>`: `CERT-…-good` (PayPal's),
- * `…-forged`, `…-stranger`, `…-expired`, `…-huge` (over a megabyte), `…-hang` (never answers).
- * Faults queued with `failNext` answer the next events-API requests instead. Every request is logged.
+ * do), `GET /v1/notifications/webhooks-events/<id>` (one event, or 404), and the signing
+ * certificates at `/v1/notifications/certs/<name>`: `CERT-…-good` (PayPal's), `…-forged`,
+ * `…-stranger`, `…-expired`, `…-notCa` (issued by a certificate without CA:TRUE), `…-huge` (over a
+ * megabyte), `…-hang` (never answers), `…-unavailable` (503). Faults queued with `failNext` answer
+ * the next events-API requests (a listing or one event) instead. Every request is logged.
  */
 export async function startPaypalApi(options: { certificates: PaypalCertificates }) {
   const clientId = `AZ${randomBytes(16).toString('hex')}`;
@@ -213,12 +242,15 @@ export async function startPaypalApi(options: { certificates: PaypalCertificates
     });
     req.resume();
     const cert =
-      /^\/v1\/notifications\/certs\/CERT-[A-Za-z0-9-]*-(good|forged|stranger|expired|huge|hang)$/.exec(
+      /^\/v1\/notifications\/certs\/CERT-[A-Za-z0-9-]*-(good|forged|stranger|expired|notCa|huge|hang|unavailable)$/.exec(
         url.pathname,
       );
     if (cert) {
-      const kind = cert[1] as 'good' | 'forged' | 'stranger' | 'expired' | 'huge' | 'hang';
+      const kind = cert[1] as
+        'good' | 'forged' | 'stranger' | 'expired' | 'notCa' | 'huge' | 'hang' | 'unavailable';
       if (kind === 'hang') return;
+      if (kind === 'unavailable')
+        return send(res, 503, { name: 'SERVICE_UNAVAILABLE', message: 'try later' });
       const pem =
         kind === 'huge'
           ? `${certs.paypal.cert}${'#'.repeat(1024 * 1024)}`
@@ -240,7 +272,8 @@ export async function startPaypalApi(options: { certificates: PaypalCertificates
         expires_in: 32_400,
       });
     }
-    if (url.pathname !== '/v1/notifications/webhooks-events' || req.method !== 'GET') {
+    const byId = /^\/v1\/notifications\/webhooks-events\/([^/]+)$/.exec(url.pathname);
+    if ((url.pathname !== '/v1/notifications/webhooks-events' && !byId) || req.method !== 'GET') {
       return send(res, 404, {
         name: 'RESOURCE_NOT_FOUND',
         message: 'The specified resource does not exist.',
@@ -268,6 +301,17 @@ export async function startPaypalApi(options: { certificates: PaypalCertificates
         name: 'AUTHENTICATION_FAILURE',
         message: 'Authentication failed due to invalid authentication credentials',
       });
+    }
+    if (byId) {
+      const id = decodeURIComponent(byId[1]!);
+      const found = events.find((stored) => stored.event.id === id);
+      if (!found) {
+        return send(res, 404, {
+          name: 'INVALID_RESOURCE_ID',
+          message: 'The requested resource ID was not found',
+        });
+      }
+      return send(res, 200, found.event);
     }
     const q = url.searchParams;
     const pageSize = q.has('page_size') ? Number(q.get('page_size')) : 10;
