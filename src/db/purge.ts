@@ -174,6 +174,16 @@ export async function purgeExpiredClaims(
   // Runs started around settle's door, refused: kept as long as a claim would be, so a flood of them
   // does not grow the table without end.
   await pool.query(`DELETE FROM unadmitted_runs WHERE last_at < $1::timestamptz`, [cutoff]);
+  // The record of settle's own runs goes with the claims (one row per start): in batches, by index.
+  for (;;) {
+    options.signal?.throwIfAborted();
+    const runs = await pool.query(
+      `DELETE FROM settle_runs WHERE ctid = ANY (ARRAY(
+         SELECT ctid FROM settle_runs WHERE started_at < $1::timestamptz LIMIT $2::int))`,
+      [cutoff, BATCH],
+    );
+    if ((runs.rowCount ?? 0) < BATCH) break;
+  }
   if (deletedRows > 0 || result.conflicts > 0) {
     const tables = rowPurged.flatMap((pair) => [pair.claims, pair.events]).join(', ');
     const started = Date.now();
