@@ -41,6 +41,7 @@ import {
   unadmittedRunsTotal,
 } from '../metrics/settle-metrics';
 import { annotateSpan } from '../tracing/tracing';
+import { actOnlyFor } from './run-subject';
 
 /**
  * One transaction: claim the event ID and apply its business effect together. A repeat returns the
@@ -48,7 +49,9 @@ import { annotateSpan } from '../tracing/tracing';
  * non-retryable `idempotency_key_reused`. An `unmatched` claim is retried against the shipment, so a
  * replay applies it once the shipment exists. A run whose event settle's door never stored with this
  * payload (started around settle, on Temporal's frontend) changes nothing: it is recorded as an
- * `unadmitted_run` exception, counted, and refused non-retryably. Connection and serialization
+ * `unadmitted_run` exception, counted, and refused non-retryably; a run whose workflow ID is not
+ * `payment:<event id>` (a copy of an admitted event's input under another ID) is refused before
+ * anything, `wrong_workflow_id` (run-subject.ts). Connection and serialization
  * failures are thrown as-is and retried. Each attempt counts itself in the reconcile metrics and logs
  * what it decided.
  */
@@ -57,6 +60,7 @@ export async function reconcilePayment(
   event: PaymentEvent,
   accounts: AccountPolicy = OPEN_ACCOUNT_POLICY,
 ): Promise<ReconcileResult> {
+  actOnlyFor(paymentWorkflowId(event.id), 'reconcilePayment');
   try {
     // Validated once, by the workflow that passes it (workflows/payment.ts): no second parse here.
     const sha = payloadSha256(event);
