@@ -6,6 +6,7 @@ import {
   log,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
@@ -43,8 +44,17 @@ const { deliverReminder } = proxyActivities<Activities>({
   },
 });
 
+/**
+ * One read of the reminder's row, in the worker that runs the workflow: its marker goes out with the
+ * patch's in one command. Retried without limit (PostgreSQL briefly down).
+ */
+const { confirmReminderCancelled } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
 /** Bookkeeping in PostgreSQL: retried without limit. */
-const { failReminder, confirmReminderCancelled } = proxyActivities<Activities>({
+const { failReminder } = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
