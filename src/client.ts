@@ -7,6 +7,7 @@ import {
   WorkflowIdReusePolicy,
 } from '@temporalio/client';
 import type { SearchAttributePair } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import type { NativeConnection } from '@temporalio/worker';
 import type { Config } from './config';
 import { activeTracing } from './tracing/tracing';
@@ -15,9 +16,12 @@ import type { PaymentEvent } from './domain/payment-event';
 import { temporalConnectionOptions, type TemporalConnectionConfig } from './temporal/connection';
 import { settleDataConverter, type PayloadKeysConfig } from './temporal/data-converter';
 import { bulkTaskQueue } from './temporal/task-queues';
+import { GrpcStatus } from './temporal/grpc-status';
 import { paymentStartSearchAttributes, paymentSummary, reminderSummary } from './workflows/search-attributes';
 import { payloadSha256 } from './lib/hash';
-import { carriesRunMark, RUN_MARK_MEMO, runMark, type RunMarkSpec } from './temporal/run-mark';
+import { RUN_MARK_MEMO, runMark, type RunMarkSpec } from './temporal/run-mark';
+import type { Queryable } from './db/pool';
+import { isSettleRun, recordSettleRun } from './db/settle-runs';
 import type { paymentWorkflow, reminderWorkflow } from './workflows';
 
 /** How long a start may take before the caller treats Temporal as unavailable. */
@@ -66,7 +70,7 @@ export function clientOnWorkerConnection(connection: NativeConnection, config: C
   return client;
 }
 
-/** A run settle did not start (no valid mark) that held the workflow ID; terminated if it still ran. */
+/** A run settle did not start (its run ID is not recorded) that held the workflow ID; ended if it was open. */
 export type ForeignRun = { workflowId: string; runId: string; workflowType: string; status: string };
 
 export type StartResult =
@@ -78,18 +82,28 @@ export type StartResult =
       /** Runs settle did not start found under the ID, in the order found: the caller records them. */
       displaced: ForeignRun[];
     }
-  /** The ID is held by a run settle started (its mark is valid): the normal duplicate. */
-  | { started: false; workflowId: string };
+  /** The ID is held by an open or closed run settle started and recorded (`runId`): the normal duplicate. */
+  | { started: false; workflowId: string; runId: string };
 
 type ReusePolicy = 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE';
 
-/** How many foreign runs one start displaces before it gives up (each one is someone racing it). */
-const MAX_DISPLACED = 3;
+/** How many runs settle did not start one start looks past before it gives up (someone racing it). */
+const MAX_LOOKS = 4;
 
 /** The reason a displaced run's termination carries (Temporal UI, its history). */
 const FOREIGN_RUN_REASON =
-  'settle did not start this run (its memo has no valid settle mark), and it held the workflow ID of ' +
+  'settle did not start this run (settle has no record of its run ID), and it held the workflow ID of ' +
   'an event settle admits: terminated so that settle starts its own (settle exceptions: unadmitted_run)';
+
+/** The statuses of a closed run; any other (running, paused, one this SDK does not name) is open. */
+const CLOSED_STATUSES = new Set([
+  'COMPLETED',
+  'FAILED',
+  'CANCELED',
+  'TERMINATED',
+  'CONTINUED_AS_NEW',
+  'TIMED_OUT',
+]);
 
 /**
  * Bulk work (`settle import`) runs on its own task queue (task-queues.ts), and at Temporal's lowest
@@ -100,15 +114,20 @@ export const BULK_PRIORITY_KEY = 5;
 export type StartPriority = 'live' | 'bulk';
 
 /**
- * Starts a workflow under its deterministic ID, its memo carrying settle's mark (temporal/run-mark.ts).
+ * Starts a workflow under its deterministic ID and records the run ID Temporal gave it in
+ * `settle_runs`, on `runs` (an admission's transaction, so the record commits with the event's row).
  * REJECT_DUPLICATE and FAIL make Temporal refuse a second start while it remembers the ID: the cheap
  * first layer; the claim in PostgreSQL is the one that decides. A refused start looks at the run that
- * holds the ID: one carrying settle's mark is settle's own and the start is `started: false` (the
- * normal duplicate). One without (started on Temporal's frontend by someone else, perhaps with a start
- * delay to take the ID before the real event arrives) is terminated if it still runs, returned in
- * `displaced`, and the start is made again: with ALLOW_DUPLICATE_FAILED_ONLY after a termination or a
- * failed foreign run, so that a run settle started in between (a concurrent start) still refuses it,
- * and with ALLOW_DUPLICATE only past a foreign run that completed. Anything else (Temporal unreachable
+ * holds the ID, by its raw description (no payload of it is decoded, so a memo nobody can read is no
+ * error): settle's own is a run of this type on this task queue (or its bulk queue) whose run ID, or
+ * whose chain's first run ID (a reset run), settle recorded; the start is then `started: false` (the
+ * normal duplicate). Any other run (started on Temporal's frontend by someone else, perhaps with a
+ * start delay to take the ID, or with a copy of a settle run's memo) is terminated while it is open
+ * (running, paused, anything not closed), returned in `displaced`, and the start is made again: with
+ * ALLOW_DUPLICATE_FAILED_ONLY after a termination or a failed foreign run, so that a run settle
+ * started in between (a concurrent start) still refuses it, and with ALLOW_DUPLICATE past a foreign
+ * run that completed. The memo still carries the run mark (temporal/run-mark.ts) for processes of
+ * the previous release, which read it; nothing here trusts it. Anything else (Temporal unreachable
  * past the deadline) is thrown, and the caller answers 503.
  */
 async function startOnce(
@@ -125,14 +144,17 @@ async function startOnce(
     /** Ask for eager dispatch when this process's own worker shares the client's connection. */
     eager?: boolean;
     priority?: StartPriority;
-    /** settle's mark for the run's memo, and the check of a run found under the ID. */
+    /** The mark the previous release reads in the run's memo. */
     mark: RunMarkSpec;
+    /** Where settle records the run it starts, and looks up a run found under the ID. */
+    runs: Queryable;
   },
 ): Promise<StartResult> {
   const { workflowId, args } = options;
   const bulk = options.priority === 'bulk';
   const taskQueue = bulk ? bulkTaskQueue(options.taskQueue) : options.taskQueue;
   const displaced: ForeignRun[] = [];
+  let looks = 0;
   let reusePolicy: keyof typeof WorkflowIdReusePolicy = options.reusePolicy ?? 'REJECT_DUPLICATE';
   for (;;) {
     try {
@@ -151,6 +173,7 @@ async function startOnce(
           ...(bulk ? { priority: { priorityKey: BULK_PRIORITY_KEY } } : {}),
         }),
       );
+      await recordSettleRun(options.runs, workflowId, handle.firstExecutionRunId);
       return {
         started: true,
         workflowId,
@@ -164,9 +187,17 @@ async function startOnce(
     const holder = await runHoldingId(client, workflowId);
     // Gone between the refusal and the look (retention, a reset): start again as asked.
     if (!holder) continue;
-    if (carriesRunMark(holder.memo, options.mark, workflowId)) return { started: false, workflowId };
-    if (displaced.length >= MAX_DISPLACED) {
-      throw new Error(`${displaced.length} runs settle did not start took this workflow ID in turn`);
+    const ownQueue = [options.taskQueue, bulkTaskQueue(options.taskQueue)].includes(holder.taskQueue);
+    if (
+      holder.type === workflowType &&
+      ownQueue &&
+      (await isSettleRun(options.runs, workflowId, [holder.runId, holder.firstRunId]))
+    ) {
+      return { started: false, workflowId, runId: holder.runId };
+    }
+    looks += 1;
+    if (looks > MAX_LOOKS) {
+      throw new Error(`${displaced.length} runs settle did not start kept this workflow ID from it`);
     }
     const foreign: ForeignRun = {
       workflowId,
@@ -174,8 +205,11 @@ async function startOnce(
       workflowType: holder.type,
       status: holder.status,
     };
-    displaced.push(foreign);
-    if (holder.status === 'RUNNING') await terminateForeign(client, foreign);
+    // The same run again (it closed between the look and the start): recorded once, as last seen.
+    const seen = displaced.findIndex((run) => run.runId === holder.runId);
+    if (seen >= 0) displaced[seen] = foreign;
+    else displaced.push(foreign);
+    if (!CLOSED_STATUSES.has(holder.status)) await terminateForeign(client, foreign);
     // An operator's ALLOW_DUPLICATE stays; else only a foreign run that completed is passed over by
     // ALLOW_DUPLICATE, and FAILED_ONLY (terminated, failed, timed out) keeps refusing settle's own.
     if (reusePolicy !== 'ALLOW_DUPLICATE') {
@@ -184,23 +218,32 @@ async function startOnce(
   }
 }
 
-/** The latest run under a workflow ID (its memo decoded), or undefined when Temporal has none. */
-async function runHoldingId(
-  client: Client,
-  workflowId: string,
-): Promise<{ runId: string; type: string; status: string; memo?: Record<string, unknown> } | undefined> {
+type Holder = { runId: string; firstRunId: string; type: string; taskQueue: string; status: string };
+
+/**
+ * The latest run under a workflow ID, or undefined when Temporal has none. Read raw from the
+ * frontend: its memo and search attributes stay undecoded, so a payload no codec can read (encrypted
+ * under a key nobody holds) changes nothing here.
+ */
+async function runHoldingId(client: Client, workflowId: string): Promise<Holder | undefined> {
   try {
     const described = await client.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-      client.workflow.getHandle(workflowId).describe(),
+      client.workflowService.describeWorkflowExecution({
+        namespace: client.options.namespace,
+        execution: { workflowId },
+      }),
     );
+    const info = described.workflowExecutionInfo;
+    const status = temporal.api.enums.v1.WorkflowExecutionStatus[info?.status ?? 0] ?? 'UNKNOWN';
     return {
-      runId: described.runId,
-      type: described.type,
-      status: described.status.name,
-      memo: described.memo,
+      runId: info?.execution?.runId ?? '',
+      firstRunId: info?.firstRunId ?? '',
+      type: info?.type?.name ?? '',
+      taskQueue: info?.taskQueue ?? '',
+      status: status.replace(/^WORKFLOW_EXECUTION_STATUS_/, ''),
     };
   } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return undefined;
+    if ((error as { code?: unknown }).code === GrpcStatus.NOT_FOUND) return undefined;
     throw error;
   }
 }
@@ -221,12 +264,13 @@ async function terminateForeign(client: Client, run: ForeignRun): Promise<void> 
  * The event's workflow, `payment:<event id>`, with its search attributes (ShipmentId, PaymentId,
  * PaymentEventType, SettleDeliveryState `pending`) and summary set from the start, so the run is found
  * by its shipment before it has run. `reusePolicy: 'ALLOW_DUPLICATE'` is for an operator's replay.
+ * `runs`: where the run is recorded as settle's (startOnce).
  */
 export function startPaymentWorkflow(
   client: Client,
   taskQueue: string,
   event: PaymentEvent,
-  options: { markKey: Buffer; reusePolicy?: ReusePolicy; priority?: StartPriority },
+  options: { markKey: Buffer; runs: Queryable; reusePolicy?: ReusePolicy; priority?: StartPriority },
 ): Promise<StartResult> {
   const args: Parameters<typeof paymentWorkflow> = [{ event }];
   return startOnce(client, 'paymentWorkflow', {
@@ -239,6 +283,7 @@ export function startPaymentWorkflow(
     eager: true,
     priority: options.priority,
     mark: { key: options.markKey, binding: payloadSha256(event) },
+    runs: options.runs,
   });
 }
 
@@ -247,7 +292,7 @@ export function startReminderWorkflow(
   client: Client,
   taskQueue: string,
   reminder: { deliveryId: string; dueAt: Date; contractId?: string },
-  markKey: Buffer,
+  options: { markKey: Buffer; runs: Queryable },
 ): Promise<StartResult> {
   const args: Parameters<typeof reminderWorkflow> = [
     { deliveryId: reminder.deliveryId, dueAt: reminder.dueAt.toISOString() },
@@ -257,6 +302,7 @@ export function startReminderWorkflow(
     workflowId: reminderWorkflowId(reminder.deliveryId),
     args,
     summary: reminderSummary(reminder),
-    mark: { key: markKey, binding: '' },
+    mark: { key: options.markKey, binding: '' },
+    runs: options.runs,
   });
 }

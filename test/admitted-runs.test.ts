@@ -317,9 +317,10 @@ describe('events through settle’s door', () => {
           })
         ).inserted,
       whenKnown: async () => undefined,
-      start: async () => {
+      start: async (tx) => {
         const started = await startPaymentWorkflow(eager, stack.taskQueue, event, {
           markKey: await runMarkKey(stack.pool),
+          runs: tx,
         });
         // Hold the commit until the run's reconcile is waiting on the event ID's lock: it ran first.
         await waitFor('the reconcile to wait on the admission’s lock', async () => {

@@ -7,7 +7,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { reconcilePayment } from '../src/activities/reconcile-payment';
+import type pg from 'pg';
 import { insertAdmittedEvent } from '../src/db/events';
+import { createPool } from '../src/db/pool';
 import { ensurePartitions } from '../src/db/partitions';
 import { addShipments } from '../src/db/shipments';
 import { withTransaction } from '../src/db/transaction';
@@ -29,8 +31,8 @@ after(async () => {
 });
 
 /** Stores the event as the door does; true when this call stored it. */
-async function admit(event: PaymentEvent): Promise<boolean> {
-  return withTransaction(db.pool, async (tx) => {
+async function admit(event: PaymentEvent, pool: pg.Pool = db.pool): Promise<boolean> {
+  return withTransaction(pool, async (tx) => {
     const { inserted } = await insertAdmittedEvent(tx, {
       eventId: event.id,
       type: event.type,
@@ -171,5 +173,33 @@ describe('an event stored in an older week and not yet claimed', () => {
     const stored = await Promise.all(Array.from({ length: 10 }, () => admit(event)));
     assert.equal(stored.filter(Boolean).length, 1);
     assert.equal((await partitionsOf('events', event.id)).length, 1);
+  });
+});
+
+describe('a database whose sessions default to SERIALIZABLE', () => {
+  test('settle’s pool still runs READ COMMITTED: ten first deliveries at once store one, none fails', async () => {
+    const name = new URL(db.url).pathname.slice(1);
+    await db.pool.query(`ALTER DATABASE ${name} SET default_transaction_isolation = 'serializable'`);
+    // Options the connection string carries are kept, and cannot undo the pin either.
+    const url = new URL(db.url);
+    url.searchParams.set(
+      'options',
+      '-c default_transaction_isolation=repeatable\\ read -c application_name=pinned',
+    );
+    const pool = createPool(url.toString());
+    try {
+      const { rows } = await pool.query<{ isolation: string; name: string }>(
+        `SELECT current_setting('default_transaction_isolation') AS isolation,
+                current_setting('application_name') AS name`,
+      );
+      assert.deepEqual(rows[0], { isolation: 'read committed', name: 'pinned' });
+      const event = paymentEvent({ shipmentId: uniqueId('SHP') });
+      const stored = await Promise.all(Array.from({ length: 10 }, () => admit(event, pool)));
+      assert.equal(stored.filter(Boolean).length, 1);
+      assert.equal((await partitionsOf('events', event.id)).length, 1);
+    } finally {
+      await pool.end();
+      await db.pool.query(`ALTER DATABASE ${name} RESET default_transaction_isolation`);
+    }
   });
 });

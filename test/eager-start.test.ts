@@ -47,6 +47,7 @@ async function startAndFinish(client: typeof stack.client) {
   });
   const start = await startPaymentWorkflow(client, stack.taskQueue, event, {
     markKey: await runMarkKey(stack.pool),
+    runs: stack.pool,
   });
   assert.equal(start.started, true);
   const result = (await client.workflow.getHandle(start.workflowId).result()) as PaymentWorkflowResult;

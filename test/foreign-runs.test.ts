@@ -4,15 +4,26 @@
  * before the real event arrives. settle must still apply the event once: the squatting run is
  * terminated, recorded and listed, and settle's own run takes the ID. The same holds for replay and
  * for reminders, and a forged reminder run cannot deliver early or deliver a cancelled reminder.
+ * settle knows its own runs by the run IDs it recorded when it started them: a memo nobody can read,
+ * or one copied from a run of settle's, makes a run neither an error nor settle's.
  */
 import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { WorkflowFailedError } from '@temporalio/client';
+import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time';
+import { temporal } from '@temporalio/proto';
 import { replayEvent } from '../src/app/replay';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId, reminderWorkflowId } from '../src/domain/ids';
+import { downstreamIdempotencyKey } from '../src/domain/outbox';
+import { ENCRYPTED_ENCODING, KEY_ID_METADATA } from '../src/temporal/payload-codec';
 import { shortHash } from '../src/lib/hash';
-import type { PaymentWorkflowResult } from '../src/workflows';
+import {
+  cancelReminderSignal,
+  type PaymentWorkflowResult,
+  type ReminderWorkflowResult,
+} from '../src/workflows';
 import {
   countRows,
   paymentEvent,
@@ -30,8 +41,15 @@ let stack: TestStack;
 let carrier: Receiver;
 let customer: Receiver;
 
+/** Shipments whose carrier release is answered 503 (Retry-After: 2) the first time. */
+const busyOnce = new Set<string>();
+
 before(async () => {
-  carrier = await startReceiver();
+  carrier = await startReceiver((request) =>
+    busyOnce.has(String(request.json.shipment_id)) && request.attempt === 1
+      ? { status: 503, headers: { 'retry-after': '2' } }
+      : { status: 200 },
+  );
   customer = await startReceiver();
   stack = await startTestStack({ config: { carrierUrl: carrier.url, allowPrivateTargets: true } });
 });
@@ -58,8 +76,14 @@ async function squat(workflowType: string, workflowId: string, args: unknown[] =
   return handle.firstExecutionRunId;
 }
 
+/** A run's status, read raw: a memo no codec can read does not stop the look. */
 async function statusOf(workflowId: string, runId: string): Promise<string> {
-  return (await stack.client.workflow.getHandle(workflowId, runId).describe()).status.name;
+  const described = await stack.client.workflowService.describeWorkflowExecution({
+    namespace: stack.client.options.namespace,
+    execution: { workflowId, runId },
+  });
+  const status = described.workflowExecutionInfo?.status ?? 0;
+  return temporal.api.enums.v1.WorkflowExecutionStatus[status]!.replace('WORKFLOW_EXECUTION_STATUS_', '');
 }
 
 type Listed = { kind: string; event_id: string; detail: string; next_step: string };
@@ -149,6 +173,205 @@ describe('a run settle did not start holds an event’s workflow ID', () => {
     assert.equal(replayed.status, 'replayed', JSON.stringify(replayed));
     assert.equal(await statusOf(paymentWorkflowId(event.id), squatter), 'TERMINATED');
     assert.equal((await listedForeign(event.id)).length, 1);
+    assert.equal(await countRows(stack.pool, 'ledger_entries', event.id), 1);
+  });
+});
+
+type Payload = temporal.api.common.v1.IPayload;
+const json = (value: unknown): Payload => ({
+  metadata: { encoding: Buffer.from('json/plain') },
+  data: Buffer.from(JSON.stringify(value)),
+});
+
+/** A memo field no codec can read: "encrypted" under a key nobody holds. */
+const unreadableMemo = (): Record<string, Payload> => ({
+  settleRunMark: {
+    metadata: { encoding: Buffer.from(ENCRYPTED_ENCODING), [KEY_ID_METADATA]: Buffer.from('nobody') },
+    data: randomBytes(64),
+  },
+});
+
+/** A start as Temporal's frontend takes it from anyone, payloads as given (nothing encoded by settle). */
+async function rawStart(
+  workflowId: string,
+  options: {
+    workflowType?: string;
+    taskQueue?: string;
+    input?: Payload[];
+    memo?: Record<string, Payload>;
+    startDelay?: boolean;
+  },
+): Promise<string> {
+  const started: temporal.api.workflowservice.v1.IStartWorkflowExecutionResponse =
+    await stack.client.workflowService.startWorkflowExecution({
+      namespace: stack.client.options.namespace,
+      workflowId,
+      workflowType: { name: options.workflowType ?? 'paymentWorkflow' },
+      taskQueue: { name: options.taskQueue ?? stack.taskQueue },
+      input: { payloads: options.input ?? [json({})] },
+      ...(options.memo ? { memo: { fields: options.memo } } : {}),
+      ...(options.startDelay ? { workflowStartDelay: msToTs('720h') } : {}),
+      requestId: randomUUID(),
+      identity: 'someone with reach to the frontend',
+    });
+  return started.runId!;
+}
+
+/** A run's memo and input, byte for byte as Temporal stores them. */
+async function bytesOf(workflowId: string, runId: string) {
+  const namespace = stack.client.options.namespace;
+  const described = await stack.client.workflowService.describeWorkflowExecution({
+    namespace,
+    execution: { workflowId, runId },
+  });
+  const history = await stack.client.workflowService.getWorkflowExecutionHistory({
+    namespace,
+    execution: { workflowId, runId },
+  });
+  const started = history.history!.events![0]!.workflowExecutionStartedEventAttributes!;
+  return {
+    memo: described.workflowExecutionInfo!.memo!.fields as Record<string, Payload>,
+    input: started.input!.payloads!,
+  };
+}
+
+describe('a run under an event’s ID that settle cannot read, or that copies settle’s', () => {
+  test('a memo nobody can decode: the event is accepted, applied once, the run ended and listed', async () => {
+    const shipmentId = await newShipment();
+    const event = paymentEvent({ shipmentId, type: 'payment.settled' });
+    const squatter = await rawStart(paymentWorkflowId(event.id), {
+      memo: unreadableMemo(),
+      startDelay: true,
+    });
+
+    const reply = await postWebhook(stack, event);
+    assert.equal(reply.status, 202, JSON.stringify(reply.body));
+    await assertTakenBack(event.id, shipmentId, squatter, String(reply.body.run_id));
+    const again = await postWebhook(stack, event);
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.equal(again.body.status, 'duplicate');
+  });
+
+  test('settle replay past a run with an unreadable memo: it is ended, listed, and the event stays applied once', async () => {
+    const shipmentId = await newShipment();
+    const event = paymentEvent({ shipmentId, type: 'payment.settled' });
+    const reply = await postWebhook(stack, event);
+    assert.equal(reply.status, 202);
+    await stack.client.workflow.getHandle(paymentWorkflowId(event.id)).result();
+    const squatter = await rawStart(paymentWorkflowId(event.id), {
+      memo: unreadableMemo(),
+      startDelay: true,
+    });
+
+    const replayed = await replayEvent(stack, event.id);
+    assert.equal(replayed.status, 'replayed', JSON.stringify(replayed));
+    assert.equal(replayed.after, 'applied');
+    assert.notEqual(replayed.run_id, squatter);
+    assert.equal(await statusOf(paymentWorkflowId(event.id), squatter), 'TERMINATED');
+    const listed = await listedForeign(event.id);
+    assert.equal(listed.length, 1, JSON.stringify(listed));
+    assert.match(listed[0]!.detail, new RegExp(`run ID ${squatter}`));
+    assert.equal(await countRows(stack.pool, 'ledger_entries', event.id), 1);
+    assert.equal(releasesOf(shipmentId), 1);
+  });
+
+  test('a copy of settle’s closed run, memo and input byte for byte, on another task queue: replay applies for real', async () => {
+    // The event arrives before its shipment: settle's run closes `unmatched`.
+    const shipmentId = uniqueId('SHP');
+    const event = paymentEvent({ shipmentId, type: 'payment.settled' });
+    const reply = await postWebhook(stack, event);
+    assert.equal(reply.status, 202);
+    const settleRun = String(reply.body.run_id);
+    const first: PaymentWorkflowResult = await stack.client.workflow
+      .getHandle(paymentWorkflowId(event.id), settleRun)
+      .result();
+    assert.equal(first.outcome, 'unmatched');
+    await addShipments(stack.pool, [shipmentId]);
+
+    // Someone copies the closed run's memo (settle's mark included) and input onto a run of their own.
+    const { memo, input } = await bytesOf(paymentWorkflowId(event.id), settleRun);
+    assert.ok('settleRunMark' in memo, 'the copied memo carries the mark');
+    const copy = await rawStart(paymentWorkflowId(event.id), {
+      taskQueue: `${stack.taskQueue}-elsewhere`,
+      memo,
+      input,
+    });
+
+    const replayed = await replayEvent(stack, event.id, { decideTimeoutMs: 60_000 });
+    assert.equal(replayed.status, 'replayed', JSON.stringify(replayed));
+    assert.equal(replayed.joined_running_run, false);
+    assert.deepEqual([replayed.before, replayed.after, replayed.changed], ['unmatched', 'applied', true]);
+    assert.ok(![copy, settleRun].includes(replayed.run_id), replayed.run_id);
+    assert.equal(await statusOf(paymentWorkflowId(event.id), copy), 'TERMINATED');
+    const listed = await listedForeign(event.id);
+    assert.equal(listed.length, 1, JSON.stringify(listed));
+    assert.match(listed[0]!.detail, new RegExp(`run ID ${copy}`));
+    assert.equal(await countRows(stack.pool, 'ledger_entries', event.id), 1);
+    await waitFor('the carrier release', async () => releasesOf(shipmentId) === 1 || undefined);
+  });
+
+  test('a paused run under the ID: ended and replaced, the event applied once', async () => {
+    const shipmentId = await newShipment();
+    const event = paymentEvent({ shipmentId, type: 'payment.settled' });
+    // A type no worker knows keeps it open on settle's own queue; then it is paused.
+    const squatter = await rawStart(paymentWorkflowId(event.id), { workflowType: 'squatterWorkflow' });
+    await stack.client.workflowService.pauseWorkflowExecution({
+      namespace: stack.client.options.namespace,
+      workflowId: paymentWorkflowId(event.id),
+      runId: squatter,
+      identity: 'someone with reach to the frontend',
+      reason: 'hold the ID',
+      requestId: randomUUID(),
+    });
+    await waitFor(
+      'the run to be paused',
+      async () => (await statusOf(paymentWorkflowId(event.id), squatter)) === 'PAUSED' || undefined,
+    );
+
+    const reply = await postWebhook(stack, event);
+    assert.equal(reply.status, 202, JSON.stringify(reply.body));
+    await assertTakenBack(event.id, shipmentId, squatter, String(reply.body.run_id));
+  });
+
+  test('a copy of an admitted event’s input under another workflow ID: its activities refuse, nothing is sent twice', async () => {
+    const shipmentId = await newShipment();
+    busyOnce.add(shipmentId);
+    const event = paymentEvent({ shipmentId, type: 'payment.settled' });
+    const releaseKey = downstreamIdempotencyKey(event.id, 'carrier', 'release_hold');
+    const reply = await postWebhook(stack, event);
+    assert.equal(reply.status, 202);
+    // settle's run has claimed the event and its carrier release waits out a Retry-After.
+    await waitFor(
+      'the first release attempt',
+      async () => carrier.keys.get(releaseKey)?.requests === 1 || undefined,
+    );
+
+    const copy = await stack.client.workflow.start('paymentWorkflow', {
+      taskQueue: stack.taskQueue,
+      workflowId: uniqueId('copy'),
+      args: [{ event }],
+    });
+    const failure = await copy.result().then(
+      () => assert.fail('the copy completed'),
+      (error: unknown) => error,
+    );
+    assert.ok(failure instanceof WorkflowFailedError, String(failure));
+    assert.ok(failure.cause instanceof ActivityFailure, String(failure.cause));
+    assert.ok(failure.cause.cause instanceof ApplicationFailure, String(failure.cause.cause));
+    assert.equal(failure.cause.cause.type, 'wrong_workflow_id');
+
+    const result: PaymentWorkflowResult = await stack.client.workflow
+      .getHandle(paymentWorkflowId(event.id), String(reply.body.run_id))
+      .result();
+    assert.equal(result.outcome, 'applied');
+    // The 503 and settle's own retry: the copy sent nothing and counted no attempt.
+    assert.equal(carrier.keys.get(releaseKey)?.requests, 2);
+    assert.equal(carrier.keys.get(releaseKey)?.applied, 1);
+    const { rows } = await stack.pool.query<{ status: string; attempts: number }>(
+      `SELECT status, attempts FROM outbox WHERE idempotency_key = $1`,
+      [releaseKey],
+    );
+    assert.deepEqual(rows, [{ status: 'delivered', attempts: 2 }]);
     assert.equal(await countRows(stack.pool, 'ledger_entries', event.id), 1);
   });
 });
@@ -308,6 +531,29 @@ describe('reminders', () => {
     await forged.result().catch(() => undefined);
     assert.equal(deliveriesOf(key), 0, 'nothing was sent');
     assert.deepEqual(await stateOf(key), { state: 'scheduled', attempts: 0 });
+  });
+
+  test('a forged cancel signal does not end a scheduled reminder: it is delivered once, when due', async () => {
+    const key = uniqueId('rem');
+    assert.equal((await post(key, reminderBody(4_000))).status, 202);
+    const handle = stack.client.workflow.getHandle(reminderWorkflowId(key));
+    await handle.signal(cancelReminderSignal);
+    const result: ReminderWorkflowResult = await handle.result();
+    assert.equal(result.state, 'succeeded');
+    assert.equal(deliveriesOf(key), 1);
+    assert.deepEqual(await stateOf(key), { state: 'succeeded', attempts: 1 });
+  });
+
+  test('a cancellation through settle still ends the run at once', async () => {
+    const key = uniqueId('rem');
+    assert.equal((await post(key, reminderBody(24 * 3600_000))).status, 202);
+    const cancelled = await remindersApi(stack.gatewayUrl, stack.apiToken, 'DELETE', `/reminders/${key}`);
+    assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
+    const result: ReminderWorkflowResult = await stack.client.workflow
+      .getHandle(reminderWorkflowId(key))
+      .result();
+    assert.equal(result.state, 'cancelled');
+    assert.equal(deliveriesOf(key), 0);
   });
 
   test('a forged run cannot deliver a cancelled reminder', async () => {

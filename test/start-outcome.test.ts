@@ -1,8 +1,9 @@
 /**
  * A start whose answer never comes back: the gateway reaches Temporal through a real local TCP proxy
  * that forwards the start to the dev server but drops Temporal's answer, so the start is durable while
- * the gateway's deadline passes. The provider is told 503; its retry is told `duplicate`, and settle
- * says why.
+ * the gateway's deadline passes. The provider is told 503. settle never recorded that run as its own
+ * (nor stored the event: the admission rolled back), so the provider's retry replaces it with a run
+ * settle records, and is accepted; settle says why the first answer was a 503.
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -96,9 +97,18 @@ test('a start durable in Temporal but unanswered is a 503, then a duplicate that
   const description = await stack.client.workflow.getHandle(paymentWorkflowId(event.id)).describe();
   assert.equal(description.workflowId, paymentWorkflowId(event.id));
 
+  // That run is not settle's on record, and its event was never stored: the retry starts settle's own.
   const retry = await postWebhook(stack, event);
-  assert.equal(retry.status, 200, JSON.stringify(retry.body));
-  assert.equal(retry.body.status, 'duplicate');
+  assert.equal(retry.status, 202, JSON.stringify(retry.body));
+  assert.equal(retry.body.status, 'accepted');
+  assert.notEqual(retry.body.run_id, description.runId);
+  const unanswered = await stack.client.workflow
+    .getHandle(paymentWorkflowId(event.id), description.runId)
+    .describe();
+  assert.equal(unanswered.status.name, 'TERMINATED');
+  const again = await postWebhook(stack, event);
+  assert.equal(again.status, 200, JSON.stringify(again.body));
+  assert.equal(again.body.status, 'duplicate');
 
   const inspected = await fetch(`${stack.gatewayUrl}/events/${encodeURIComponent(event.id)}`, {
     headers: { authorization: `Bearer ${stack.apiToken}` },

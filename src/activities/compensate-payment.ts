@@ -34,6 +34,8 @@ import {
   type DeliveryDependencies,
 } from './downstream';
 import { annotateSpan } from '../tracing/tracing';
+import { paymentWorkflowId } from '../domain/ids';
+import { actOnlyFor } from './run-subject';
 
 /**
  * Undoes a delivered row by calling its target again with the target's `undo` (DELIVERY_TARGETS: its
@@ -57,6 +59,7 @@ export async function reholdShipment(deps: DeliveryDependencies, input: OutboxIn
       ErrorCode.InvalidWorkflowInput,
     );
   }
+  actOnlyFor(paymentWorkflowId(row.eventId), 'reholdShipment');
   annotateSpan({ shipmentId: row.shipmentId });
   if (row.status === 'compensated') return { status: 'already_compensated' };
   if (row.attempts === 0) return { status: 'never_sent' };
@@ -108,6 +111,7 @@ export async function compensatePaymentEffects(
   pool: pg.Pool,
   input: CompensationInput,
 ): Promise<PaymentCompensationResult> {
+  actOnlyFor(paymentWorkflowId(input.eventId), 'compensatePaymentEffects');
   return withTransaction(pool, async (tx) => {
     await lockEventId(tx, input.eventId);
     const abandoned = await abandonPendingOutbox(tx, input.eventId, `not sent: ${input.reason}`);

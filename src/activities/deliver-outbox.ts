@@ -28,6 +28,8 @@ import {
   type DeliveryDependencies,
 } from './downstream';
 import { annotateSpan } from '../tracing/tracing';
+import { paymentWorkflowId } from '../domain/ids';
+import { actOnlyFor, eventOfCurrentRun } from './run-subject';
 
 /**
  * Delivers one outbox row: one call per attempt, with the row's `Idempotency-Key`, identical on every
@@ -61,11 +63,13 @@ export async function deliverOutboxRowThenStart(
   next?: OutboxInput,
 ): Promise<{ result: OutboxDeliveryResult; nextStarted?: OutboxRow }> {
   const configured = OUTBOX_TARGETS.filter((target) => isConfigured(deps, target));
+  // Only a row of the event this run's workflow ID names is attempted; another's is refused below.
+  const eventId = eventOfCurrentRun();
   // The common path is one statement: the attempt is counted and the row read together.
   const row =
     started?.outboxId === input.outboxId
       ? started
-      : await startOutboxAttempt(deps.pool, input.outboxId, configured);
+      : await startOutboxAttempt(deps.pool, input.outboxId, configured, eventId);
   if (!row) return { result: await notAttempted(deps, input.outboxId) };
   // Only a configured target's row is attempted (startOutboxAttempt picks by `configured`).
   const endpoint = targetEndpoint(deps.config, row.target) as { url: string; signingSecret: string };
@@ -92,7 +96,7 @@ export async function deliverOutboxRowThenStart(
       deps.pool,
       row.outboxId,
       release ? row.shipmentId : undefined,
-      next && { outboxId: next.outboxId, targets: configured },
+      next && { outboxId: next.outboxId, targets: configured, eventId },
     );
     return { result: resultFor(row, 'delivered'), nextStarted };
   }
@@ -109,6 +113,7 @@ export async function deliverOutboxRowThenStart(
 async function notAttempted(deps: DeliveryDependencies, outboxId: number): Promise<OutboxDeliveryResult> {
   const row = await findOutboxRow(deps.pool, outboxId);
   if (!row) throw ApplicationFailure.nonRetryable('no such outbox row', ErrorCode.InvalidWorkflowInput);
+  actOnlyFor(paymentWorkflowId(row.eventId), 'deliverOutboxRow');
   if (!isDeliverable(row.status)) return resultFor(row, row.status);
   // Its target is configured: the row left `pending` between the two statements and is back (a race).
   const endpoint = targetEndpoint(deps.config, row.target);

@@ -13,6 +13,7 @@ import { withTransaction } from '../db/transaction';
 import type {
   FailReminderInput,
   FailReminderResult,
+  ReminderCancelConfirmation,
   ReminderDeliveryInput,
   ReminderDeliveryResult,
 } from '../domain/workflow-contracts';
@@ -26,6 +27,7 @@ import {
   failureFor,
   type DeliveryDependencies,
 } from './downstream';
+import { actOnlyFor, currentWorkflowId } from './run-subject';
 
 /** A little past the lease, so the retry finds it expired on the database clock. */
 const LEASE_MARGIN_MS = 250;
@@ -56,10 +58,11 @@ type Lease =
   | { kind: 'taken'; reminder: Reminder; attempt: number };
 
 /**
- * Delivers a due reminder once. The reminder row decides, never the run's input: a cancelled or
+ * Delivers a due reminder once, for its own run only (`reminder:<delivery id>`; any other is refused,
+ * non-retryable `wrong_workflow_id`). The reminder row decides, never the run's input: a cancelled or
  * finished one is not sent; one whose own due_at is later than when the run asked (a run started
- * around settle with an earlier `dueAt`, or under another workflow ID) is refused, non-retryable
- * `reminder_not_due`, and nothing is written;
+ * around settle with an earlier `dueAt`) is refused, non-retryable `reminder_not_due`, and nothing is
+ * written;
  * a `processing` one whose lease has not expired belongs to another attempt (its worker may only have
  * vanished), so this attempt throws retryable `lease_held` with the lease's remainder as the retry
  * delay. Otherwise it takes the lease and POSTs with `webhook-id` and `Idempotency-Key` equal to the
@@ -73,6 +76,7 @@ export async function deliverReminder(
   deps: DeliveryDependencies,
   input: ReminderDeliveryInput,
 ): Promise<ReminderDeliveryResult> {
+  actOnlyFor(reminderWorkflowId(input.deliveryId), 'deliverReminder');
   const lease = await withTransaction(deps.pool, async (tx): Promise<Lease | undefined> => {
     const reminder = await lockReminder(tx, input.deliveryId);
     if (!reminder) return undefined;
@@ -172,10 +176,15 @@ export async function failReminder(pool: pg.Pool, input: FailReminderInput): Pro
   return { attempts: await failOpenReminder(pool, input.deliveryId, input.reason) };
 }
 
-function currentWorkflowId(): string | undefined {
-  try {
-    return Context.current().info.workflowExecution?.workflowId;
-  } catch {
-    return undefined;
-  }
+/**
+ * What a `cancelReminder` signal asks the run to check: the signal itself proves nothing (anyone who
+ * can reach Temporal's frontend can send it), the reminder's row does. Only the reminder's own run asks.
+ */
+export async function confirmReminderCancelled(
+  pool: pg.Pool,
+  input: ReminderDeliveryInput,
+): Promise<ReminderCancelConfirmation> {
+  actOnlyFor(reminderWorkflowId(input.deliveryId), 'confirmReminderCancelled');
+  const reminder = await findReminder(pool, input.deliveryId);
+  return { cancelled: reminder?.state === 'cancelled' };
 }

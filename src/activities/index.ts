@@ -12,7 +12,7 @@ import { createHttpClient, type HttpClient } from '../lib/http';
 import { traceDownstreamCall } from '../tracing/tracing';
 import { compensatePaymentEffects, reholdShipment } from './compensate-payment';
 import { deliverOutboxRow, deliverOutboxRowThenStart } from './deliver-outbox';
-import { deliverReminder, failReminder } from './deliver-reminder';
+import { confirmReminderCancelled, deliverReminder, failReminder } from './deliver-reminder';
 import {
   DEFAULT_DELIVERY_TUNING,
   type DeliveryDependencies,
@@ -71,6 +71,7 @@ export function createActivities({
     compensatePaymentEffects: (input: CompensationInput) => compensatePaymentEffects(pool, input),
     deliverReminder: (input: ReminderDeliveryInput) => deliverReminder(delivery, input),
     failReminder: (input: FailReminderInput) => failReminder(pool, input),
+    confirmReminderCancelled: (input: ReminderDeliveryInput) => confirmReminderCancelled(pool, input),
     recordInvalidRun: (input: InvalidRunInput) => recordInvalidRun(pool, input),
   };
 }

@@ -41,6 +41,7 @@ import {
   unadmittedRunsTotal,
 } from '../metrics/settle-metrics';
 import { annotateSpan } from '../tracing/tracing';
+import { runIs, wrongRun } from './run-subject';
 
 /**
  * One transaction: claim the event ID and apply its business effect together. A repeat returns the
@@ -48,7 +49,9 @@ import { annotateSpan } from '../tracing/tracing';
  * non-retryable `idempotency_key_reused`. An `unmatched` claim is retried against the shipment, so a
  * replay applies it once the shipment exists. A run whose event settle's door never stored with this
  * payload (started around settle, on Temporal's frontend) changes nothing: it is recorded as an
- * `unadmitted_run` exception, counted, and refused non-retryably. Connection and serialization
+ * `unadmitted_run` exception, counted, and refused non-retryably; a run of an admitted event whose
+ * workflow ID is not `payment:<event id>` (a faithful copy of its input under another ID) writes
+ * nothing and is refused, `wrong_workflow_id` (run-subject.ts). Connection and serialization
  * failures are thrown as-is and retried. Each attempt counts itself in the reconcile metrics and logs
  * what it decided.
  */
@@ -64,6 +67,7 @@ export async function reconcilePayment(
       lockEventId: event.id,
     });
     if (decision.kind === 'refused') throw refusal(decision);
+    if (decision.kind === 'wrong_run') throw wrongRun(paymentWorkflowId(event.id), 'reconcilePayment');
     const { result, secondsSinceReceipt, mismatch } = decision;
     reconcileOutcomesTotal.inc({ outcome: result.outcome });
     // Set only by the attempt that decided it (a repeat returns the stored outcome): counted once.
@@ -91,7 +95,9 @@ export async function reconcilePayment(
 type Decision =
   | { kind: 'reconciled'; result: ReconcileResult; secondsSinceReceipt?: number; mismatch?: Mismatch }
   /** Committed: the run's record. `claimed`: the event ID has a claim (of another payload). */
-  | { kind: 'refused'; run: UnadmittedRun; firstRecord: boolean; claimed: boolean };
+  | { kind: 'refused'; run: UnadmittedRun; firstRecord: boolean; claimed: boolean }
+  /** The event is admitted, but this run's workflow ID is not `payment:<event id>`: nothing written. */
+  | { kind: 'wrong_run' };
 
 /**
  * The failure of a refused run, after its record committed: counted once per run, logged by short
@@ -178,6 +184,8 @@ async function claimAndApply(
     const firstRecord = await recordUnadmittedRun(tx, run);
     return { kind: 'refused', run, firstRecord, claimed: claim !== undefined };
   }
+  // A faithful copy of an admitted event's input started under another workflow ID.
+  if (!runIs(paymentWorkflowId(event.id))) return { kind: 'wrong_run' };
   if (claim && claim.payloadSha256 !== sha) {
     // Stored with this payload, yet claimed with another: a claim older than the admission check.
     throw ApplicationFailure.nonRetryable(

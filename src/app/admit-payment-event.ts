@@ -112,9 +112,10 @@ async function admitUnlessKnown(
       whenKnown: (tx) => findEvent(tx, event.id),
       // A handled type passed the full schema in readPaymentEvent.
       // An imported report is bulk work: its runs wait behind live webhooks on the same task queue.
-      start: () =>
+      start: (tx) =>
         startPaymentWorkflow(deps.client, deps.taskQueue, event as PaymentEvent, {
           markKey,
+          runs: tx,
           priority: source === 'import' ? 'bulk' : 'live',
           ...(refusedRun ? { reusePolicy: 'ALLOW_DUPLICATE' as const } : {}),
         }),
@@ -126,8 +127,8 @@ async function admitUnlessKnown(
     case 'known':
       return known(admission.known);
     case 'started': {
-      // Temporal already knows the ID under a run settle started (its row was purged, or a commit
-      // was lost): a duplicate. A run settle did not start was displaced by the start: recorded.
+      // Temporal already knows the ID under a run settle started and recorded (its row was purged):
+      // a duplicate. A run settle did not start was displaced by the start: recorded.
       const started = admission.started;
       if (!started.started) return { status: 'duplicate', eventId: event.id, workflowId };
       if (started.displaced.length > 0) {

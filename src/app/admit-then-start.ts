@@ -27,7 +27,8 @@ export async function admitThenStart<Known, Started>(
   steps: {
     insert: (tx: pg.PoolClient) => Promise<boolean>;
     whenKnown: (tx: pg.PoolClient) => Promise<Known>;
-    start: () => Promise<Started>;
+    /** On the transaction, so that what the start records (its run ID) commits with the row. */
+    start: (tx: pg.PoolClient) => Promise<Started>;
   },
   /** A payment event's ID: the transaction holds its advisory lock from its first round trip. */
   options: { lockEventId?: string } = {},
@@ -41,7 +42,7 @@ export async function admitThenStart<Known, Started>(
         async (tx): Promise<Admission<Known, Started>> => {
           if (!(await steps.insert(tx))) return { kind: 'known', known: await steps.whenKnown(tx) };
           stage = 'starting';
-          const started = await steps.start();
+          const started = await steps.start(tx);
           stage = 'committing';
           return { kind: 'started', started };
         },

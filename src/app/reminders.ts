@@ -81,12 +81,12 @@ export async function admitReminder(
         workflowId,
       }),
     whenKnown: (tx) => findReminder(tx, deliveryId),
-    start: () =>
+    start: (tx) =>
       startReminderWorkflow(
         deps.client,
         deps.taskQueue,
         { deliveryId, dueAt, contractId: reminder.contract_id },
-        markKey,
+        { markKey, runs: tx },
       ),
   });
   switch (admission.kind) {

@@ -6,6 +6,7 @@ import { startPaymentWorkflow } from '../client';
 import { recordDisplacedRuns, runMarkKey } from './run-marks';
 import { findClaim, type ClaimOutcome } from '../db/claims';
 import { findEvent } from '../db/events';
+import { withTransaction } from '../db/transaction';
 import { listOutboxForEvent } from '../db/outbox';
 import type { OutboxStatus } from '../domain/outbox';
 import type { PaymentEvent } from '../domain/payment-event';
@@ -137,10 +138,19 @@ export async function replayEvent(
   const before = (await findClaim(deps.pool, eventId))?.outcome ?? null;
   const rowsBefore = await listOutboxForEvent(deps.pool, eventId);
   const payload = stored.payload as PaymentEvent;
-  const start = await startPaymentWorkflow(deps.client, deps.taskQueue, payload, {
-    markKey: await runMarkKey(deps.pool),
-    reusePolicy: 'ALLOW_DUPLICATE',
-  });
+  const markKey = await runMarkKey(deps.pool);
+  // Under the event's lock, the run's record committing with it: a replay racing another waits, then
+  // finds the other's run recorded as settle's and joins it rather than taking it for a foreign one.
+  const start = await withTransaction(
+    deps.pool,
+    (tx) =>
+      startPaymentWorkflow(deps.client, deps.taskQueue, payload, {
+        markKey,
+        runs: tx,
+        reusePolicy: 'ALLOW_DUPLICATE',
+      }),
+    { lockEventId: eventId },
+  );
   if (start.started && start.displaced.length > 0) {
     await recordDisplacedRuns(deps.pool, start.displaced, {
       id: eventId,
@@ -149,8 +159,9 @@ export async function replayEvent(
       payloadSha256: stored.payloadSha256,
     });
   }
-  const handle = deps.client.workflow.getHandle(start.workflowId, start.started ? start.runId : undefined);
-  const runId = start.started ? start.runId : (await handle.describe()).runId;
+  // The run asked is settle's own, by its recorded run ID: never whatever run holds the ID later.
+  const runId = start.runId;
+  const handle = deps.client.workflow.getHandle(start.workflowId, runId);
 
   const decision = await untilDecided(deps.client, handle, options.decideTimeoutMs, options.signal);
   let settled: boolean | null = null;

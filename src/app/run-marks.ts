@@ -9,8 +9,9 @@ import { unadmittedRunsTotal } from '../metrics/settle-metrics';
 const keys = new WeakMap<pg.Pool, Promise<Buffer>>();
 
 /**
- * The deployment's run-mark key (temporal/run-mark.ts), read once per pool: every start marks its run
- * with it, and a run found under an ID without the mark is not settle's. A failed read is not kept.
+ * The deployment's run-mark key (temporal/run-mark.ts), read once per pool: every start still marks its
+ * run with it for processes of the previous release; settle itself knows its runs by the run IDs it
+ * records (db/settle-runs.ts). A failed read is not kept.
  */
 export function runMarkKey(pool: pg.Pool): Promise<Buffer> {
   let key = keys.get(pool);
@@ -23,8 +24,8 @@ export function runMarkKey(pool: pg.Pool): Promise<Buffer> {
 }
 
 /**
- * Records the runs a start found holding its ID without settle's mark (and terminated if they still
- * ran) as `unadmitted_run` exceptions, reason `foreign_start`: who took the ID, with which run. Each is
+ * Records the runs a start found holding its ID that settle has no record of starting (terminated if
+ * they were open) as `unadmitted_run` exceptions, reason `foreign_start`: who took the ID, with which run. Each is
  * counted once and logged by short hashes.
  */
 export async function recordDisplacedRuns(

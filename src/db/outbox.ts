@@ -117,18 +117,21 @@ export async function startOutboxAttempt(
   db: Queryable,
   outboxId: number,
   targets: readonly OutboxTarget[],
+  /** Only a row of this event (the run's own); undefined: any (no run to compare, a script). */
+  eventId?: string,
 ): Promise<OutboxRow | undefined> {
   const { rows } = await db.query<OutboxRow>({
     name: 'outbox.start_attempt',
     text: START_ATTEMPT,
-    values: [outboxId, targets, DELIVERABLE_STATUSES],
+    values: [outboxId, targets, DELIVERABLE_STATUSES, eventId ?? null],
   });
   return rows[0];
 }
 
-/** $1 the row, $2 the targets this worker can call, $3 DELIVERABLE_STATUSES. */
+/** $1 the row, $2 the targets this worker can call, $3 DELIVERABLE_STATUSES, $4 its event (null: any). */
 const START_ATTEMPT = `UPDATE outbox SET attempts = attempts + 1, status = 'pending', updated_at = now()
       WHERE outbox_id = $1::bigint AND status = ANY($3::text[]) AND target = ANY($2::text[])
+        AND ($4::text IS NULL OR event_id = $4::text)
       RETURNING ${COLUMNS}`;
 
 /** START_ATTEMPT after markOutboxDelivered's two parameters. */
@@ -154,7 +157,7 @@ export async function markOutboxDelivered(
   /** A carrier release: the shipment is `released` in the same statement. */
   releasedShipmentId?: string,
   /** The row to deliver next, whose attempt startOutboxAttempt would count: counted here instead. */
-  next?: { outboxId: number; targets: readonly OutboxTarget[] },
+  next?: { outboxId: number; targets: readonly OutboxTarget[]; eventId?: string },
 ): Promise<OutboxRow | undefined> {
   // Data-modifying WITHs run to completion whatever the outer statement reads: all or none.
   const { rows } = await db.query<OutboxRow>({
@@ -172,6 +175,7 @@ export async function markOutboxDelivered(
       next?.outboxId ?? null,
       next?.targets ?? [],
       DELIVERABLE_STATUSES,
+      next?.eventId ?? null,
     ],
   });
   return rows[0];

@@ -11,9 +11,31 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
  */
 export type Queryable = pg.Pool | pg.PoolClient;
 
+/**
+ * Every connection's transactions run at READ COMMITTED whatever the server's or the role's default:
+ * an ID's uniqueness across the weekly partitions (db/events.ts insertAdmittedEvent) and the claim
+ * rely on a statement after the event's lock seeing what committed while it waited, which a
+ * REPEATABLE READ or SERIALIZABLE snapshot taken earlier in the transaction would not.
+ */
+const READ_COMMITTED = '-c default_transaction_isolation=read\\ committed';
+
+/** The connection string with READ_COMMITTED added to any `options` it already carries (which win over the pool's). */
+export function pinnedIsolation(databaseUrl: string): { connectionString: string; options?: string } {
+  let url: URL;
+  try {
+    url = new URL(databaseUrl);
+  } catch {
+    return { connectionString: databaseUrl, options: READ_COMMITTED };
+  }
+  const own = url.searchParams.get('options');
+  if (own === null) return { connectionString: databaseUrl, options: READ_COMMITTED };
+  url.searchParams.set('options', `${own} ${READ_COMMITTED}`);
+  return { connectionString: url.toString() };
+}
+
 export function createPool(databaseUrl: string, options: { max?: number } = {}): pg.Pool {
   const pool = new pg.Pool({
-    connectionString: databaseUrl,
+    ...pinnedIsolation(databaseUrl),
     max: options.max ?? 20,
     // A bound on a hang, not on the machine's speed: a refused connection fails at once, and a
     // connect (or a wait for a free client) on a saturated host can take several seconds.

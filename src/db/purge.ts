@@ -178,6 +178,16 @@ export async function purgeExpiredClaims(
   await pool.query(`DELETE FROM unadmitted_runs WHERE last_at < $1::timestamptz`, [cutoff]);
   // Transmission IDs taken once (PayPal's): a signature older than its window is refused anyway.
   await pool.query(`DELETE FROM provider_transmissions WHERE first_seen_at < $1::timestamptz`, [cutoff]);
+  // The record of settle's own runs goes with the claims (one row per start): in batches, by index.
+  for (;;) {
+    options.signal?.throwIfAborted();
+    const runs = await pool.query(
+      `DELETE FROM settle_runs WHERE ctid = ANY (ARRAY(
+         SELECT ctid FROM settle_runs WHERE started_at < $1::timestamptz LIMIT $2::int))`,
+      [cutoff, BATCH],
+    );
+    if ((runs.rowCount ?? 0) < BATCH) break;
+  }
   if (deletedRows > 0 || result.conflicts > 0) {
     const tables = rowPurged.flatMap((pair) => [pair.claims, pair.events]).join(', ');
     const started = Date.now();

@@ -20,6 +20,12 @@ export const ErrorCode = {
    * payload: started around settle. Refused without effect, non-retryable (the failure says so itself).
    */
   UnadmittedRun: 'unadmitted_run',
+  /**
+   * An activity of a run whose workflow ID is not the one its input names (`payment:<event id>`,
+   * `reminder:<delivery id>`): a copy of an input started under another ID. Refused without effect,
+   * non-retryable.
+   */
+  WrongWorkflowId: 'wrong_workflow_id',
   /** The event failed validation inside the worker: retrying cannot help. */
   InvalidWorkflowInput: 'invalid_workflow_input',
   /** A reminder request failed validation (the body names the field paths). */

@@ -136,6 +136,12 @@ export type ReminderDeliveryInput = { deliveryId: string };
 export type ReminderDeliveryResult = { state: ReminderState; attempts: number };
 export type ReminderWorkflowResult = ReminderDeliveryResult;
 
+/**
+ * `confirmReminderCancelled`'s result (its input is ReminderDeliveryInput): whether the reminder's
+ * row says cancelled, the one thing that lets a cancel signal end the run.
+ */
+export type ReminderCancelConfirmation = { cancelled: boolean };
+
 /** The input of `failReminder`. */
 export type FailReminderInput = { deliveryId: string; reason: string };
 

@@ -29,6 +29,8 @@ export type DevServerOptions = {
   registerSearchAttributes?: boolean;
   /** Lines of the server's own output go here (it is not JSON and may name workflow IDs). */
   onOutput?: (line: string) => void;
+  /** More `--dynamic-config-value` settings, `key=value` each. */
+  dynamicConfig?: string[];
 };
 
 const DRAINAGE_REFRESH = [
@@ -60,7 +62,10 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     ...(options.sqlitePragmas ?? []).flatMap((pragma) => ['--sqlite-pragma', pragma]),
     // A Worker Deployment Version's drainage is rechecked every few seconds rather than every 3 minutes
     // after a 3-minute grace period, so `settle deployment describe` shows DRAINED as soon as it is.
-    ...DRAINAGE_REFRESH.flatMap((setting) => ['--dynamic-config-value', setting]),
+    ...[...DRAINAGE_REFRESH, ...(options.dynamicConfig ?? [])].flatMap((setting) => [
+      '--dynamic-config-value',
+      setting,
+    ]),
     ...(options.registerSearchAttributes === false
       ? []
       : SETTLE_SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`])),

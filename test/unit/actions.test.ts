@@ -52,8 +52,8 @@ const BEFORE_COALESCE: [string, number, Record<string, number>][] = [
 
 /** The reminders, as recorded by this version (the top level of test/histories/). */
 const REMINDERS: [string, number, Record<string, number>][] = [
-  // start; timer [5]; the cancel signal [6].
-  ['reminder-cancelled', 3, { workflowStart: 1, timer: 1, signal: 1 }],
+  // start; timer [5]; the cancel signal [6]; the patch's marker and the row's check (a local activity) [9].
+  ['reminder-cancelled', 4, { workflowStart: 1, timer: 1, signal: 1, localActivities: 1 }],
   // start; timer [5]; delivery [10].
   ['reminder-delivered', 3, { workflowStart: 1, timer: 1, activity: 1 }],
   ['reminder-gone', 3, { workflowStart: 1, timer: 1, activity: 1 }],

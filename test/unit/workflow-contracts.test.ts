@@ -73,6 +73,7 @@ const reminderDeliveryInput = z.strictObject({ deliveryId: z.string() });
 const reminderDeliveryResult = z.strictObject({ state: reminderState, attempts: z.number() });
 const failReminderInput = z.strictObject({ deliveryId: z.string(), reason: z.string() });
 const failReminderResult = z.strictObject({ attempts: z.number() });
+const reminderCancelConfirmation = z.strictObject({ cancelled: z.boolean() });
 const invalidRunInput = z.strictObject({ sample: z.string(), length: z.number() });
 const invalidRunResult = z.strictObject({ recorded: z.boolean() });
 const purgeResult = z.strictObject({
@@ -115,6 +116,7 @@ same<z.infer<typeof reminderDeliveryInput>, contracts.ReminderDeliveryInput>(tru
 same<z.infer<typeof reminderDeliveryResult>, contracts.ReminderDeliveryResult>(true);
 same<z.infer<typeof failReminderInput>, contracts.FailReminderInput>(true);
 same<z.infer<typeof failReminderResult>, contracts.FailReminderResult>(true);
+same<z.infer<typeof reminderCancelConfirmation>, contracts.ReminderCancelConfirmation>(true);
 same<z.infer<typeof invalidRunInput>, contracts.InvalidRunInput>(true);
 same<z.infer<typeof invalidRunResult>, contracts.InvalidRunResult>(true);
 same<z.infer<typeof purgeResult>, contracts.PurgeResult>(true);
@@ -134,6 +136,7 @@ const HISTORY_SHAPES: Record<string, { input?: z.ZodType; result: z.ZodType }> =
   compensatePaymentEffects: { input: compensationInput, result: paymentCompensationResult },
   deliverReminder: { input: reminderDeliveryInput, result: reminderDeliveryResult },
   failReminder: { input: failReminderInput, result: failReminderResult },
+  confirmReminderCancelled: { input: reminderDeliveryInput, result: reminderCancelConfirmation },
   recordInvalidRun: { input: invalidRunInput, result: invalidRunResult },
   purgeClaimsPastRetention: { result: purgeResult },
   sweepProviderEvents: { input: recoverySweepInput, result: recoverySweepResult },

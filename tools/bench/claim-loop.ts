@@ -127,10 +127,17 @@ export async function benchReconcileActivity(
 ): Promise<{ eventsPerSecond: number }> {
   const events = await admitted(stack, await freshEvents(stack, count));
   const pool = new pg.Pool({ connectionString: stack.databaseUrl, max: CLAIM_LOOP_CONCURRENCY });
-  const env = new MockActivityEnvironment({ attempt: 1 });
+  // Each as a step of its event's own run (an activity acts only for the run its workflow ID names).
+  const envs = events.map(
+    (event) =>
+      new MockActivityEnvironment({
+        attempt: 1,
+        workflowExecution: { workflowId: paymentWorkflowId(event.id), runId: 'bench' },
+      }),
+  );
   try {
     const ms = await closedLoop(count, CLAIM_LOOP_CONCURRENCY, async (i) => {
-      const result = (await env.run(reconcilePayment, pool, events[i]!)) as ReconcileResult;
+      const result = (await envs[i]!.run(reconcilePayment, pool, events[i]!)) as ReconcileResult;
       if (result.outcome !== 'applied') throw new Error(`B1 expected applied, got ${result.outcome}`);
     });
     return { eventsPerSecond: count / (ms / 1000) };

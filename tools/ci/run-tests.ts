@@ -98,7 +98,13 @@ async function startServices(): Promise<Services> {
       database = await startEmbeddedPostgres({ dataDir: join(scratch, 'pg'), port: await freePort() });
       adminUrl = database.urlFor('postgres');
     }
-    temporal = await startTemporalDevServer({ cliPath, port: await freePort() });
+    // Workflow pause is on, as a cluster may have it: a paused run under an event's ID is one that
+    // settle must still end (test/foreign-runs.test.ts).
+    temporal = await startTemporalDevServer({
+      cliPath,
+      port: await freePort(),
+      dynamicConfig: ['frontend.WorkflowPauseEnabled=true'],
+    });
   } catch (error) {
     await stop();
     throw error;

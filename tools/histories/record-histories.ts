@@ -277,6 +277,7 @@ async function main() {
           await admit(withExtra);
           const started = await startPaymentWorkflow(encryptedClient, `${taskQueue}-encrypted`, withExtra, {
             markKey: await runMarkKey(pool),
+            runs: pool,
           });
           if (!started.started) throw new Error('payment encrypted-applied-delivered: not started');
           await save(
@@ -291,6 +292,7 @@ async function main() {
         // As the gateway and replay start them: search attributes and summary included.
         const started = await startPaymentWorkflow(client, taskQueue, payment, {
           markKey: await runMarkKey(pool),
+          runs: pool,
           reusePolicy,
         });
         if (!started.started) throw new Error(`payment ${name}: not started`);
@@ -362,6 +364,7 @@ async function main() {
         await admit(payment);
         const started = await startPaymentWorkflow(tracedClient, `${taskQueue}-traced`, payment, {
           markKey: await runMarkKey(pool),
+          runs: pool,
         });
         if (!started.started) throw new Error('payment traced-applied-delivered: not started');
         await save(

@@ -76,6 +76,7 @@ export const redeliveryAfterTemporalForgot: Scenario = {
     // Worse: the workflow itself starts again (a lost row, an operator's replay): the claim decides.
     const restarted = await startPaymentWorkflow(stack.client, stack.taskQueue, event, {
       markKey: await runMarkKey(stack.pool),
+      runs: stack.pool,
     });
     check(restarted.started, 'Temporal refused a start for an ID it had forgotten');
     const result: PaymentWorkflowResult = await handle.result();

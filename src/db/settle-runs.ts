@@ -1,0 +1,27 @@
+import type { Queryable } from './pool';
+
+/**
+ * Records a run settle started (migration 019), on the connection of the start: inside an admission's
+ * transaction the record commits with the event's row, or not at all.
+ */
+export async function recordSettleRun(db: Queryable, workflowId: string, runId: string): Promise<void> {
+  await db.query({
+    name: 'settle_runs.record',
+    text: `INSERT INTO settle_runs (workflow_id, run_id) VALUES ($1::text, $2::text) ON CONFLICT DO NOTHING`,
+    values: [workflowId, runId],
+  });
+}
+
+/** True when settle recorded one of these runs (a run's own ID, its chain's first) under the workflow ID. */
+export async function isSettleRun(
+  db: Queryable,
+  workflowId: string,
+  runIds: readonly string[],
+): Promise<boolean> {
+  const { rows } = await db.query<{ own: boolean }>({
+    name: 'settle_runs.is_own',
+    text: `SELECT EXISTS (SELECT 1 FROM settle_runs WHERE workflow_id = $1::text AND run_id = ANY ($2::text[])) AS own`,
+    values: [workflowId, runIds.filter((id) => id.length > 0)],
+  });
+  return rows[0]?.own ?? false;
+}
