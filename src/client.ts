@@ -262,7 +262,7 @@ async function terminateForeign(client: Client, run: ForeignRun): Promise<void> 
 
 /**
  * The event's workflow, `payment:<event id>`, with its search attributes (ShipmentId, PaymentId,
- * PaymentEventType, SettleDeliveryState `pending`) and summary set from the start, so the run is found
+ * PaymentEventType) and summary set from the start, so the run is found
  * by its shipment before it has run. `reusePolicy: 'ALLOW_DUPLICATE'` is for an operator's replay.
  * `runs`: where the run is recorded as settle's (startOnce).
  */

@@ -128,6 +128,16 @@ async function summaries(workflowId: string): Promise<string[]> {
     .map((data) => JSON.parse(Buffer.from(data).toString('utf8')) as string);
 }
 
+/** The names of the search attributes a run upserted, in order, past the patches' TemporalChangeVersion. */
+async function upsertedAttributes(workflowId: string): Promise<string[]> {
+  const history = await stack.client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? [])
+    .flatMap((event) =>
+      Object.keys(event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}),
+    )
+    .filter((name) => name !== 'TemporalChangeVersion');
+}
+
 describe('the Temporal UI finds runs by their business', () => {
   test('ShipmentId, SettleOutcome and SettleDeliveryState list exactly the right runs, kept current as they move', async () => {
     const captured = await send(shipments.delivered, 'payment.captured');
@@ -138,15 +148,25 @@ describe('the Temporal UI finds runs by their business', () => {
     const refused = await send(shipments.refused);
     await stack.client.workflow.getHandle(refused.workflowId).result();
     const stuck = await send(shipments.stuck);
+    // A shipment settle has never heard of: the claim's outcome is `unmatched`.
+    const unmatched = await send(uniqueId('SHP'));
+    await stack.client.workflow.getHandle(unmatched.workflowId).result();
 
     // "All events of SHP-…": both of the shipment's runs, nothing else.
     await assertListed(`ShipmentId="${shipments.delivered}"`, [captured.workflowId, settled.workflowId]);
     // "Everything that needs review": the run whose carrier refused the release, compensated.
     await assertListed(`SettleOutcome="needs_review"`, [refused.workflowId]);
     await assertListed(`SettleDeliveryState="compensated"`, [refused.workflowId]);
+    await assertListed(`SettleOutcome="unmatched"`, [unmatched.workflowId]);
     // "Everything stuck": the run whose carrier keeps answering 500.
     await assertListed(`SettleDeliveryState="retrying"`, [stuck.workflowId]);
-    await assertListed(`SettleDeliveryState="delivered"`, [captured.workflowId]);
+    // The happy path shows nothing: the runs without the attributes are those applied and delivered.
+    await assertListed(`SettleDeliveryState="delivered"`, []);
+    await assertListed(`SettleOutcome="applied"`, []);
+    await assertListed(
+      `ShipmentId="${shipments.delivered}" AND SettleOutcome IS NULL AND SettleDeliveryState IS NULL`,
+      [captured.workflowId, settled.workflowId],
+    );
     await waitFor(
       'the carrier to have refused the stuck release twice',
       async () => carrier.requests.filter((r) => r.json.shipment_id === shipments.stuck).length >= 2,
@@ -157,13 +177,16 @@ describe('the Temporal UI finds runs by their business', () => {
     assert.equal(captureRun.typedSearchAttributes.get(ShipmentIdKey), shipments.delivered);
     assert.equal(captureRun.typedSearchAttributes.get(PaymentIdKey), captured.event.data.payment_id);
     assert.equal(captureRun.typedSearchAttributes.get(PaymentEventTypeKey), 'payment.captured');
-    assert.equal(captureRun.typedSearchAttributes.get(SettleOutcomeKey), 'applied');
-    assert.equal(captureRun.typedSearchAttributes.get(SettleDeliveryStateKey), 'delivered');
+    assert.equal(captureRun.typedSearchAttributes.get(SettleOutcomeKey), undefined);
+    assert.equal(captureRun.typedSearchAttributes.get(SettleDeliveryStateKey), undefined);
     assert.equal(await captureRun.staticSummary(), `payment.captured · ${shipments.delivered} · 125.00 EUR`);
-    // A run with nothing to deliver has no delivery state at all.
+    // Applied with nothing to deliver: the happy path too.
     const settledRun = await stack.client.workflow.getHandle(settled.workflowId).describe();
-    assert.equal(settledRun.typedSearchAttributes.get(SettleOutcomeKey), 'applied');
+    assert.equal(settledRun.typedSearchAttributes.get(SettleOutcomeKey), undefined);
     assert.equal(settledRun.typedSearchAttributes.get(SettleDeliveryStateKey), undefined);
+    // The happy path costs no upsert of settle's attributes (a patch's TemporalChangeVersion is free).
+    assert.deepEqual(await upsertedAttributes(captured.workflowId), []);
+    assert.deepEqual(await upsertedAttributes(settled.workflowId), []);
 
     // The run (its started event), then its activities (local ones too): the first pass (reconcile and
     // the first deliveries), then any delivery by target and action; the durable retry says why it
@@ -202,11 +225,14 @@ describe('the Temporal UI finds runs by their business', () => {
     assert.ok(count('target="carrier",action="hold",outcome="delivered",code="200"') >= 1);
     assert.ok(count('target="erp",action="post_ledger_entry",outcome="delivered",code="200"') >= 1);
 
-    // The carrier recovers: the stuck run leaves `retrying` for `delivered` by itself.
+    // The carrier recovers: the stuck run leaves `retrying` for `delivered` by itself (kept current);
+    // its outcome was `applied` all along, so it has no SettleOutcome.
     carrierRecovered = true;
     await stack.client.workflow.getHandle(stuck.workflowId).result();
     await assertListed(`SettleDeliveryState="retrying"`, []);
-    await assertListed(`SettleDeliveryState="delivered"`, [captured.workflowId, stuck.workflowId]);
+    await assertListed(`SettleDeliveryState="delivered"`, [stuck.workflowId]);
+    const stuckRun = await stack.client.workflow.getHandle(stuck.workflowId).describe();
+    assert.equal(stuckRun.typedSearchAttributes.get(SettleOutcomeKey), undefined);
   });
 
   test('a delivery whose target has no URL on the worker is listed as not_configured', async () => {

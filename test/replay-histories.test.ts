@@ -91,7 +91,12 @@ test("a history in a patch's subfolder was recorded before that patch", () => {
     checked.add(folder);
     assert.ok(!carried.includes(folder), `${workflowId} carries the marker of ${folder}`);
   }
-  for (const folder of ['reconcile-and-deliver', 'coalesce-search-attributes', 'record-invalid-input']) {
+  for (const folder of [
+    'exceptions-only-view',
+    'reconcile-and-deliver',
+    'coalesce-search-attributes',
+    'record-invalid-input',
+  ]) {
     assert.ok(
       checked.has(folder),
       `test/histories/${folder}/ holds no history of the runs before that patch`,

@@ -1,5 +1,5 @@
 import { startPaymentWorkflow } from '../client';
-import { findEvent, insertAdmittedEvent, type EventSource } from '../db/events';
+import { findEventHash, insertAdmittedEvent, type EventSource } from '../db/events';
 import { recordConflict, recordRedelivery } from '../db/repeats';
 import { recordStartOutcomeUnknown } from '../db/start-outcomes';
 import { paymentWorkflowId } from '../domain/ids';
@@ -67,8 +67,8 @@ async function admitUnlessKnown(
   source: EventSource,
 ): Promise<IngestOutcome> {
   const workflowId = paymentWorkflowId(event.id);
-  const known = (stored: { payloadSha256: string } | undefined): IngestOutcome =>
-    !stored || stored.payloadSha256 === sha
+  const known = (storedSha: string | undefined): IngestOutcome =>
+    !storedSha || storedSha === sha
       ? { status: 'duplicate', eventId: event.id, workflowId }
       : { status: 'conflict', eventId: event.id };
   const databaseFailure = (error: unknown): IngestOutcome => {
@@ -76,13 +76,13 @@ async function admitUnlessKnown(
     return refusal.status === 'invalid' ? { ...refusal, eventId: event.id } : refusal;
   };
 
-  let stored;
+  let storedSha;
   try {
-    stored = await findEvent(deps.pool, event.id);
+    storedSha = await findEventHash(deps.pool, event.id);
   } catch (error) {
     return databaseFailure(error);
   }
-  if (stored) return known(stored);
+  if (storedSha) return known(storedSha);
   if (!isHandledPaymentType(event.type)) return { status: 'ignored', eventId: event.id };
   let markKey: Buffer;
   try {
@@ -109,7 +109,7 @@ async function admitUnlessKnown(
         refusedRun = stored.refusedRun;
         return stored.inserted;
       },
-      whenKnown: (tx) => findEvent(tx, event.id),
+      whenKnown: (tx) => findEventHash(tx, event.id),
       // A handled type passed the full schema in readPaymentEvent.
       // An imported report is bulk work: its runs wait behind live webhooks on the same task queue.
       start: (tx) =>

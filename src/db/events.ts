@@ -16,6 +16,20 @@ export type StoredEvent = {
 const COLUMNS = `event_id AS "eventId", type, payload, payload_sha256 AS "payloadSha256",
   workflow_id AS "workflowId", source, received_at AS "receivedAt"`;
 
+/**
+ * The stored payload's hash of an event, or undefined when settle does not have it: all the door needs
+ * to tell a duplicate from a conflict. It leaves the payload in PostgreSQL, so a provider's retry storm
+ * (every delivery a duplicate) costs one narrow lookup per delivery.
+ */
+export async function findEventHash(db: Queryable, eventId: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ payloadSha256: string }>({
+    name: 'events.find-hash',
+    text: `SELECT payload_sha256 AS "payloadSha256" FROM events WHERE event_id = $1::text`,
+    values: [eventId],
+  });
+  return rows[0]?.payloadSha256;
+}
+
 export async function findEvent(db: Queryable, eventId: string): Promise<StoredEvent | undefined> {
   const { rows } = await db.query<StoredEvent>({
     name: 'events.find',

@@ -12,7 +12,13 @@ import type {
   ReconcileAndDeliverResult,
   ReconcileResult,
 } from '../domain/workflow-contracts';
-import { COALESCE_SEARCH_ATTRIBUTES_PATCH, OperatorView, storedDeliveryState } from './operator-view';
+import {
+  COALESCE_SEARCH_ATTRIBUTES_PATCH,
+  EXCEPTIONS_ONLY_VIEW_PATCH,
+  OperatorView,
+  storedDeliveryState,
+  type ViewShape,
+} from './operator-view';
 import { refuseInvalidInput } from './invalid-input';
 import {
   DELIVER,
@@ -63,14 +69,25 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
   const { event } = input;
   let decided: ReconcileResult | null = null;
   setHandler(reconciledQuery, () => decided);
-  const firstPassShape = patched(FIRST_PASS_PATCH);
-  // Runs started before the coalesce patch upserted each attribute as it changed (one action per command).
-  const view = new OperatorView(firstPassShape || patched(COALESCE_SEARCH_ATTRIBUTES_PATCH));
+  const shape = runShape();
+  const view = new OperatorView(shape.view);
   try {
-    return await settlePayment(event, view, firstPassShape, (result) => (decided = result));
+    return await settlePayment(event, view, shape.firstPass, (result) => (decided = result));
   } finally {
     view.flush();
   }
+}
+
+/**
+ * The shape of this run, by the patches its history carries: each newer patch implies the older ones,
+ * so a run started today records one marker. Runs started before a patch replay the path they recorded
+ * (docs/deployment.md, "Upgrades", says which runs that protects).
+ */
+function runShape(): { firstPass: boolean; view: ViewShape } {
+  if (patched(EXCEPTIONS_ONLY_VIEW_PATCH)) return { firstPass: true, view: 'exceptions' };
+  if (patched(FIRST_PASS_PATCH)) return { firstPass: true, view: 'coalesced' };
+  // Runs started before the coalesce patch upserted each attribute as it changed (one action per command).
+  return { firstPass: false, view: patched(COALESCE_SEARCH_ATTRIBUTES_PATCH) ? 'coalesced' : 'per-change' };
 }
 
 /** Reconcile → deliver → compensate, with each compensation pushed before the step it undoes. */

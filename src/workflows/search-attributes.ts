@@ -3,15 +3,16 @@ import { formatUnits } from '../domain/money';
 import type { PaymentEvent } from '../domain/payment-event';
 
 /**
- * The search attributes every payment run carries, all Keyword: what an operator filters the Temporal
- * UI's list by (`ShipmentId="SHP-4821"`, `SettleOutcome="needs_review"`, `SettleDeliveryState="retrying"`).
- * settle registers them itself (the dev server's start flags, `settle migrate` on a real server); a
- * namespace without them refuses every start that sets them.
+ * The search attributes of payment runs, all Keyword: what an operator filters the Temporal UI's list
+ * by (`ShipmentId="SHP-4821"`, `SettleOutcome="needs_review"`, `SettleDeliveryState="retrying"`). Every
+ * run carries the first three from its start; SettleOutcome and SettleDeliveryState only once it leaves
+ * the happy path (workflows/operator-view.ts). settle registers them itself (the dev server's start
+ * flags, `settle migrate` on a real server); a namespace without them refuses every start that sets them.
  */
 export const ShipmentIdKey = defineSearchAttributeKey('ShipmentId', SearchAttributeType.KEYWORD);
 export const PaymentIdKey = defineSearchAttributeKey('PaymentId', SearchAttributeType.KEYWORD);
 export const PaymentEventTypeKey = defineSearchAttributeKey('PaymentEventType', SearchAttributeType.KEYWORD);
-/** The claim's outcome: applied, stale, unmatched or needs_review. Set once reconcile has decided. */
+/** The claim's outcome when it is not applied: stale, unmatched or needs_review. */
 export const SettleOutcomeKey = defineSearchAttributeKey('SettleOutcome', SearchAttributeType.KEYWORD);
 /** Where the run's deliveries stand; see DeliveryState. */
 export const SettleDeliveryStateKey = defineSearchAttributeKey(
@@ -32,25 +33,22 @@ export const SETTLE_SEARCH_ATTRIBUTES = [
  * `pending`: nothing delivered yet; `delivering`: a step is being sent; `retrying`: a step's first
  * attempt failed and the durable activity is retrying it (backoff, Retry-After); `delivered`: every step
  * delivered; `compensated`: a downstream refused a step and the earlier ones were undone (the outcome is
- * `needs_review`); `not_configured`: a step's target has no URL on the worker that ran it. A run with
- * nothing to deliver (stale, unmatched) has no delivery state.
+ * `needs_review`); `not_configured`: a step's target has no URL on the worker that ran it. A run shows it
+ * from its first `retrying`, `compensated` or `not_configured` on; a run that never reaches one, or has
+ * nothing to deliver (stale, unmatched), has no delivery state.
  */
 export type DeliveryState =
   'pending' | 'delivering' | 'retrying' | 'delivered' | 'compensated' | 'not_configured';
 
-/** Every payment run's delivery state from its start, before anything has run. */
-export const START_DELIVERY_STATE: DeliveryState = 'pending';
-
 /**
- * What a payment run carries from its start, before anything has run: every attribute known then (the
- * outcome is not, until reconcile has decided). Attributes given at start cost no Temporal action.
+ * What a payment run carries from its start, before anything has run: the event's business keys.
+ * Attributes given at start cost no Temporal action.
  */
 export function paymentStartSearchAttributes(event: PaymentEvent): SearchAttributePair[] {
   return [
     { key: ShipmentIdKey, value: event.data.shipment_id },
     { key: PaymentIdKey, value: event.data.payment_id },
     { key: PaymentEventTypeKey, value: event.type },
-    { key: SettleDeliveryStateKey, value: START_DELIVERY_STATE },
   ];
 }
 

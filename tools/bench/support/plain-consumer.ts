@@ -32,9 +32,9 @@ const MAX_BODY_BYTES = 256 * 1024;
 
 /**
  * SETTLE_BENCH_PLAIN_VIEW, to measure what the operator view of SPEC.md costs Temporal: `start` gives
- * each run what settle's payment runs carry from their start (its four search attributes, its static
- * summary, a memo of the mark's size); `full` also what settle's runs add on the server (a patch
- * marker with its TemporalChangeVersion upsert, and one upsert of the outcome and delivery state).
+ * each run what settle's payment runs carry from their start (its search attributes, its static
+ * summary, a memo of the mark's size); `full` also what settle's happy-path runs add on the server (a
+ * patch marker with its TemporalChangeVersion upsert). The bench's T3W and T3WE rows run `full`.
  */
 const VIEW = process.env.SETTLE_BENCH_PLAIN_VIEW ?? '';
 if (!['', 'start', 'full'].includes(VIEW)) throw new Error('SETTLE_BENCH_PLAIN_VIEW must be start or full');
