@@ -21,7 +21,7 @@ import { paymentStartSearchAttributes, paymentSummary, reminderSummary } from '.
 import { payloadSha256 } from './lib/hash';
 import { RUN_MARK_MEMO, runMark, type RunMarkSpec } from './temporal/run-mark';
 import type { Queryable } from './db/pool';
-import { isSettleRun, recordSettleRun } from './db/settle-runs';
+import { isSettleRun, latestSettleRunId, recordSettleRun } from './db/settle-runs';
 import type { paymentWorkflow, reminderWorkflow } from './workflows';
 
 /** How long a start may take before the caller treats Temporal as unavailable. */
@@ -218,20 +218,33 @@ async function startOnce(
   }
 }
 
-type Holder = { runId: string; firstRunId: string; type: string; taskQueue: string; status: string };
+type Holder = {
+  runId: string;
+  firstRunId: string;
+  type: string;
+  taskQueue: string;
+  status: string;
+  versioningInfo: temporal.api.workflow.v1.IWorkflowExecutionVersioningInfo | null | undefined;
+};
 
 /**
- * The latest run under a workflow ID, or undefined when Temporal has none. Read raw from the
- * frontend: its memo and search attributes stay undecoded, so a payload no codec can read (encrypted
- * under a key nobody holds) changes nothing here.
+ * A run under a workflow ID (the latest, or the one `runId` names), or undefined when Temporal has
+ * none. Read raw from the frontend: its memo and search attributes stay undecoded, so a payload no
+ * codec can read (encrypted under a key nobody holds) changes nothing here.
  */
-async function runHoldingId(client: Client, workflowId: string): Promise<Holder | undefined> {
+async function runHoldingId(
+  client: Client,
+  workflowId: string,
+  options: { runId?: string; deadlineMs?: number } = {},
+): Promise<Holder | undefined> {
   try {
-    const described = await client.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-      client.workflowService.describeWorkflowExecution({
-        namespace: client.options.namespace,
-        execution: { workflowId },
-      }),
+    const described = await client.connection.withDeadline(
+      Date.now() + (options.deadlineMs ?? START_DEADLINE_MS),
+      () =>
+        client.workflowService.describeWorkflowExecution({
+          namespace: client.options.namespace,
+          execution: { workflowId, ...(options.runId ? { runId: options.runId } : {}) },
+        }),
     );
     const info = described.workflowExecutionInfo;
     const status = temporal.api.enums.v1.WorkflowExecutionStatus[info?.status ?? 0] ?? 'UNKNOWN';
@@ -241,11 +254,34 @@ async function runHoldingId(client: Client, workflowId: string): Promise<Holder 
       type: info?.type?.name ?? '',
       taskQueue: info?.taskQueue ?? '',
       status: status.replace(/^WORKFLOW_EXECUTION_STATUS_/, ''),
+      versioningInfo: info?.versioningInfo,
     };
   } catch (error) {
-    if ((error as { code?: unknown }).code === GrpcStatus.NOT_FOUND) return undefined;
+    // NotFound names a missing namespace too: that is an error, not an ID with no run.
+    const { code, message } = error as { code?: unknown; message?: unknown };
+    if (code === GrpcStatus.NOT_FOUND && !/namespace/i.test(String(message))) return undefined;
     throw error;
   }
+}
+
+/**
+ * Settle's own run under a workflow ID, for the operator's views (inspect, the exceptions' check
+ * whether a run still delivers): the latest run when settle recorded it (or its chain's first), else
+ * the run settle recorded last. A run settle never recorded is never shown as the event's, and its
+ * memo is never decoded. An ID with no recorded run at all (started before runs were recorded) shows
+ * the latest run, read raw. Undefined when Temporal has none of them.
+ */
+export async function describeSettleRun(
+  client: Client,
+  runs: Queryable,
+  workflowId: string,
+  deadlineMs: number,
+): Promise<Holder | undefined> {
+  const latest = await runHoldingId(client, workflowId, { deadlineMs });
+  if (!latest || (await isSettleRun(runs, workflowId, [latest.runId, latest.firstRunId]))) return latest;
+  const recorded = await latestSettleRunId(runs, workflowId);
+  if (recorded === undefined) return latest;
+  return runHoldingId(client, workflowId, { runId: recorded, deadlineMs });
 }
 
 async function terminateForeign(client: Client, run: ForeignRun): Promise<void> {

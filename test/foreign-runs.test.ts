@@ -13,6 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
+import { inspectEvent } from '../src/app/inspect';
 import { replayEvent } from '../src/app/replay';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId, reminderWorkflowId } from '../src/domain/ids';
@@ -273,6 +274,27 @@ describe('a run under an event’s ID that settle cannot read, or that copies se
     assert.match(listed[0]!.detail, new RegExp(`run ID ${squatter}`));
     assert.equal(await countRows(stack.pool, 'ledger_entries', event.id), 1);
     assert.equal(releasesOf(shipmentId), 1);
+  });
+
+  test('settle inspect past a run with an unreadable memo: it shows settle’s own run, read raw', async () => {
+    const shipmentId = await newShipment();
+    const event = paymentEvent({ shipmentId, type: 'payment.settled' });
+    const reply = await postWebhook(stack, event);
+    assert.equal(reply.status, 202);
+    await stack.client.workflow.getHandle(paymentWorkflowId(event.id)).result();
+    const squatter = await rawStart(paymentWorkflowId(event.id), {
+      memo: unreadableMemo(),
+      startDelay: true,
+    });
+
+    const inspected = await inspectEvent(stack.pool, stack.client, event.id);
+    assert.equal(inspected?.workflow_error, undefined, JSON.stringify(inspected));
+    assert.deepEqual(
+      { status: inspected?.workflow?.status, run_id: inspected?.workflow?.run_id },
+      { status: 'COMPLETED', run_id: reply.body.run_id },
+    );
+    assert.notEqual(inspected?.workflow?.run_id, squatter);
+    assert.equal(inspected?.outcome, 'applied');
   });
 
   test('a copy of settle’s closed run, memo and input byte for byte, on another task queue: replay applies for real', async () => {

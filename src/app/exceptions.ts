@@ -1,4 +1,5 @@
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { describeSettleRun } from '../client';
 import {
   countExceptions,
   EXCEPTION_KINDS,
@@ -120,7 +121,7 @@ async function abandonedOutboxIds(
   let complete = true;
   for (let i = 0; i < candidates.length; i += ABANDONED_CHECK_BATCH) {
     const batch = candidates.slice(i, i + ABANDONED_CHECK_BATCH);
-    const states = await Promise.all(batch.map((candidate) => runState(client, candidate.eventId)));
+    const states = await Promise.all(batch.map((candidate) => runState(client, pool, candidate.eventId)));
     batch.forEach((candidate, index) => {
       if (states[index] === 'ended') outboxIds.push(...candidate.outboxIds);
       if (states[index] === 'unknown') complete = false;
@@ -130,15 +131,20 @@ async function abandonedOutboxIds(
   return { outboxIds, complete };
 }
 
-/** Whether the event's latest run still runs (and so will deliver its pending rows). */
-async function runState(client: Client, eventId: string): Promise<'running' | 'ended' | 'unknown'> {
+/**
+ * Whether settle's own run of the event still runs (and so will deliver its pending rows): a run
+ * someone else started under the ID delivers nothing of settle's, and its memo is never decoded.
+ */
+async function runState(
+  client: Client,
+  runs: Queryable,
+  eventId: string,
+): Promise<'running' | 'ended' | 'unknown'> {
   try {
-    const description = await client.connection.withDeadline(Date.now() + DESCRIBE_DEADLINE_MS, () =>
-      client.workflow.getHandle(paymentWorkflowId(eventId)).describe(),
-    );
-    return description.status.name === 'RUNNING' ? 'running' : 'ended';
-  } catch (error) {
-    return error instanceof WorkflowNotFoundError ? 'ended' : 'unknown';
+    const run = await describeSettleRun(client, runs, paymentWorkflowId(eventId), DESCRIBE_DEADLINE_MS);
+    return run?.status === 'RUNNING' ? 'running' : 'ended';
+  } catch {
+    return 'unknown';
   }
 }
 

@@ -32,7 +32,7 @@ export async function inspectEvent(
     shipmentId ? findShipment(pool, shipmentId) : undefined,
     shipmentId ? listLedgerForShipment(pool, shipmentId) : [],
     listOutboxForEvent(pool, eventId),
-    describeWorkflow(client, paymentWorkflowId(eventId)),
+    describeWorkflow(client, pool, paymentWorkflowId(eventId)),
     findStartOutcomeUnknown(pool, eventId),
   ]);
 
@@ -76,19 +76,22 @@ export async function inspectEvent(
 
 async function describeWorkflow(
   connecting: Client | undefined | Promise<Client | undefined>,
+  pool: pg.Pool,
   workflowId: string,
 ): Promise<{ workflow: EventInspection['workflow']; error?: string; message?: string }> {
   const client = await connecting;
   if (!client) return { workflow: null, error: 'temporal_not_configured' };
   try {
-    const description = await client.connection.withDeadline(Date.now() + 3_000, () =>
-      client.workflow.getHandle(workflowId).describe(),
-    );
+    // Settle's own run, read raw: a run someone else started under the ID is not the event's, and a
+    // memo no codec can read changes nothing here (src/client.ts, describeSettleRun).
+    const { describeSettleRun } = await import('../client.js');
+    const run = await describeSettleRun(client, pool, workflowId, 3_000);
+    if (!run) return { workflow: null };
     return {
       workflow: {
-        status: description.status.name,
-        run_id: description.runId,
-        ...runVersion(description.raw.workflowExecutionInfo?.versioningInfo),
+        status: run.status,
+        run_id: run.runId,
+        ...runVersion(run.versioningInfo ?? undefined),
       },
     };
   } catch (error) {

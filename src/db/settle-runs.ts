@@ -25,3 +25,13 @@ export async function isSettleRun(
   });
   return rows[0]?.own ?? false;
 }
+
+/** The run settle started last under the workflow ID, or undefined when it recorded none. */
+export async function latestSettleRunId(db: Queryable, workflowId: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ run_id: string }>({
+    name: 'settle_runs.latest',
+    text: `SELECT run_id FROM settle_runs WHERE workflow_id = $1::text ORDER BY started_at DESC LIMIT 1`,
+    values: [workflowId],
+  });
+  return rows[0]?.run_id;
+}
