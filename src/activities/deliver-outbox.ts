@@ -8,6 +8,7 @@ import {
   recordOutboxError,
   startOutboxAttempt,
   type OutboxRow,
+  type StartedOutboxRow,
 } from '../db/outbox';
 import { ErrorCode } from '../domain/errors';
 import {
@@ -27,6 +28,7 @@ import {
   targetCallPolicy,
   type DeliveryDependencies,
 } from './downstream';
+import { enterTarget, leaveTarget } from './target-gate';
 import { annotateSpan } from '../tracing/tracing';
 
 /**
@@ -39,6 +41,8 @@ import { annotateSpan } from '../tracing/tracing';
  * `downstream_rejected`; 5xx, timeouts and 429/503 (with their Retry-After) throw retryable failures.
  * The URL may reach private addresses when the target's `network` is `private`. A target with no URL or no signing secret on this worker parks the row as
  * `not_configured` (an exception, logged at warn): a replay delivers it once the target is configured.
+ * Each call passes its target's gate first (target-gate.ts): its limits, a pause or a failing target
+ * hold it as a retryable `downstream_throttled` failure, with no call made and no attempt counted.
  */
 export async function deliverOutboxRow(
   deps: DeliveryDependencies,
@@ -57,9 +61,9 @@ export async function deliverOutboxRow(
 export async function deliverOutboxRowThenStart(
   deps: DeliveryDependencies,
   input: OutboxInput,
-  started?: OutboxRow,
+  started?: StartedOutboxRow,
   next?: OutboxInput,
-): Promise<{ result: OutboxDeliveryResult; nextStarted?: OutboxRow }> {
+): Promise<{ result: OutboxDeliveryResult; nextStarted?: StartedOutboxRow }> {
   const configured = OUTBOX_TARGETS.filter((target) => isConfigured(deps, target));
   // The common path is one statement: the attempt is counted and the row read together.
   const row =
@@ -71,6 +75,8 @@ export async function deliverOutboxRowThenStart(
   const endpoint = targetEndpoint(deps.config, row.target) as { url: string; signingSecret: string };
   const call = targetCallPolicy(deps.config, deliveryTarget(row.target));
   annotateSpan({ shipmentId: row.shipmentId });
+  const gate = { pool: deps.pool, config: deps.config, requestTimeoutMs: deps.tuning.requestTimeoutMs };
+  const pass = await enterTarget(gate, row.target, row.targetTroubled, row.outboxId);
 
   const outcome = await callDownstream(
     deps.http,
@@ -86,6 +92,7 @@ export async function deliverOutboxRowThenStart(
     call.policy,
   );
   countDelivery(row.target, row.action, outcome);
+  await leaveTarget(gate, row.target, pass, outcome);
   if (outcome.kind === 'delivered') {
     const release = deliveryTarget(row.target).releasesShipment;
     const nextStarted = await markOutboxDelivered(

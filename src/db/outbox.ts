@@ -22,6 +22,9 @@ const COLUMNS = `outbox_id AS "outboxId", event_id AS "eventId", shipment_id AS 
   idempotency_key AS "idempotencyKey", body, status, attempts, last_error AS "lastError",
   created_at AS "createdAt", delivered_at AS "deliveredAt"`;
 
+/** A row whose attempt was started: with whether its target is paused or failing now (target_pressure). */
+export type StartedOutboxRow = OutboxRow & { targetTroubled: boolean };
+
 const ENTRY_COLUMNS = `outbox_id AS "outboxId", target, action, idempotency_key AS "idempotencyKey", status`;
 
 /** What the workflow needs of an outbox row to deliver it (OutboxEntry in src/domain/workflow-contracts.ts). */
@@ -117,8 +120,8 @@ export async function startOutboxAttempt(
   db: Queryable,
   outboxId: number,
   targets: readonly OutboxTarget[],
-): Promise<OutboxRow | undefined> {
-  const { rows } = await db.query<OutboxRow>({
+): Promise<StartedOutboxRow | undefined> {
+  const { rows } = await db.query<StartedOutboxRow>({
     name: 'outbox.start_attempt',
     text: START_ATTEMPT,
     values: [outboxId, targets, DELIVERABLE_STATUSES],
@@ -126,10 +129,15 @@ export async function startOutboxAttempt(
   return rows[0];
 }
 
-/** $1 the row, $2 the targets this worker can call, $3 DELIVERABLE_STATUSES. */
+/**
+ * $1 the row, $2 the targets this worker can call, $3 DELIVERABLE_STATUSES. Its target's state comes
+ * with it, so a call to a target with no limits and no trouble costs no statement of its own.
+ */
 const START_ATTEMPT = `UPDATE outbox SET attempts = attempts + 1, status = 'pending', updated_at = now()
       WHERE outbox_id = $1::bigint AND status = ANY($3::text[]) AND target = ANY($2::text[])
-      RETURNING ${COLUMNS}`;
+      RETURNING ${COLUMNS},
+        coalesce((SELECT tp.probing FROM target_pressure tp WHERE tp.target = outbox.target), false)
+          AS "targetTroubled"`;
 
 /** START_ATTEMPT after markOutboxDelivered's two parameters. */
 const START_ATTEMPT_AFTER_DELIVERED = shiftParameters(START_ATTEMPT, 2);
@@ -155,9 +163,9 @@ export async function markOutboxDelivered(
   releasedShipmentId?: string,
   /** The row to deliver next, whose attempt startOutboxAttempt would count: counted here instead. */
   next?: { outboxId: number; targets: readonly OutboxTarget[] },
-): Promise<OutboxRow | undefined> {
+): Promise<StartedOutboxRow | undefined> {
   // Data-modifying WITHs run to completion whatever the outer statement reads: all or none.
-  const { rows } = await db.query<OutboxRow>({
+  const { rows } = await db.query<StartedOutboxRow>({
     name: 'outbox.mark_delivered_then_start',
     text: `WITH delivered AS (
         UPDATE outbox SET status = 'delivered', last_error = NULL, delivered_at = now(), updated_at = now()
