@@ -1,7 +1,12 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { setTimeout as delay } from 'node:timers/promises';
 import type pg from 'pg';
-import { admitTargetCall, recordTargetAnswer, type HeldReason } from '../db/target-pressure';
+import {
+  admitTargetCall,
+  recheckTargetCall,
+  recordTargetAnswer,
+  type HeldReason,
+} from '../db/target-pressure';
 import { ErrorCode } from '../domain/errors';
 import { deliveryTarget, type OutboxTarget } from '../domain/outbox';
 import { targetLimits, type TargetLimitsConfig } from '../domain/target-limits';
@@ -67,6 +72,14 @@ export async function enterTarget(
   }
   if (admission.waitMs > 0) {
     await delay(admission.waitMs, undefined, { signal: context.cancellationSignal });
+    // Another worker may have met a pause or a failure meanwhile: it holds this call too.
+    const since = admission.probe
+      ? null
+      : await recheckTargetCall(deps.pool, target, admission.callId, outboxId);
+    if (since) {
+      targetHeldTotal.inc({ target, reason: since.held });
+      throw heldFailure(target, since.held, since.until, context.info.attempt);
+    }
   }
   return { callId: admission.callId, recorded: true };
 }

@@ -63,6 +63,36 @@ export async function admitTargetCall(db: Queryable, request: AdmissionRequest):
   };
 }
 
+/**
+ * After a wait for its slot, whether the call may still go: null if so; else why not (a pause or a
+ * failure another worker recorded meanwhile), and its lease is released. A probe always may.
+ */
+export async function recheckTargetCall(
+  db: Queryable,
+  target: OutboxTarget,
+  callId: number | null,
+  /** The row whose attempt was counted: taken back, as admission does for a held call. */
+  outboxId: number | null,
+): Promise<{ held: HeldReason; until: Date } | null> {
+  const { rows } = await db.query<{ paused: boolean; until: Date | null }>({
+    name: 'target.recheck',
+    text: `WITH s AS (
+             SELECT coalesce(paused_until > clock_timestamp(), false) AS paused,
+                    greatest(paused_until, next_probe_at) AS until
+               FROM target_pressure WHERE target = $1::text AND probing),
+           released AS (DELETE FROM target_calls WHERE call_id = $2::bigint AND EXISTS (SELECT 1 FROM s)),
+           uncounted AS (
+             UPDATE outbox SET attempts = greatest(attempts - 1, 0), updated_at = now(),
+                               last_error = 'held by settle: the target asked for a pause or is failing'
+              WHERE outbox_id = $3::bigint AND status = 'pending' AND EXISTS (SELECT 1 FROM s))
+           SELECT paused, until FROM s`,
+    values: [target, callId, outboxId],
+  });
+  const row = rows[0];
+  if (!row) return null;
+  return { held: row.paused ? 'paused' : 'failing', until: row.until ?? new Date() };
+}
+
 /** How a target answered, as the shared state reads it. */
 export type TargetAnswer =
   | { answer: 'success' }

@@ -1,9 +1,11 @@
 /**
- * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,T3W,L,PE,T3WE,R,BY,RT,RS,I,LI,PC,TR] [-- --server=dev|cluster|both]`:
+ * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,T3W,L,PE,T3WE,R,BY,RT,RS,I,LI,PR,PRL,PC,TR] [-- --server=dev|cluster|both]`:
  * T3W is P's work without settle: a receiver and a plain workflow of three local activities (T3L's shape).
  * PE is P through `settle serve` (eager start; LE@50% its load row), LI live webhooks during an import,
  * BY the bytes one event keeps in settle's tables, RT the purge of past-retention claims under load,
  * RS a recovery sweep over listed events nearly all applied already (its Temporal starts counted). Every Temporal row counts its billable actions.
+ * PR an import against an ERP that allows 20 calls a second (SETTLE_ERP_RATE_LIMIT, two workers), PRL
+ * live webhooks at 2/s alongside it (last: they restart the workers with the limit).
  * PC (only when named) P@50 through `settle serve` with payload encryption off, on, on, off (the codec's CPU cost).
  * TR (only when named) P@50 through `settle serve` with tracing off, on, on, off, exporting to a local OTLP endpoint (tracing's CPU cost).
  * T3WE (only when named, with PE) T3W's plain consumer starting its runs eagerly, in turn with T0@50 and PE@50.
@@ -29,6 +31,7 @@ import {
 } from './full-path';
 import { benchImport, prepareImport } from './import';
 import { benchLiveDuringImport } from './live-during-import';
+import { benchPressure, benchPressureLive, RateLimitedErp } from './pressure';
 import { median } from '../harness/load';
 import { ResourceSampler, round, spawnTs, type Child, type Usage } from '../harness/processes';
 import { ProofStack } from '../harness/stack';
@@ -81,8 +84,10 @@ const SIZE = short
       bytesEvents: 300,
       retentionClaims: 200_000,
       recoveryListed: 1_000,
+      pressureEvents: 300,
     }
   : {
+      pressureEvents: 2_000,
       bytesEvents: 1_000,
       retentionClaims: 10_000_000,
       reps: 3,
@@ -94,6 +99,10 @@ const SIZE = short
       importEvents: 10_000,
       recoveryListed: 10_000,
     };
+
+/** PR and PRL: the calls a second the ERP allows (and SETTLE_ERP_RATE_LIMIT), and PRL's live rate. */
+const PRESSURE_LIMIT = 20;
+const PRESSURE_LIVE_RATE = 2;
 
 /** Of the recovery sweep's listed events, those never delivered (the rest are applied already). */
 const RECOVERY_MISSED = 10;
@@ -157,7 +166,7 @@ async function benchOn(): Promise<Goal[]> {
     // SETTLE_BENCH_WORKER_NODE_OPTIONS (e.g. --max-semi-space-size=4) and SETTLE_BENCH_WORKER_OPTIONS
     // (SDK settings, tools/harness/worker-options.ts) apply to settle's worker and the no-op worker.
     const workerNodeOptions = process.env.SETTLE_BENCH_WORKER_NODE_OPTIONS;
-    const worker = await stack.startWorker(
+    let worker = await stack.startWorker(
       workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {},
       nodeArgs,
     );
@@ -632,6 +641,34 @@ async function benchOn(): Promise<Goal[]> {
         },
       );
     }
+    if (wanted('PR') || wanted('PRL')) {
+      // Last: two workers with the ERP's limit in place of the worker every row above used.
+      const erp = new RateLimitedErp(PRESSURE_LIMIT);
+      stack.receiver.behaviour = erp.behaviour;
+      await stack.stopWorkers();
+      const limited = { SETTLE_ERP_RATE_LIMIT: String(PRESSURE_LIMIT) };
+      worker = await stack.startWorker(limited, nodeArgs);
+      await stack.startWorker(limited, nodeArgs);
+      if (wanted('PR')) {
+        await measure('PR', `${SIZE.pressureEvents} imported at once, the ERP allowing ${PRESSURE_LIMIT}/s`, {
+          run: () => benchPressure(stack, erp, SIZE.pressureEvents),
+          events: SIZE.pressureEvents,
+          reps: 1,
+        });
+      }
+      if (wanted('PRL')) {
+        await measure(
+          'PRL',
+          `live at ${PRESSURE_LIVE_RATE}/s idle, then during an import of ${SIZE.pressureEvents}, the ERP allowing ${PRESSURE_LIMIT}/s`,
+          {
+            run: () =>
+              benchPressureLive(stack, erp, SIZE.pressureEvents, PRESSURE_LIVE_RATE, SIZE.loadSeconds * 1000),
+            events: (figures) => figures.importAccepted! + 2 * PRESSURE_LIVE_RATE * SIZE.loadSeconds,
+            reps: 1,
+          },
+        );
+      }
+    }
   } finally {
     await noopWorker?.stop().catch(() => {});
     await stack.close();
@@ -906,6 +943,33 @@ function evaluateGoals(): Goal[] {
     'live delivered p99 during an import ≤ 2 × idle (25% load)',
     fig('LI', 'importingDeliveredP99Ms'),
     fig('LI', 'idleDeliveredP99Ms'),
+    2,
+  );
+  // Issue 62: an ERP that allows 20 calls a second gets no more, and live events still go first.
+  const pr = results.find((r) => r.id === 'PR')?.figures;
+  goals.push({
+    goal: 'a limited ERP: ≤ 1.1 × its limit a second, 0 × 429, each entry once (PR)',
+    measured: pr
+      ? `${pr.busiestSecondCalls} calls in the busiest second (limit ${pr.limitPerSecond}), ${pr.throttled} × 429, ` +
+        `${pr.appliedTwice} applied twice, ${pr.undelivered} undelivered`
+      : 'not measured',
+    met: pr
+      ? pr.busiestSecondCalls! <= 1.1 * pr.limitPerSecond! &&
+        pr.throttled === 0 &&
+        pr.appliedTwice === 0 &&
+        pr.undelivered === 0
+      : null,
+  });
+  upTo(
+    'a limited ERP drains within 1.2 × events / limit (PR)',
+    fig('PR', 'drainSeconds'),
+    fig('PR', 'drainBoundSeconds'),
+    1,
+  );
+  upTo(
+    'live delivered p99 during an import to a limited ERP ≤ 2 × idle (PRL)',
+    fig('PRL', 'importingDeliveredP99Ms'),
+    fig('PRL', 'idleDeliveredP99Ms'),
     2,
   );
   // Temporal Cloud's billable actions (tools/bench/actions.ts): settle's happy path against its floor's shape.
