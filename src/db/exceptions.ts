@@ -1,11 +1,17 @@
 import { DELIVERY_TARGETS, OUTBOX_TARGETS } from '../domain/outbox';
 import type { QueryResult, QueryResultRow } from 'pg';
 import type { Queryable } from './pool';
-import { OPEN_TARGET } from './target-pressure';
 
 /** Each delivery target's URL variable, bound as two arrays: the SQL names what is unset from the table. */
 const TARGET_NAMES = OUTBOX_TARGETS;
 const TARGET_VARIABLES = OUTBOX_TARGETS.map((target) => DELIVERY_TARGETS[target].variable);
+
+/**
+ * The condition on a target_pressure row (db/target-pressure.ts) that makes its target open: failing
+ * without a success for its SETTLE_<TARGET>_OPEN_AFTER. Here, so `settle exceptions --help` loads no more.
+ */
+export const OPEN_TARGET = `failing_since IS NOT NULL
+        AND failing_since + open_after_ms * interval '1 millisecond' <= now()`;
 
 export const EXCEPTION_KINDS = [
   'unmatched',

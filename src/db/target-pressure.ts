@@ -1,4 +1,5 @@
 import type { OutboxTarget } from '../domain/outbox';
+import { OPEN_TARGET } from './exceptions';
 import type { Queryable } from './pool';
 
 /** Why a call to a target waits: a Retry-After pause, its failing period, a probe out, or a limit. */
@@ -146,7 +147,3 @@ export async function listOpenTargets(db: Queryable): Promise<OpenTarget[]> {
   );
   return rows;
 }
-
-/** The condition on a target_pressure row that makes its target open (for the exceptions query too). */
-export const OPEN_TARGET = `failing_since IS NOT NULL
-        AND failing_since + open_after_ms * interval '1 millisecond' <= now()`;
