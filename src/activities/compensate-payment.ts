@@ -33,6 +33,7 @@ import {
   targetCallPolicy,
   type DeliveryDependencies,
 } from './downstream';
+import { enterTarget, leaveTarget } from './target-gate';
 import { annotateSpan } from '../tracing/tracing';
 import { paymentWorkflowId } from '../domain/ids';
 import { actOnlyFor } from './run-subject';
@@ -70,6 +71,9 @@ export async function reholdShipment(deps: DeliveryDependencies, input: OutboxIn
     return { status: 'not_configured' };
   }
   const call = targetCallPolicy(deps.config, target);
+  // The undo is a call to the target like any other: its limits and its pause or failing state hold it.
+  const gate = { pool: deps.pool, config: deps.config, requestTimeoutMs: deps.tuning.requestTimeoutMs };
+  const pass = await enterTarget(gate, row.target, true, null);
   const outcome = await callDownstream(
     deps.http,
     {
@@ -84,6 +88,7 @@ export async function reholdShipment(deps: DeliveryDependencies, input: OutboxIn
     call.policy,
   );
   countDelivery(row.target, undo.action, outcome);
+  await leaveTarget(gate, row.target, pass, outcome);
   if (outcome.kind === 'delivered') {
     await withTransaction(deps.pool, async (tx) => {
       await markOutboxCompensated(tx, row.outboxId, undo.note);

@@ -8,6 +8,7 @@ import {
   recordOutboxError,
   startOutboxAttempt,
   type OutboxRow,
+  type StartedOutboxRow,
 } from '../db/outbox';
 import { ErrorCode } from '../domain/errors';
 import {
@@ -27,6 +28,7 @@ import {
   targetCallPolicy,
   type DeliveryDependencies,
 } from './downstream';
+import { enterTarget, leaveTarget } from './target-gate';
 import { annotateSpan } from '../tracing/tracing';
 import { paymentWorkflowId } from '../domain/ids';
 import { actOnlyFor, eventOfCurrentRun } from './run-subject';
@@ -41,6 +43,8 @@ import { actOnlyFor, eventOfCurrentRun } from './run-subject';
  * `downstream_rejected`; 5xx, timeouts and 429/503 (with their Retry-After) throw retryable failures.
  * The URL may reach private addresses when the target's `network` is `private`. A target with no URL or no signing secret on this worker parks the row as
  * `not_configured` (an exception, logged at warn): a replay delivers it once the target is configured.
+ * Each call passes its target's gate first (target-gate.ts): its limits, a pause or a failing target
+ * hold it as a retryable `downstream_throttled` failure, with no call made and no attempt counted.
  */
 export async function deliverOutboxRow(
   deps: DeliveryDependencies,
@@ -59,9 +63,9 @@ export async function deliverOutboxRow(
 export async function deliverOutboxRowThenStart(
   deps: DeliveryDependencies,
   input: OutboxInput,
-  started?: OutboxRow,
+  started?: StartedOutboxRow,
   next?: OutboxInput,
-): Promise<{ result: OutboxDeliveryResult; nextStarted?: OutboxRow }> {
+): Promise<{ result: OutboxDeliveryResult; nextStarted?: StartedOutboxRow }> {
   const configured = OUTBOX_TARGETS.filter((target) => isConfigured(deps, target));
   // Only a row of the event this run's workflow ID names is attempted; another's is refused below.
   const eventId = eventOfCurrentRun();
@@ -75,6 +79,8 @@ export async function deliverOutboxRowThenStart(
   const endpoint = targetEndpoint(deps.config, row.target) as { url: string; signingSecret: string };
   const call = targetCallPolicy(deps.config, deliveryTarget(row.target));
   annotateSpan({ shipmentId: row.shipmentId });
+  const gate = { pool: deps.pool, config: deps.config, requestTimeoutMs: deps.tuning.requestTimeoutMs };
+  const pass = await enterTarget(gate, row.target, row.targetTroubled, row.outboxId);
 
   const outcome = await callDownstream(
     deps.http,
@@ -90,6 +96,7 @@ export async function deliverOutboxRowThenStart(
     call.policy,
   );
   countDelivery(row.target, row.action, outcome);
+  await leaveTarget(gate, row.target, pass, outcome);
   if (outcome.kind === 'delivered') {
     const release = deliveryTarget(row.target).releasesShipment;
     const nextStarted = await markOutboxDelivered(

@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { Config } from '../config';
 import { ErrorCode } from '../domain/errors';
 import type { DeliveryTarget, SigningSecrets, TargetConfigKey } from '../domain/outbox';
+import type { TargetLimitsConfig } from '../domain/target-limits';
 import { signWebhook } from '../lib/webhook-signature';
 import { HttpRequestError, type HttpClient, type HttpFailureKind, type HttpResponse } from '../lib/http';
 import { retryAfterMs } from '../lib/retry-after';
@@ -11,7 +12,8 @@ import { untilDrained } from '../lib/shutdown';
 
 /** What the delivery activities need from the configuration; unset targets are reported, not fatal. */
 export type DownstreamConfig = Partial<Pick<Config, TargetConfigKey | 'allowPrivateTargets'>> &
-  SigningSecrets;
+  SigningSecrets &
+  TargetLimitsConfig;
 
 export type DeliveryTuning = {
   /** One call, connect to last byte. Must stay well inside the reminder lease. */

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { OutboxRow } from '../db/outbox';
+import type { StartedOutboxRow } from '../db/outbox';
 import type { PaymentEvent } from '../domain/payment-event';
 import type {
   CompensationInput,
@@ -60,7 +60,7 @@ export function createActivities({
   };
   const firstPassSteps = {
     reconcilePayment: steps.reconcilePayment,
-    deliverOutboxRowThenStart: (input: OutboxInput, started?: OutboxRow, next?: OutboxInput) =>
+    deliverOutboxRowThenStart: (input: OutboxInput, started?: StartedOutboxRow, next?: OutboxInput) =>
       deliverOutboxRowThenStart(delivery, input, started, next),
   };
   return {

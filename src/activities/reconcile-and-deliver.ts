@@ -1,5 +1,5 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { OutboxRow } from '../db/outbox';
+import type { StartedOutboxRow } from '../db/outbox';
 import { isDeliverable } from '../domain/outbox';
 import type { PaymentEvent } from '../domain/payment-event';
 import {
@@ -71,9 +71,9 @@ export function reconcileAndDeliver(
     reconcilePayment(event: PaymentEvent): Promise<ReconcileResult>;
     deliverOutboxRowThenStart(
       input: OutboxInput,
-      started?: OutboxRow,
+      started?: StartedOutboxRow,
       next?: OutboxInput,
-    ): Promise<{ result: OutboxDeliveryResult; nextStarted?: OutboxRow }>;
+    ): Promise<{ result: OutboxDeliveryResult; nextStarted?: StartedOutboxRow }>;
   },
   requestTimeoutMs: number,
   event: PaymentEvent,
@@ -85,7 +85,7 @@ export function reconcileAndDeliver(
     traceStep(activityType, () => observeAttempt({ ...info, activityType }, run));
   const hasTimeFor = () => deadline - Date.now() > requestTimeoutMs + DELIVERY_MARGIN_MS;
   // The next row, its attempt counted with the delivered one before it (one statement for both).
-  let started: OutboxRow | undefined;
+  let started: StartedOutboxRow | undefined;
   return firstPass(event, {
     reconcile: (input) => step('reconcilePayment', () => activities.reconcilePayment(input)),
     deliver: (input, next) =>

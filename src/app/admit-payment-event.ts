@@ -111,12 +111,13 @@ async function admitUnlessKnown(
       },
       whenKnown: (tx) => findEventHash(tx, event.id),
       // A handled type passed the full schema in readPaymentEvent.
-      // An imported report is bulk work: its runs wait behind live webhooks on the same task queue.
+      // An imported report and the events a recovery sweep found are bulk work: their runs, and their
+      // calls downstream, wait behind live webhooks.
       start: (tx) =>
         startPaymentWorkflow(deps.client, deps.taskQueue, event as PaymentEvent, {
           markKey,
           runs: tx,
-          priority: source === 'import' ? 'bulk' : 'live',
+          priority: source === 'import' || source === 'recovery' ? 'bulk' : 'live',
           ...(refusedRun ? { reusePolicy: 'ALLOW_DUPLICATE' as const } : {}),
         }),
     },

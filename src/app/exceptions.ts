@@ -29,6 +29,10 @@ export const NEXT_STEP: Record<ExceptionKind, string> = {
     'the target keeps failing: fix it (its last error says why) and the delivery goes through by itself',
   not_configured: `set ${OUTBOX_TARGETS.map((target) => DELIVERY_TARGETS[target].variable).join(' and ')} on every worker, then settle replay <event id>`,
   delivery_abandoned: 'its run was cancelled or terminated: settle replay <event id> sends what is pending',
+  target_unavailable:
+    'the target is down or failing (its last error says how): fix it or its URL; settle delivers the ' +
+    'backlog by itself within the limits once a probe succeeds, and this closes (docs/operations.md, ' +
+    '"A delivery target is open")',
   unadmitted_run:
     "this run was not started by settle (nothing was applied): investigate who can reach Temporal's " +
     'frontend and close that access; terminate the run if it still runs, then settle exceptions resolve <event id>',

@@ -1,5 +1,7 @@
 import type { ExceptionKind } from '../db/exceptions';
 import { listRecoveryStatus } from '../db/recovery-cursor';
+import { listOpenTargets } from '../db/target-pressure';
+import { OUTBOX_TARGETS } from '../domain/outbox';
 import { computeSloFigures, outboxBacklog, reminderBacklog, type SloFigures } from '../db/slo';
 import { histogramQuantile, parsePrometheusText, sumOf } from '../metrics/prometheus-text';
 import { renderMetrics, type DatabaseFigures } from '../metrics/settle-metrics';
@@ -32,8 +34,17 @@ export type RecoveryFigures = {
   recovered_total: number;
 };
 
+/** A delivery target open now: failing without a success for its SETTLE_<TARGET>_OPEN_AFTER. */
+export type OpenTargetFigures = {
+  target: string;
+  failing_since: string;
+  failures: number;
+  last_error: string | null;
+};
+
 export type StatsFigures = SloFigures & {
   open_exceptions: Record<ExceptionKind, number> & { total: number };
+  targets_open: OpenTargetFigures[];
   recovery: RecoveryFigures[];
 };
 
@@ -50,7 +61,18 @@ export async function statsFigures(deps: StatsDeps, windowMs: number): Promise<S
     last_recovered: row.lastRecovered,
     recovered_total: row.recoveredTotal,
   }));
-  return { ...slo, open_exceptions: { ...open.byKind, total: open.total }, recovery };
+  const targetsOpen = (await listOpenTargets(deps.pool)).map((row) => ({
+    target: row.target,
+    failing_since: row.failingSince.toISOString(),
+    failures: row.failures,
+    last_error: row.lastError,
+  }));
+  return {
+    ...slo,
+    open_exceptions: { ...open.byKind, total: open.total },
+    targets_open: targetsOpen,
+    recovery,
+  };
 }
 
 /**
@@ -78,7 +100,9 @@ async function databaseFigures(deps: StatsDeps): Promise<DatabaseFigures> {
   const backlog = await outboxBacklog(deps.pool);
   const reminders = await reminderBacklog(deps.pool);
   const open = await countOpen(deps);
+  const openTargets = new Set((await listOpenTargets(deps.pool)).map((row) => row.target));
   return {
+    targetOpen: Object.fromEntries(OUTBOX_TARGETS.map((target) => [target, openTargets.has(target)])),
     outboxPending: backlog.pending,
     outboxOldestPendingAgeSeconds: backlog.oldestPendingAgeSeconds ?? 0,
     reminderOldestOverdueAgeSeconds: reminders.oldestOverdueAgeSeconds ?? 0,

@@ -6,9 +6,16 @@ import {
   OUTBOX_TARGETS,
   targetSecretKey,
   targetSecretVariable,
+  type OutboxTarget,
   type TargetConfigKey,
   type TargetSecretKey,
 } from '../domain/outbox';
+import {
+  TARGET_LIMITS,
+  targetLimitKey,
+  targetLimitVariable,
+  type TargetLimit,
+} from '../domain/target-limits';
 import { parsePayloadKeys } from './payload-keys';
 import { varied } from './secret-strength';
 
@@ -173,6 +180,41 @@ function targetSecretVariables() {
       variable(targetSecretVariable(target), standardWebhooksSecrets, { secret: true }),
     ]),
   ) as Record<TargetSecretKey, Variable<typeof standardWebhooksSecrets>>;
+}
+
+/** What each target limit of src/domain/target-limits.ts parses, and its default. */
+const TARGET_LIMIT_SCHEMAS = {
+  RateLimit: {
+    schema: z.coerce
+      .number({ message: 'must be a number of calls a second above 0' })
+      .positive('must be a number of calls a second above 0')
+      .optional(),
+  },
+  MaxInFlight: {
+    schema: z.coerce
+      .number({ message: 'must be a whole number of at least 1' })
+      .int('must be a whole number of at least 1')
+      .min(1, 'must be a whole number of at least 1')
+      .optional(),
+  },
+  OpenAfterMs: { schema: timeout, default: '1m' },
+} as const;
+
+/**
+ * SETTLE_<TARGET>_RATE_LIMIT, SETTLE_<TARGET>_MAX_IN_FLIGHT and SETTLE_<TARGET>_OPEN_AFTER for each
+ * delivery target, as `<target>RateLimit`, `<target>MaxInFlight`, `<target>OpenAfterMs`.
+ */
+function targetLimitVariables() {
+  return Object.fromEntries(
+    OUTBOX_TARGETS.flatMap((target) =>
+      (Object.keys(TARGET_LIMITS) as TargetLimit[]).map((limit) => {
+        const { schema, ...options } = TARGET_LIMIT_SCHEMAS[limit];
+        return [targetLimitKey(target, limit), variable(targetLimitVariable(target, limit), schema, options)];
+      }),
+    ),
+  ) as unknown as {
+    [L in TargetLimit as `${OutboxTarget}${L}`]: Variable<(typeof TARGET_LIMIT_SCHEMAS)[L]['schema']>;
+  };
 }
 
 /**
@@ -452,6 +494,8 @@ export const configVariables = {
   apiToken: variable('SETTLE_API_TOKEN', token.optional(), { secret: true }),
   /** Each delivery target's URL (DELIVERY_TARGETS' `variable`: SETTLE_CARRIER_URL, SETTLE_ERP_URL). */
   ...targetUrlVariables(),
+  /** Each delivery target's limits across every worker (docs/delivery.md, "Downstream pressure"). */
+  ...targetLimitVariables(),
   /** How long a claim is kept (ms): far longer than any provider replay horizon. */
   claimRetentionMs: variable('SETTLE_CLAIM_RETENTION', duration, { default: '90d' }),
   /** A delivery still retrying this long (ms) after it was written is listed as `delivery_stuck`. */

@@ -6,6 +6,13 @@ import type { Queryable } from './pool';
 const TARGET_NAMES = OUTBOX_TARGETS;
 const TARGET_VARIABLES = OUTBOX_TARGETS.map((target) => DELIVERY_TARGETS[target].variable);
 
+/**
+ * The condition on a target_pressure row (db/target-pressure.ts) that makes its target open: failing
+ * without a success for its SETTLE_<TARGET>_OPEN_AFTER. Here, so `settle exceptions --help` loads no more.
+ */
+export const OPEN_TARGET = `failing_since IS NOT NULL
+        AND failing_since + open_after_ms * interval '1 millisecond' <= now()`;
+
 export const EXCEPTION_KINDS = [
   'unmatched',
   'conflict',
@@ -15,6 +22,7 @@ export const EXCEPTION_KINDS = [
   'not_configured',
   'delivery_abandoned',
   'unadmitted_run',
+  'target_unavailable',
 ] as const;
 export type ExceptionKind = (typeof EXCEPTION_KINDS)[number];
 
@@ -55,7 +63,9 @@ export type ExceptionFilter = {
 };
 
 /**
- * Every exception an operator has to look at, oldest first: parked as unmatched; delivered again with
+ * Every exception an operator has to look at, oldest first: a delivery target open (failing without a
+ * success for its SETTLE_<TARGET>_OPEN_AFTER; event ID `target:<name>`, closed by itself when a probe
+ * succeeds); parked as unmatched; delivered again with
  * another payload (409); failed (a delivery failed permanently, or no claim long after receipt: the
  * workflow failed or no worker ran it); marked needs_review by a compensation; a delivery retrying for
  * longer than the stuck threshold; a delivery that found no target URL; a delivery left pending by a
@@ -190,6 +200,14 @@ function queryExceptions<Row extends QueryResultRow>(
            OR NOT EXISTS (SELECT 1 FROM events e JOIN claims c USING (event_id)
                            WHERE e.event_id = u.event_id AND e.payload_sha256 = u.payload_sha256
                              AND c.payload_sha256 = u.payload_sha256)
+       UNION ALL
+       SELECT 'target_unavailable', 'target:' || target, NULL,
+              failing_since + open_after_ms * interval '1 millisecond',
+              'the ' || target || ' has failed without a success since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                || ' (' || failures || ' failure(s)' || coalesce(', last: ' || last_error, '')
+                || '): settle sends it one probe at a time and holds every other call; nothing is lost',
+              target, NULL, last_error
+         FROM target_pressure WHERE ${OPEN_TARGET}
      )
      SELECT ${shape === 'rows' ? 'x.*, r.resolved_by, r.resolved_at, r.note' : 'x.kind, count(*)::int AS n'}
        FROM exceptions x

@@ -22,6 +22,9 @@ const COLUMNS = `outbox_id AS "outboxId", event_id AS "eventId", shipment_id AS 
   idempotency_key AS "idempotencyKey", body, status, attempts, last_error AS "lastError",
   created_at AS "createdAt", delivered_at AS "deliveredAt"`;
 
+/** A row whose attempt was started: with whether its target is paused or failing now (target_pressure). */
+export type StartedOutboxRow = OutboxRow & { targetTroubled: boolean };
+
 const ENTRY_COLUMNS = `outbox_id AS "outboxId", target, action, idempotency_key AS "idempotencyKey", status`;
 
 /** What the workflow needs of an outbox row to deliver it (OutboxEntry in src/domain/workflow-contracts.ts). */
@@ -119,8 +122,8 @@ export async function startOutboxAttempt(
   targets: readonly OutboxTarget[],
   /** Only a row of this event (the run's own); undefined: any (no run to compare, a script). */
   eventId?: string,
-): Promise<OutboxRow | undefined> {
-  const { rows } = await db.query<OutboxRow>({
+): Promise<StartedOutboxRow | undefined> {
+  const { rows } = await db.query<StartedOutboxRow>({
     name: 'outbox.start_attempt',
     text: START_ATTEMPT,
     values: [outboxId, targets, DELIVERABLE_STATUSES, eventId ?? null],
@@ -128,11 +131,17 @@ export async function startOutboxAttempt(
   return rows[0];
 }
 
-/** $1 the row, $2 the targets this worker can call, $3 DELIVERABLE_STATUSES, $4 its event (null: any). */
+/**
+ * $1 the row, $2 the targets this worker can call, $3 DELIVERABLE_STATUSES, $4 its event (null: any).
+ * Its target's state comes with it, so a call to a target with no limits and no trouble costs no
+ * statement of its own.
+ */
 const START_ATTEMPT = `UPDATE outbox SET attempts = attempts + 1, status = 'pending', updated_at = now()
       WHERE outbox_id = $1::bigint AND status = ANY($3::text[]) AND target = ANY($2::text[])
         AND ($4::text IS NULL OR event_id = $4::text)
-      RETURNING ${COLUMNS}`;
+      RETURNING ${COLUMNS},
+        coalesce((SELECT tp.probing FROM target_pressure tp WHERE tp.target = outbox.target), false)
+          AS "targetTroubled"`;
 
 /** START_ATTEMPT after markOutboxDelivered's two parameters. */
 const START_ATTEMPT_AFTER_DELIVERED = shiftParameters(START_ATTEMPT, 2);
@@ -158,9 +167,9 @@ export async function markOutboxDelivered(
   releasedShipmentId?: string,
   /** The row to deliver next, whose attempt startOutboxAttempt would count: counted here instead. */
   next?: { outboxId: number; targets: readonly OutboxTarget[]; eventId?: string },
-): Promise<OutboxRow | undefined> {
+): Promise<StartedOutboxRow | undefined> {
   // Data-modifying WITHs run to completion whatever the outer statement reads: all or none.
-  const { rows } = await db.query<OutboxRow>({
+  const { rows } = await db.query<StartedOutboxRow>({
     name: 'outbox.mark_delivered_then_start',
     text: `WITH delivered AS (
         UPDATE outbox SET status = 'delivered', last_error = NULL, delivered_at = now(), updated_at = now()

@@ -121,6 +121,15 @@ export const deliveriesTotal = new Counter({
   registers: [registry],
 });
 
+export const targetHeldTotal = new Counter({
+  name: 'settle_target_held_total',
+  help:
+    'Calls settle held back before sending them, by target and reason (paused: a Retry-After; failing, ' +
+    'probing: the target fails and one probe at a time goes; in_flight, rate: its limits).',
+  labelNames: ['target', 'reason'] as const,
+  registers: [registry],
+});
+
 export const purgedClaimsTotal = new Counter({
   name: 'settle_purged_claims_total',
   help: 'Claims dropped past SETTLE_CLAIM_RETENTION.',
@@ -171,8 +180,19 @@ const openExceptionsGauge = new Gauge({
   registers: [databaseRegistry],
 });
 
+const targetOpenGauge = new Gauge({
+  name: 'settle_target_open',
+  help:
+    'Whether a delivery target is open (1): failing without a success for its SETTLE_<TARGET>_OPEN_AFTER, ' +
+    'probed one call at a time (PostgreSQL, gateway only).',
+  labelNames: ['target'] as const,
+  registers: [databaseRegistry],
+});
+
 /** The figures the gateway reads from PostgreSQL (and, for exceptions, Temporal) at scrape time. */
 export type DatabaseFigures = {
+  /** Each delivery target: whether it is open. */
+  targetOpen: Record<string, boolean>;
   outboxPending: number;
   outboxOldestPendingAgeSeconds: number;
   reminderOldestOverdueAgeSeconds: number;
@@ -189,6 +209,9 @@ export async function renderMetrics(database?: DatabaseFigures | null): Promise<
     outboxPending.set(database.outboxPending);
     outboxOldestPendingAge.set(database.outboxOldestPendingAgeSeconds);
     reminderOldestOverdueAge.set(database.reminderOldestOverdueAgeSeconds);
+    for (const [target, open] of Object.entries(database.targetOpen)) {
+      targetOpenGauge.set({ target }, open ? 1 : 0);
+    }
     for (const [kind, count] of Object.entries(database.openExceptionsByKind)) {
       openExceptionsGauge.set({ kind }, count);
     }

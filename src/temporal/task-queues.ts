@@ -5,6 +5,13 @@
  * served in arrival order, whatever the task's priority: only a queue of their own keeps thousands
  * of imported runs from standing in front of a live event inside the worker.
  */
+const BULK_SUFFIX = '-bulk';
+
 export function bulkTaskQueue(taskQueue: string): string {
-  return `${taskQueue}-bulk`;
+  return `${taskQueue}${BULK_SUFFIX}`;
+}
+
+/** Whether a task queue is a bulk twin: its runs' calls downstream yield to live ones. */
+export function isBulkTaskQueue(taskQueue: string): boolean {
+  return taskQueue.endsWith(BULK_SUFFIX);
 }

@@ -10,6 +10,7 @@ import type pg from 'pg';
 import { createActivities, type ActivityDependencies } from '../activities';
 import { activityOutcomeInterceptor } from './outcome-interceptor';
 import { signingSecrets, targetUrls, type TargetConfigKey, type TargetSecretKey } from '../domain/outbox';
+import { targetLimitsConfig, type TargetLimitKey } from '../domain/target-limits';
 import { createPurgeActivities } from '../activities/purge';
 import { createRecoveryActivities } from '../activities/recovery';
 import { CONFIG_DEFAULTS, loadSettings, type Config } from '../config';
@@ -85,6 +86,7 @@ export type WorkerOptions = {
         Config,
         | TargetConfigKey
         | TargetSecretKey
+        | TargetLimitKey
         | 'outboundSecret'
         | 'reminderSecret'
         | 'allowPrivateTargets'
@@ -260,6 +262,7 @@ export async function createWorker({
       config: {
         ...targetUrls(config),
         ...signingSecrets(config),
+        ...targetLimitsConfig(config),
         allowPrivateTargets: config.allowPrivateTargets,
       },
     }),

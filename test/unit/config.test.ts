@@ -66,6 +66,10 @@ describe('config schema', () => {
     assert.equal(config.erpUrl, undefined);
     assert.equal(config.claimRetentionMs, 90 * 86_400_000);
     assert.equal(config.deliveryStuckAfterMs, 5 * 60_000);
+    // Each delivery target's limits: none unless set, open after a minute of failures.
+    assert.equal(config.erpRateLimit, undefined);
+    assert.equal(config.carrierMaxInFlight, undefined);
+    assert.equal(config.erpOpenAfterMs, 60_000);
     assert.equal(config.allowPrivateTargets, false);
     assert.equal(config.metricsPort, 9464);
     assert.equal(config.maxCachedWorkflows, 250);
@@ -93,6 +97,10 @@ describe('config schema', () => {
       SETTLE_MAX_CACHED_WORKFLOWS: '40',
       HOST: '',
       SETTLE_DELIVERY_STUCK_AFTER: '',
+      SETTLE_CARRIER_RATE_LIMIT: '2.5',
+      SETTLE_ERP_MAX_IN_FLIGHT: '8',
+      SETTLE_CARRIER_OPEN_AFTER: '30s',
+      SETTLE_ERP_RATE_LIMIT: '',
     });
     assert.equal(config.taskQueue, 'payments');
     assert.equal(config.port, 9090);
@@ -102,6 +110,10 @@ describe('config schema', () => {
     assert.equal(config.maxCachedWorkflows, 40);
     assert.equal(config.host, '127.0.0.1');
     assert.equal(config.deliveryStuckAfterMs, 5 * 60_000);
+    assert.equal(config.carrierRateLimit, 2.5);
+    assert.equal(config.erpMaxInFlight, 8);
+    assert.equal(config.carrierOpenAfterMs, 30_000);
+    assert.equal(config.erpRateLimit, undefined);
     assert.equal(loadSettings({ SETTLE_TEMPORAL_LOG_LEVEL: 'debug' }).temporalLogLevel, 'DEBUG');
     assert.equal(loadSettings({ SETTLE_LOG_LEVEL: '' }).logLevel, 'info');
   });
@@ -126,6 +138,12 @@ describe('config schema', () => {
     ['SETTLE_MAX_CACHED_WORKFLOWS', '1'],
     ['SETTLE_BULK_CONCURRENCY', '0'],
     ['SETTLE_BULK_CONCURRENCY', '101'],
+    ['SETTLE_ERP_RATE_LIMIT', '0'],
+    ['SETTLE_ERP_RATE_LIMIT', 'fast'],
+    ['SETTLE_CARRIER_MAX_IN_FLIGHT', '0'],
+    ['SETTLE_CARRIER_MAX_IN_FLIGHT', '2.5'],
+    ['SETTLE_ERP_OPEN_AFTER', '0s'],
+    ['SETTLE_CARRIER_OPEN_AFTER', 'soon'],
     ['SETTLE_LOG_LEVEL', 'loud'],
     ['SETTLE_TEMPORAL_LOG_LEVEL', 'chatty'],
     ['SETTLE_GATEWAY_URL', 'gateway:8080'],

@@ -11,7 +11,7 @@ import {
   firstPass,
   reconcileAndDeliver,
 } from '../../src/activities/reconcile-and-deliver';
-import type { OutboxRow } from '../../src/db/outbox';
+import type { StartedOutboxRow } from '../../src/db/outbox';
 import { ErrorCode } from '../../src/domain/errors';
 import type { PaymentEvent } from '../../src/domain/payment-event';
 import type {
@@ -69,10 +69,10 @@ function steps(
     },
     deliverOutboxRow,
     /** deliverOutboxRow that starts `next` when this row delivered, as the database step does. */
-    deliverOutboxRowThenStart: async (input: OutboxInput, started?: OutboxRow, next?: OutboxInput) => {
+    deliverOutboxRowThenStart: async (input: OutboxInput, started?: StartedOutboxRow, next?: OutboxInput) => {
       chained.push(`${input.outboxId}: started ${started?.outboxId ?? '-'}, next ${next?.outboxId ?? '-'}`);
       const result = await deliverOutboxRow(input);
-      const nextStarted = next && ({ outboxId: next.outboxId } as OutboxRow);
+      const nextStarted = next && ({ outboxId: next.outboxId } as StartedOutboxRow);
       return { result, ...(result.status === 'delivered' ? { nextStarted } : {}) };
     },
   };

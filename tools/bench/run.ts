@@ -1,10 +1,12 @@
 /**
- * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,T3W,L,PE,T3WE,R,LS,BY,RT,RS,I,LI,PC,TR] [-- --server=dev|cluster|both]`:
+ * `npm run bench [-- --short] [-- --only=B0,B1,T0,T3,P,T3W,L,PE,T3WE,R,LS,BY,RT,RS,I,LI,PR,PRL,PC,TR] [-- --server=dev|cluster|both]`:
  * T3W is P's work without settle: a receiver and a plain workflow of three local activities (T3L's shape),
  * given settle's operator view; T3WE the same started eagerly, with PE.
  * PE is P through `settle serve` (eager start; LE@50% its load row), LI live webhooks during an import,
  * BY the bytes one event keeps in settle's tables, RT the purge of past-retention claims under load,
  * RS a recovery sweep over listed events nearly all applied already (its Temporal starts counted). Every Temporal row counts its billable actions.
+ * PR an import against an ERP that allows 20 calls a second (SETTLE_ERP_RATE_LIMIT, two workers), PRL
+ * live webhooks at 2/s alongside it (last: they restart the workers with the limit).
  * PC (only when named) P@50 through `settle serve` with payload encryption off, on, on, off (the codec's CPU cost).
  * TR (only when named) P@50 through `settle serve` with tracing off, on, on, off, exporting to a local OTLP endpoint (tracing's CPU cost).
  * LS live webhooks at 25 % of P's best rate, idle, then during a retry storm of every earlier event at 10 ×.
@@ -31,6 +33,7 @@ import {
 import { benchImport, prepareImport } from './import';
 import { benchLiveDuringImport } from './live-during-import';
 import { benchLiveDuringStorm, STORM_FACTOR } from './live-during-storm';
+import { benchPressure, benchPressureLive, RateLimitedErp } from './pressure';
 import { median } from '../harness/load';
 import { ResourceSampler, round, spawnTs, type Child, type Usage } from '../harness/processes';
 import { ProofStack } from '../harness/stack';
@@ -83,8 +86,10 @@ const SIZE = short
       bytesEvents: 300,
       retentionClaims: 200_000,
       recoveryListed: 1_000,
+      pressureEvents: 300,
     }
   : {
+      pressureEvents: 2_000,
       bytesEvents: 1_000,
       retentionClaims: 10_000_000,
       reps: 3,
@@ -99,6 +104,9 @@ const SIZE = short
 
 /** A happy-path payment's Temporal actions: its start and one workflow task of local activities. */
 const HAPPY_PATH_ACTIONS = 2;
+/** PR and PRL: the calls a second the ERP allows (and SETTLE_ERP_RATE_LIMIT), and PRL's live rate. */
+const PRESSURE_LIMIT = 20;
+const PRESSURE_LIVE_RATE = 2;
 
 /** Of the recovery sweep's listed events, those never delivered (the rest are applied already). */
 const RECOVERY_MISSED = 10;
@@ -162,7 +170,7 @@ async function benchOn(): Promise<Goal[]> {
     // SETTLE_BENCH_WORKER_NODE_OPTIONS (e.g. --max-semi-space-size=4) and SETTLE_BENCH_WORKER_OPTIONS
     // (SDK settings, tools/harness/worker-options.ts) apply to settle's worker and the no-op worker.
     const workerNodeOptions = process.env.SETTLE_BENCH_WORKER_NODE_OPTIONS;
-    const worker = await stack.startWorker(
+    let worker = await stack.startWorker(
       workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {},
       nodeArgs,
     );
@@ -663,6 +671,34 @@ async function benchOn(): Promise<Goal[]> {
         },
       );
     }
+    if (wanted('PR') || wanted('PRL')) {
+      // Last: two workers with the ERP's limit in place of the worker every row above used.
+      const erp = new RateLimitedErp(PRESSURE_LIMIT);
+      stack.receiver.behaviour = erp.behaviour;
+      await stack.stopWorkers();
+      const limited = { SETTLE_ERP_RATE_LIMIT: String(PRESSURE_LIMIT) };
+      worker = await stack.startWorker(limited, nodeArgs);
+      await stack.startWorker(limited, nodeArgs);
+      if (wanted('PR')) {
+        await measure('PR', `${SIZE.pressureEvents} imported at once, the ERP allowing ${PRESSURE_LIMIT}/s`, {
+          run: () => benchPressure(stack, erp, SIZE.pressureEvents),
+          events: SIZE.pressureEvents,
+          reps: 1,
+        });
+      }
+      if (wanted('PRL')) {
+        await measure(
+          'PRL',
+          `live at ${PRESSURE_LIVE_RATE}/s idle, then during an import of ${SIZE.pressureEvents}, the ERP allowing ${PRESSURE_LIMIT}/s`,
+          {
+            run: () =>
+              benchPressureLive(stack, erp, SIZE.pressureEvents, PRESSURE_LIVE_RATE, SIZE.loadSeconds * 1000),
+            events: (figures) => figures.importAccepted! + 2 * PRESSURE_LIVE_RATE * SIZE.loadSeconds,
+            reps: 1,
+          },
+        );
+      }
+    }
   } finally {
     await noopWorker?.stop().catch(() => {});
     await stack.close();
@@ -949,6 +985,34 @@ function evaluateGoals(): Goal[] {
   );
   // Temporal Cloud's billable actions (tools/bench/actions.ts): a happy-path payment is its start and
   // one workflow task of local activities, T3L's shape (SPEC.md, "What an event costs").
+  // Issue 62: an ERP that allows 20 calls a second gets no more, and live events still go first.
+  const pr = results.find((r) => r.id === 'PR')?.figures;
+  goals.push({
+    goal: 'a limited ERP: ≤ 1.1 × its limit a second, 0 × 429, each entry once (PR)',
+    measured: pr
+      ? `${pr.busiestSecondCalls} calls in the busiest second (limit ${pr.limitPerSecond}), ${pr.throttled} × 429, ` +
+        `${pr.appliedTwice} applied twice, ${pr.undelivered} undelivered`
+      : 'not measured',
+    met: pr
+      ? pr.busiestSecondCalls! <= 1.1 * pr.limitPerSecond! &&
+        pr.throttled === 0 &&
+        pr.appliedTwice === 0 &&
+        pr.undelivered === 0
+      : null,
+  });
+  upTo(
+    'a limited ERP drains within 1.2 × events / limit (PR)',
+    fig('PR', 'drainSeconds'),
+    fig('PR', 'drainBoundSeconds'),
+    1,
+  );
+  upTo(
+    'live delivered p99 during an import to a limited ERP ≤ 2 × idle (PRL)',
+    fig('PRL', 'importingDeliveredP99Ms'),
+    fig('PRL', 'idleDeliveredP99Ms'),
+    2,
+  );
+  // Temporal Cloud's billable actions (tools/bench/actions.ts): settle's happy path against its floor's shape.
   const actionsP = fig('P@50', 'actionsPerEvent');
   const actionsT3L = fig('T3L@50', 'actionsPerEvent');
   goals.push({

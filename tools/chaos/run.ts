@@ -16,6 +16,7 @@ import { concurrentDeliveries, redeliveryAfterTemporalForgot } from './scenarios
 import { gatewayFuzz } from './scenarios/fuzz';
 import { postgresCrash, temporalCrash, temporalDownDuringIngest } from './scenarios/outages';
 import { steadySoak } from './scenarios/steady-soak';
+import { targetDown } from './scenarios/target-down';
 
 const SCENARIOS: Scenario[] = [
   concurrentDeliveries,
@@ -28,6 +29,7 @@ const SCENARIOS: Scenario[] = [
   throttledWithRetryAfter,
   appliedThen504,
   permanentRefusalMidSaga,
+  targetDown,
   gracefulShutdown,
   soak,
   gatewayFuzz,

@@ -43,15 +43,18 @@ export type ReceivedRequest = {
   verified: boolean;
   /** Why it did not verify, when it did not. */
   signatureProblem?: string;
+  /** When its answer was sent (ms since the epoch); unset while it is held or was dropped. */
+  answeredAt?: number;
 };
 
 /**
  * What the receiver does with a request: answer `status` (with `headers`); apply the effect first
  * when `apply` is true (default: for a 2xx); `hang` holds the request open and never answers; `drop`
- * cuts its connection without answering.
+ * cuts its connection without answering; `delayMs` answers that much later (a slow downstream).
  */
 export type Answer = {
   status: number;
+  delayMs?: number;
   headers?: Record<string, string>;
   apply?: boolean;
   hang?: boolean;
@@ -152,8 +155,13 @@ export class RecordingReceiver {
           request.socket.destroy();
           return;
         }
-        response.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
-        response.end(JSON.stringify({ status: answer.status }));
+        const send = () => {
+          received.answeredAt = Date.now();
+          response.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
+          response.end(JSON.stringify({ status: answer.status }));
+        };
+        if (answer.delayMs) setTimeout(send, answer.delayMs);
+        else send();
       });
     });
     server.keepAliveTimeout = 30_000;

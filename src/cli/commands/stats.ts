@@ -11,7 +11,7 @@ export function registerStats(program: Command) {
       'The SLO figures: events and duplicates, claims by outcome and the duplicate-claim rate, ' +
         'event-to-commit latency (p50/p99), replay-safe recovery time, open exceptions by kind (the same set ' +
         '`settle exceptions` lists), outbox and reminder ' +
-        'backlog, all from PostgreSQL; plus webhooks by outcome, ack latency and transaction failures from ' +
+        'backlog, the delivery targets open (failing, probed one call at a time), all from PostgreSQL; plus webhooks by outcome, ack latency and transaction failures from ' +
         "a gateway's or worker's /metrics when one is reachable.",
     )
     .option('--since <duration>', 'the window, ending now', '24h')
@@ -67,6 +67,15 @@ function renderStats(s: StatsFigures & { live: LiveFigures | null }): string {
     `open exceptions        ${total} (${entries(Object.fromEntries(Object.entries(open).filter(([, n]) => n > 0)))})`,
     `outbox                 pending ${s.outbox.pending}, oldest ${seconds(s.outbox.oldest_pending_age_seconds)}, failed ${s.outbox.failed}`,
     `reminders overdue      ${s.reminders.overdue}, oldest ${seconds(s.reminders.oldest_overdue_age_seconds)}`,
+    `targets open           ${
+      s.targets_open
+        .map(
+          (t) =>
+            `${t.target} (failing since ${t.failing_since}, ${t.failures} failure(s)` +
+            `${t.last_error ? `, last: ${t.last_error}` : ''}; one probe at a time)`,
+        )
+        .join(', ') || 'none'
+    }`,
     ...(s.recovery.length
       ? s.recovery.map(
           (r) =>

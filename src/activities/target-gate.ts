@@ -1,0 +1,149 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { setTimeout as delay } from 'node:timers/promises';
+import type pg from 'pg';
+import {
+  admitTargetCall,
+  recheckTargetCall,
+  recordTargetAnswer,
+  type HeldReason,
+} from '../db/target-pressure';
+import { ErrorCode } from '../domain/errors';
+import { deliveryTarget, type OutboxTarget } from '../domain/outbox';
+import { targetLimits, type TargetLimitsConfig } from '../domain/target-limits';
+import { isBulkTaskQueue } from '../temporal/task-queues';
+import { targetHeldTotal } from '../metrics/settle-metrics';
+import type { CallOutcome } from './downstream';
+
+// Downstream pressure (docs/delivery.md): every call to a delivery target passes this gate, which
+// shares the target's rate limit, calls in flight, Retry-After pause and failing state with every
+// other worker through its row in PostgreSQL (db/target-pressure.ts).
+
+/** A live call waits in the activity for a slot at most this long; past it, it is held and comes back. */
+const LIVE_MAX_WAIT_MS = 1_000;
+/** The longest wait between two probes of a failing target: its "one probe per interval". */
+export const PROBE_EVERY_MAX_MS = 10_000;
+/** A held call's longest wait before it asks again (a failing target's waiters, spread out). */
+const HELD_MAX_WAIT_MS = 60_000;
+/** How long a lease outlives its call's timeout, for a worker that vanished mid-call. */
+const LEASE_MARGIN_MS = 5_000;
+
+export type GateDependencies = {
+  pool: pg.Pool;
+  config: TargetLimitsConfig;
+  requestTimeoutMs: number;
+};
+
+/** An admitted call: its lease, and whether its answer must be recorded (it went through the gate). */
+export type TargetPass = { callId: number | null; recorded: boolean };
+
+/**
+ * Admits one call to `target`, waiting in the activity for a slot when the wait is short. A call that
+ * is held (a pause, a failing target whose probe is out, a limit) throws a retryable
+ * `downstream_throttled` failure whose delay is when to ask again: no call was made, the attempt the
+ * row's start counted is taken back, and the row keeps its Idempotency-Key. `troubled` is what the
+ * row's start read of the target (false: no pause, no failure); with no limits set and no trouble,
+ * the call goes without a statement of its own. `outboxId`: the row the call delivers, if any.
+ */
+export async function enterTarget(
+  deps: GateDependencies,
+  target: OutboxTarget,
+  troubled: boolean,
+  outboxId: number | null,
+): Promise<TargetPass> {
+  const limits = targetLimits(deps.config, target);
+  if (!troubled && limits.ratePerSecond === undefined && limits.maxInFlight === undefined) {
+    return { callId: null, recorded: false };
+  }
+  const context = Context.current();
+  const bulk = isBulkTaskQueue(context.info.taskQueue);
+  const admission = await admitTargetCall(deps.pool, {
+    target,
+    bulk,
+    ratePerSecond: limits.ratePerSecond,
+    maxInFlight: limits.maxInFlight,
+    // A bulk call takes a slot only when it is free (half a slot's wait): live calls find one at once.
+    maxWaitMs: bulk ? (limits.ratePerSecond ? 500 / limits.ratePerSecond : 0) : LIVE_MAX_WAIT_MS,
+    leaseMs: deps.requestTimeoutMs + LEASE_MARGIN_MS,
+    outboxId,
+  });
+  if (admission.held !== null) {
+    targetHeldTotal.inc({ target, reason: admission.held });
+    throw heldFailure(target, admission.held, admission.until, context.info.attempt);
+  }
+  if (admission.waitMs > 0) {
+    await delay(admission.waitMs, undefined, { signal: context.cancellationSignal });
+    // Another worker may have met a pause or a failure meanwhile: it holds this call too.
+    const since = admission.probe
+      ? null
+      : await recheckTargetCall(deps.pool, target, admission.callId, outboxId);
+    if (since) {
+      targetHeldTotal.inc({ target, reason: since.held });
+      throw heldFailure(target, since.held, since.until, context.info.attempt);
+    }
+  }
+  return { callId: admission.callId, recorded: true };
+}
+
+/**
+ * Records how an admitted call ended, for every worker: a 2xx or a refusal (the target answered) is a
+ * success; a 429/503 with Retry-After pauses the target; any other retryable outcome is a failure,
+ * and the target opens once it has failed without a success for SETTLE_<TARGET>_OPEN_AFTER. A call
+ * that passed without the gate records only what changes the target's state.
+ */
+export async function leaveTarget(
+  deps: GateDependencies,
+  target: OutboxTarget,
+  pass: TargetPass,
+  outcome: CallOutcome,
+): Promise<void> {
+  const answer =
+    outcome.kind !== 'retry'
+      ? ({ answer: 'success' } as const)
+      : outcome.delayMs !== undefined
+        ? ({ answer: 'pause', pauseMs: outcome.delayMs, error: outcome.detail } as const)
+        : ({
+            answer: 'failure',
+            openAfterMs: targetLimits(deps.config, target).openAfterMs,
+            error: outcome.detail,
+          } as const);
+  if (!pass.recorded && answer.answer === 'success') return;
+  await recordTargetAnswer(deps.pool, target, pass.callId, answer, PROBE_EVERY_MAX_MS);
+}
+
+const HELD_BECAUSE: Record<HeldReason, string> = {
+  paused: 'paused by its Retry-After',
+  failing: 'failing: one probe at a time',
+  probing: 'failing: a probe is in flight',
+  in_flight: 'at its limit of calls in flight',
+  rate: 'at its rate limit',
+};
+
+/**
+ * The failure of a held call. Its delay: a pause's end or the next slot, spread a little so the
+ * waiters do not return at once; for a failing target or a full one, at least a backoff that grows
+ * with the attempts, so thousands of waiters do not ask every second.
+ */
+function heldFailure(
+  target: OutboxTarget,
+  reason: HeldReason,
+  until: Date,
+  attempt: number,
+): ApplicationFailure {
+  const untilMs = Math.max(0, until.getTime() - Date.now());
+  const jitter = 0.8 + Math.random() * 0.4;
+  let delayMs: number;
+  if (reason === 'paused') delayMs = untilMs + Math.random() * Math.min(1_000, untilMs);
+  else if (reason === 'rate') delayMs = untilMs;
+  else {
+    const floor = reason === 'in_flight' ? 200 : 1_000;
+    const backoff = Math.min(floor * 2 ** Math.max(0, attempt - 1), HELD_MAX_WAIT_MS);
+    delayMs = Math.max(untilMs, backoff) * jitter;
+  }
+  delayMs = Math.max(1, Math.round(delayMs));
+  return ApplicationFailure.create({
+    message: `held: the ${deliveryTarget(target).label} is ${HELD_BECAUSE[reason]}, retry after ${delayMs} ms`,
+    type: ErrorCode.DownstreamThrottled,
+    nextRetryDelay: delayMs,
+    details: [{ retryAfterMs: delayMs }],
+  });
+}

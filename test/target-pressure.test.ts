@@ -1,0 +1,189 @@
+/**
+ * Downstream pressure across worker processes (docs/delivery.md, "Downstream pressure"): two workers,
+ * each its own process, share the ERP's SETTLE_ERP_RATE_LIMIT and SETTLE_ERP_MAX_IN_FLIGHT, honour one
+ * 429 Retry-After together, and stop calling an ERP that is down but for one probe at a time, showing
+ * it open (settle exceptions, the gauge) until a probe succeeds. Every entry is delivered once, under
+ * its own Idempotency-Key, whatever the ERP did.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { addShipments } from '../src/db/shipments';
+import { downstreamIdempotencyKey } from '../src/domain/outbox';
+import { parsePrometheusText, sumOf } from '../src/metrics/prometheus-text';
+import {
+  paymentEvent,
+  postWebhook,
+  startTestStack,
+  uniqueId,
+  waitFor,
+  type TestStack,
+} from '../tools/harness/harness';
+import {
+  startReceiver,
+  targetUrlVariables,
+  type Receiver,
+  type ReceivedRequest,
+} from '../tools/harness/receiver';
+import { startChildWorker, type ChildWorker } from './support/child-worker';
+import { runSettle, stackEnv } from './support/settle-cli';
+
+const RATE_LIMIT = 10;
+const MAX_IN_FLIGHT = 2;
+const OPEN_AFTER_S = 2;
+
+let stack: TestStack;
+let receiver: Receiver;
+const workers: ChildWorker[] = [];
+/** What the ERP answers now; the carrier always takes its call. */
+let erp: (request: ReceivedRequest) => {
+  status: number;
+  headers?: Record<string, string>;
+  delayMs?: number;
+} = () => ({ status: 200 });
+
+before(async () => {
+  receiver = await startReceiver((request) => (request.path === '/erp' ? erp(request) : { status: 200 }));
+  stack = await startTestStack({ worker: false });
+  const env = {
+    ...targetUrlVariables(receiver.url),
+    SETTLE_ERP_RATE_LIMIT: String(RATE_LIMIT),
+    SETTLE_ERP_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT),
+    SETTLE_ERP_OPEN_AFTER: `${OPEN_AFTER_S}s`,
+  };
+  // Two worker processes: a limit kept in either one's memory would let through twice as much.
+  for (let i = 0; i < 2; i += 1)
+    workers.push(await startChildWorker(stack, env, { requestTimeoutMs: 5_000 }));
+});
+after(async () => {
+  for (const worker of workers) await worker.kill();
+  await stack?.close();
+  await receiver?.close();
+});
+
+/** Sends `n` captured payments at once; resolves with the ERP keys (one ledger entry each). */
+async function sendPayments(n: number): Promise<string[]> {
+  const events = Array.from({ length: n }, () => paymentEvent({ shipmentId: uniqueId('SHP') }));
+  await addShipments(
+    stack.pool,
+    events.map((event) => event.data.shipment_id),
+  );
+  const answers = await Promise.all(events.map((event) => postWebhook(stack, event)));
+  for (const answer of answers) assert.equal(answer.status, 202, JSON.stringify(answer.body));
+  return events.map((event) => downstreamIdempotencyKey(event.id, 'erp', 'post_ledger_entry'));
+}
+
+/** Waits for every key's effect at the ERP and proves each was applied once. */
+async function deliveredOnce(keys: string[]): Promise<void> {
+  await waitFor(`${keys.length} ledger entries at the ERP`, async () =>
+    keys.every((key) => receiver.keys.get(key)?.applied === 1),
+  );
+  for (const key of keys) {
+    const record = receiver.keys.get(key)!;
+    assert.equal(record.applied, 1, `${key}: applied once`);
+    assert.equal(record.bodies.size, 1, `${key}: every call the same request`);
+  }
+}
+
+const erpCalls = (keys: string[]) =>
+  receiver.requests.filter((request) => request.path === '/erp' && keys.includes(request.key));
+
+describe('downstream pressure, shared by two worker processes', () => {
+  test('the ERP never gets more than its rate limit a second, nor more calls at once than its limit', async () => {
+    erp = () => ({ status: 200, delayMs: 150 });
+    const keys = await sendPayments(40);
+    await deliveredOnce(keys);
+    const calls = erpCalls(keys);
+    assert.equal(calls.length, keys.length, 'one call per entry: none was refused');
+    const perSecond = new Map<number, number>();
+    for (const call of calls)
+      perSecond.set(Math.floor(call.at / 1000), (perSecond.get(Math.floor(call.at / 1000)) ?? 0) + 1);
+    const busiest = Math.max(...perSecond.values());
+    assert.ok(busiest <= RATE_LIMIT * 1.1, `${busiest} calls in one second, above ${RATE_LIMIT}/s`);
+    const span = calls.at(-1)!.at - calls[0]!.at;
+    assert.ok(
+      span >= ((keys.length - 1) / RATE_LIMIT) * 1000 * 0.9,
+      `40 calls in ${span} ms: faster than the limit`,
+    );
+    // At no arrival were more calls open than the limit (each open from its arrival to its answer).
+    for (const call of calls) {
+      const open = calls.filter(
+        (other) => other.at <= call.at && (other.answeredAt ?? Infinity) > call.at,
+      ).length;
+      assert.ok(open <= MAX_IN_FLIGHT, `${open} calls in flight at once, above ${MAX_IN_FLIGHT}`);
+    }
+  });
+
+  test('a 429 with Retry-After pauses every worker until it has passed; then one probe, then the rest', async () => {
+    let pausedAt: number | undefined;
+    erp = (request) => {
+      if (pausedAt === undefined) {
+        pausedAt = request.at;
+        return { status: 429, headers: { 'retry-after': '3' } };
+      }
+      return { status: 200 };
+    };
+    const keys = await sendPayments(12);
+    await deliveredOnce(keys);
+    const calls = erpCalls(keys);
+    const during = calls.filter((call) => call.at > pausedAt! + 100 && call.at < pausedAt! + 3_000);
+    assert.deepEqual(
+      during.map((call) => call.at - pausedAt!),
+      [],
+      'calls during the 3 s the ERP asked for',
+    );
+    // Calls already on their way when the 429 came may arrive with it; after the pause, one per entry.
+    assert.ok(calls.length <= keys.length + 2, `${calls.length} calls for ${keys.length} entries`);
+  });
+
+  test('an ERP down past SETTLE_ERP_OPEN_AFTER is open: one probe at a time, shown, and closed by a success', async () => {
+    let down = true;
+    erp = () => (down ? { status: 503 } : { status: 200 });
+    const keys = await sendPayments(10);
+    const downSince = Date.now();
+    const listed = await waitFor('the ERP listed as target_unavailable', async () => {
+      const run = await runSettle(['exceptions', '--kind', 'target_unavailable', '--json'], stackEnv(stack));
+      assert.equal(run.code, 0, run.stderr);
+      const rows = (
+        JSON.parse(run.stdout) as { exceptions: { event_id: string; target: string; next_step: string }[] }
+      ).exceptions;
+      return rows.length > 0 ? rows : undefined;
+    });
+    assert.equal(listed[0]!.event_id, 'target:erp');
+    assert.equal(listed[0]!.target, 'erp');
+    assert.match(listed[0]!.next_step, /probe succeeds/);
+    assert.equal(await targetOpen('erp'), 1);
+    // Hold the outage a little longer: only probes reach the ERP, one at a time.
+    await new Promise((resolve) => setTimeout(resolve, 4_000));
+    const outage = Date.now() - downSince;
+    const duringOutage = erpCalls(keys);
+    // Each entry's first call may go before the first failure is recorded; after it, probes only, the
+    // first a quarter of a second after a failure, each next one twice as long after (up to 10 s).
+    const probesAtMost = Math.ceil(Math.log2(outage / 250 + 1)) + 1;
+    assert.ok(
+      duringOutage.length <= keys.length + probesAtMost,
+      `${duringOutage.length} calls in ${outage} ms of outage for ${keys.length} entries`,
+    );
+    for (const call of duringOutage) {
+      const overlapping = duringOutage.filter(
+        (other) => other !== call && other.at >= call.at && other.at < (call.answeredAt ?? Infinity),
+      );
+      if (call.at > downSince + 1_000) assert.deepEqual(overlapping, [], 'two probes at once');
+    }
+
+    down = false;
+    await deliveredOnce(keys);
+    await waitFor('the exception closed by itself', async () => {
+      const run = await runSettle(['exceptions', '--kind', 'target_unavailable', '--json'], stackEnv(stack));
+      return (JSON.parse(run.stdout) as { exceptions: unknown[] }).exceptions.length === 0;
+    });
+    assert.equal(await targetOpen('erp'), 0);
+  });
+});
+
+/** settle_target_open{target} from the gateway's /metrics. */
+async function targetOpen(target: string): Promise<number> {
+  const response = await fetch(`${stack.gatewayUrl}/metrics`, {
+    headers: { authorization: `Bearer ${stack.apiToken}` },
+  });
+  return sumOf(parsePrometheusText(await response.text()), 'settle_target_open', { target });
+}

@@ -1,0 +1,104 @@
+import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
+import { benchImport, prepareImport } from './import';
+import { erpKey } from '../harness/load';
+import type { ProofStack } from '../harness/stack';
+import type { Answer, ReceivedRequest } from '../harness/receiver';
+
+/**
+ * The ERP as a rate-limited API: at most `limit` calls in each wall-clock second, `429` with
+ * `Retry-After: 1` above it (counted as `throttled`). Calls to the carrier are always taken.
+ */
+export class RateLimitedErp {
+  readonly perSecond = new Map<number, number>();
+  throttled = 0;
+
+  constructor(readonly limit: number) {}
+
+  readonly behaviour = (request: ReceivedRequest): Answer => {
+    if (request.path !== '/erp') return { status: 200 };
+    const second = Math.floor(request.at / 1000);
+    const calls = (this.perSecond.get(second) ?? 0) + 1;
+    this.perSecond.set(second, calls);
+    if (calls > this.limit) {
+      this.throttled += 1;
+      return { status: 429, headers: { 'retry-after': '1' } };
+    }
+    return { status: 200 };
+  };
+
+  /** The most calls the ERP saw in one second since `since` (ms since the epoch). */
+  busiestSecond(since: number): number {
+    let most = 0;
+    for (const [second, calls] of this.perSecond)
+      if (second * 1000 >= since - 999) most = Math.max(most, calls);
+    return most;
+  }
+}
+
+/**
+ * PR: `events` imported at once against an ERP that allows `limit` calls a second (RateLimitedErp),
+ * with SETTLE_ERP_RATE_LIMIT set to it on the workers. Goals (issue 62): in no second more than
+ * 1.1 × limit calls, every entry delivered once, the drain within 1.2 × events / limit seconds, no
+ * `429` caused by settle.
+ */
+export async function benchPressure(
+  stack: ProofStack,
+  erp: RateLimitedErp,
+  events: number,
+): Promise<Record<string, number>> {
+  const report = await prepareImport(stack, events);
+  const throttledBefore = erp.throttled;
+  const started = Date.now();
+  const imported = await benchImport(stack, report);
+  const arrivals = report.events.map((event) => stack.receiver.keys.get(erpKey(event.id)));
+  const first = Math.min(...arrivals.map((record) => record?.arrivals[0] ?? Infinity));
+  const last = Math.max(...arrivals.map((record) => record?.appliedAt ?? 0));
+  return {
+    limitPerSecond: erp.limit,
+    busiestSecondCalls: erp.busiestSecond(started),
+    drainSeconds: (last - first) / 1000,
+    drainBoundSeconds: (1.2 * events) / erp.limit,
+    throttled: erp.throttled - throttledBefore,
+    appliedTwice: arrivals.filter((record) => (record?.applied ?? 0) > 1).length,
+    callsPerEntry: arrivals.reduce((sum, record) => sum + (record?.requests ?? 0), 0) / Math.max(1, events),
+    importAccepted: imported.accepted,
+    undelivered: imported.undelivered,
+    errors: imported.undelivered,
+  };
+}
+
+/**
+ * PRL: the same limited ERP, live webhooks at `liveRate` a second idle and then alongside an import of
+ * `events`. Goal (issue 62): the live events' delivered p99 during the import at most 2 × idle.
+ */
+export async function benchPressureLive(
+  stack: ProofStack,
+  erp: RateLimitedErp,
+  events: number,
+  liveRate: number,
+  durationMs: number,
+): Promise<Record<string, number>> {
+  const report = await prepareImport(stack, events);
+  const idleEvents = await preparePathEvents(stack, loadEvents(liveRate, durationMs));
+  const liveEvents = await preparePathEvents(stack, loadEvents(liveRate, durationMs));
+  const idle = await benchFixedLoad(stack, liveRate, durationMs, idleEvents);
+  const throttledBefore = erp.throttled;
+  const started = Date.now();
+  const importing = benchImport(stack, report);
+  // The live window starts once the ERP is busy with the import's backlog.
+  const busy = () => report.events.some((event) => stack.receiver.keys.has(erpKey(event.id)));
+  while (!busy() && Date.now() - started < 120_000) await new Promise((resolve) => setTimeout(resolve, 100));
+  const live = await benchFixedLoad(stack, liveRate, durationMs, liveEvents);
+  const imported = await importing;
+  return {
+    offeredPerSecond: liveRate,
+    idleDeliveredP99Ms: idle.deliveredP99Ms,
+    importingDeliveredP99Ms: live.deliveredP99Ms,
+    p99Ratio: live.deliveredP99Ms / idle.deliveredP99Ms,
+    busiestSecondCalls: erp.busiestSecond(started),
+    throttled: erp.throttled - throttledBefore,
+    importAccepted: imported.accepted,
+    undelivered: imported.undelivered,
+    errors: idle.errors + live.errors + imported.undelivered,
+  };
+}
