@@ -74,7 +74,7 @@ export async function reholdShipment(deps: DeliveryDependencies, input: OutboxIn
   // The undo is a call to the target like any other: its limits and its pause or failing state hold it.
   const gate = { pool: deps.pool, config: deps.config, requestTimeoutMs: deps.tuning.requestTimeoutMs };
   const pass = await enterTarget(gate, row.target, true, null);
-  const outcome = await callDownstream(
+  const called = await callDownstream(
     deps.http,
     {
       url: endpoint.url,
@@ -87,8 +87,8 @@ export async function reholdShipment(deps: DeliveryDependencies, input: OutboxIn
     },
     call.policy,
   );
-  countDelivery(row.target, undo.action, outcome);
-  await leaveTarget(gate, row.target, pass, outcome);
+  countDelivery(row.target, undo.action, called);
+  const outcome = await leaveTarget(gate, row.target, pass, called);
   if (outcome.kind === 'delivered') {
     await withTransaction(deps.pool, async (tx) => {
       await markOutboxCompensated(tx, row.outboxId, undo.note);

@@ -82,7 +82,7 @@ export async function deliverOutboxRowThenStart(
   const gate = { pool: deps.pool, config: deps.config, requestTimeoutMs: deps.tuning.requestTimeoutMs };
   const pass = await enterTarget(gate, row.target, row.targetTroubled, row.outboxId);
 
-  const outcome = await callDownstream(
+  const called = await callDownstream(
     deps.http,
     {
       url: endpoint.url,
@@ -95,8 +95,8 @@ export async function deliverOutboxRowThenStart(
     },
     call.policy,
   );
-  countDelivery(row.target, row.action, outcome);
-  await leaveTarget(gate, row.target, pass, outcome);
+  countDelivery(row.target, row.action, called);
+  const outcome = await leaveTarget(gate, row.target, pass, called);
   if (outcome.kind === 'delivered') {
     const release = deliveryTarget(row.target).releasesShipment;
     const nextStarted = await markOutboxDelivered(

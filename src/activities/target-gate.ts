@@ -90,12 +90,12 @@ export async function enterTarget(
  * and the target opens once it has failed without a success for SETTLE_<TARGET>_OPEN_AFTER. A call
  * that passed without the gate records only what changes the target's state.
  */
-export async function leaveTarget(
+export async function leaveTarget<Outcome extends CallOutcome>(
   deps: GateDependencies,
   target: OutboxTarget,
   pass: TargetPass,
-  outcome: CallOutcome,
-): Promise<void> {
+  outcome: Outcome,
+): Promise<Outcome> {
   const answer =
     outcome.kind !== 'retry'
       ? ({ answer: 'success' } as const)
@@ -106,8 +106,22 @@ export async function leaveTarget(
             openAfterMs: targetLimits(deps.config, target).openAfterMs,
             error: outcome.detail,
           } as const);
-  if (!pass.recorded && answer.answer === 'success') return;
+  if (!pass.recorded && answer.answer === 'success') return outcome;
   await recordTargetAnswer(deps.pool, target, pass.callId, answer, PROBE_EVERY_MAX_MS);
+  if (answer.answer !== 'pause' || outcome.kind !== 'retry') return outcome;
+  return { ...outcome, delayMs: behindTheHeld(answer.pauseMs, Context.current().info.attempt) };
+}
+
+/**
+ * When the call a target paused asks again: after the calls the pause held (they return within the
+ * pause plus its spread, heldFailure), and later each time the target refuses it again. A target that
+ * refuses one key's calls (a shipment it holds) then answers the others' probes, instead of this call
+ * taking every probe and starving them. Never before the Retry-After.
+ */
+function behindTheHeld(pauseMs: number, attempt: number): number {
+  const spread = Math.min(1_000, pauseMs);
+  const backoff = Math.min(1_000 * 2 ** Math.max(0, attempt - 1), HELD_MAX_WAIT_MS);
+  return Math.round(pauseMs + spread + backoff * (0.8 + Math.random() * 0.4));
 }
 
 const HELD_BECAUSE: Record<HeldReason, string> = {
