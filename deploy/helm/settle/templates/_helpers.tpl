@@ -146,13 +146,15 @@ constraint given the role's selector labels when it names none (dict "root" $ "r
 {{- define "settle.topologySpread" -}}
 {{- $labels := .labels -}}
 {{- $constraints := .role.topologySpreadConstraints | default .root.Values.topologySpreadConstraints -}}
+{{- if $constraints }}
 topologySpreadConstraints:
+{{- end }}
 {{- range $constraints }}
   {{- $c := deepCopy . }}
   {{- if not (hasKey $c "labelSelector") }}
   {{- $_ := set $c "labelSelector" (dict "matchLabels" ($labels | fromYaml)) }}
   {{- end }}
-  - {{- toYaml $c | nindent 4 }}
+  - {{ toYaml $c | indent 4 | trim }}
 {{- end }}
 {{- end }}
 
@@ -228,7 +230,7 @@ volume; keys held in other Secrets (secrets.from): a projected volume of each Se
 {{- $foreign := list -}}
 {{- range .keys }}
 {{- if hasKey $root.Values.secrets.from . }}{{ $foreign = append $foreign . }}{{ else }}{{ $own = append $own . }}{{ end }}
-{{- end }}
+{{- end -}}
 - name: secrets
   {{- if not $foreign }}
   secret:

@@ -21,12 +21,12 @@ metadata:
     {{- with include "settle.podAnnotations" $role }}{{ . | nindent 4 }}{{ end }}
 spec:
   automountServiceAccountToken: false
-  {{- include "settle.podScheduling" $role | nindent 2 }}
+  {{- with include "settle.podScheduling" $role | trim }}{{ . | nindent 2 }}{{ end }}
   enableServiceLinks: false
   # settle drains and exits within its 8 s deadline; 7 s to spare before SIGKILL.
   terminationGracePeriodSeconds: 15
   {{- include "settle.podSecurityContext" . | nindent 2 }}
-  {{- include "settle.topologySpread" (merge (dict "labels" $selector) $role) | nindent 2 }}
+  {{- with include "settle.topologySpread" (merge (dict "labels" $selector) $role) | trim }}{{ . | nindent 2 }}{{ end }}
   initContainers:
     {{- include "settle.migrateInit" (dict "root" $root "image" .image) | nindent 4 }}
   containers:
