@@ -46,7 +46,7 @@ function shippedValuesFiles(): string[] {
 }
 
 /** Values that set every option the chart has beside the defaults, on this check's nodes. */
-const EVERY_OPTION = {
+export const EVERY_OPTION = {
   commonLabels: { 'example.com/team': 'payments' },
   commonAnnotations: { 'example.com/owner': 'payments' },
   image: {
@@ -71,7 +71,7 @@ const EVERY_OPTION = {
     { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule' },
   ],
   podLabels: { 'example.com/cost-centre': 'payments' },
-  podAnnotations: { 'example.com/scraped': 'yes' },
+  podAnnotations: { 'example.com/scraped': 'daily' },
   extraEnv: [{ name: 'NODE_OPTIONS', value: '--max-old-space-size=400' }],
   extraVolumes: [{ name: 'scratch', emptyDir: { sizeLimit: '16Mi' } }],
   extraVolumeMounts: [{ name: 'scratch', mountPath: '/scratch' }],
@@ -621,4 +621,4 @@ async function main() {
   }
 }
 
-void main();
+if (require.main === module) void main();
