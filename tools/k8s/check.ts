@@ -377,6 +377,7 @@ async function checkRun(
     ns,
     ...run.args,
     '--wait=watcher',
+    '--wait-for-jobs',
     '--timeout',
     WAIT,
   ]);
@@ -443,6 +444,7 @@ async function checkRun(
     '--set',
     'config.SETTLE_LOG_LEVEL=debug',
     '--wait=watcher',
+    '--wait-for-jobs',
     '--timeout',
     WAIT,
   ]);
@@ -507,7 +509,17 @@ async function twoReleases(cluster: Cluster, helmBin: string, home: string, ns: 
   const { api } = cluster;
   await prepareNamespace(api, ns, ['settle', 'other']);
   const installs = ['settle', 'other'].map((release) =>
-    helm(cluster, helmBin, home, ['install', release, CHART, '-n', ns, '--wait=watcher', '--timeout', WAIT]),
+    helm(cluster, helmBin, home, [
+      'install',
+      release,
+      CHART,
+      '-n',
+      ns,
+      '--wait=watcher',
+      '--wait-for-jobs',
+      '--timeout',
+      WAIT,
+    ]),
   );
   if (
     !record(
