@@ -61,12 +61,14 @@ function toolsIn(): KubeTools {
 }
 
 /** The wrapper module's go.mod: the commands' modules, and k8s.io/kubernetes's replaces mapped. */
-function wrapperGoMod(kubernetesGoMod: string): string {
+export function wrapperGoMod(kubernetesGoMod: string): string {
   const minor = `v0.${KUBERNETES_VERSION.split('.').slice(1).join('.')}`;
-  const block = /^replace \(\n([\s\S]*?)^\)/m.exec(kubernetesGoMod)?.[1] ?? '';
-  const staging = [...block.matchAll(/^\s*(\S+) => \.\/staging\//gm)].map((m) => m[1] ?? '');
+  // The staging modules it requires (at v0.0.0, each replaced by a ./staging folder upstream).
+  const staging = [...kubernetesGoMod.matchAll(/^\s*(k8s\.io\/\S+) v0\.0\.0(?=\s|$)/gm)].map(
+    (m) => m[1] ?? '',
+  );
   if (!staging.length)
-    throw new Error(`k8s.io/kubernetes v${KUBERNETES_VERSION}: no staging replace directives found`);
+    throw new Error(`k8s.io/kubernetes v${KUBERNETES_VERSION}: no staging requirements found`);
   return [
     'module settle.local/k8s-tools',
     '',
@@ -79,8 +81,7 @@ function wrapperGoMod(kubernetesGoMod: string): string {
     ')',
     '',
     'replace (',
-    // sample-* are examples the commands never import; the proxy does not serve them at every version.
-    ...staging.filter((m) => !m.startsWith('k8s.io/sample-')).map((m) => `\t${m} => ${m} ${minor}`),
+    ...[...new Set(staging)].map((m) => `\t${m} => ${m} ${minor}`),
     ')',
     '',
   ].join('\n');
@@ -164,7 +165,26 @@ export type Api = <T = unknown>(
   contentType?: string,
 ) => Promise<{ status: number; body: T }>;
 
+/**
+ * The API server's REST API with the admin token. A fresh connection per request (no keep-alive: a
+ * kept socket the server has closed hangs up on reuse), and a request that fails on the connection
+ * is sent again, twice at most: reads, and writes whose repeats answer 409, are safe to repeat.
+ */
 function api(port: number, token: string): Api {
+  const once = oneRequest(port, token);
+  return async (method, path, body, contentType) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await once(method, path, body, contentType);
+      } catch (error) {
+        if (attempt >= 3) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+      }
+    }
+  };
+}
+
+function oneRequest(port: number, token: string): Api {
   return (method, path, body, contentType = 'application/json') =>
     new Promise((resolve, reject) => {
       const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
@@ -176,6 +196,7 @@ function api(port: number, token: string): Api {
           path,
           // The API server's own self-signed certificate, on loopback only.
           rejectUnauthorized: false,
+          agent: false,
           timeout: 30_000,
           headers: {
             authorization: `Bearer ${token}`,
