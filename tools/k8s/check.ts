@@ -557,6 +557,10 @@ async function main() {
   let cluster: Cluster | undefined;
   try {
     cluster = await startCluster(tools, join(work, 'cluster'), NODES, log);
+    // Stopped from outside: stop the control plane too, not leave it running.
+    const stopped = cluster;
+    for (const signal of ['SIGINT', 'SIGTERM'] as const)
+      process.once(signal, () => void stopped.stop().finally(() => process.exit(130)));
     const { api } = cluster;
     await create(api, '/apis/scheduling.k8s.io/v1/priorityclasses', {
       apiVersion: 'scheduling.k8s.io/v1',

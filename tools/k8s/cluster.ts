@@ -368,6 +368,9 @@ export async function startCluster(
       `--service-account-private-key-file=${join(pki, 'sa.key')}`,
       `--root-ca-file=${join(pki, 'apiserver.crt')}`,
       '--use-service-account-credentials=false',
+      // No kubelet heartbeats under load: the node lifecycle controller would mark KWOK's pods
+      // NotReady for good (KWOK makes only Pending pods Ready), so node health stays KWOK's alone.
+      '--controllers=*,-node-lifecycle-controller',
       '--profiling=false',
     ]);
     start('kube-scheduler', tools.bin('kube-scheduler'), [
