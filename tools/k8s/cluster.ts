@@ -368,9 +368,9 @@ export async function startCluster(
       `--service-account-private-key-file=${join(pki, 'sa.key')}`,
       `--root-ca-file=${join(pki, 'apiserver.crt')}`,
       '--use-service-account-credentials=false',
-      // No kubelet heartbeats under load: the node lifecycle controller would mark KWOK's pods
-      // NotReady for good (KWOK makes only Pending pods Ready), so node health stays KWOK's alone.
-      '--controllers=*,-node-lifecycle-controller',
+      // KWOK's node heartbeats come late under load: a node seen stale would have its pods marked
+      // NotReady for good (KWOK makes only Pending pods Ready), so the grace is long.
+      '--node-monitor-grace-period=10m',
       '--profiling=false',
     ]);
     start('kube-scheduler', tools.bin('kube-scheduler'), [
