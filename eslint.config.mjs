@@ -39,6 +39,7 @@ const TOOLS = [
   'compose',
   'histories',
   'images',
+  'k8s',
   'manifests',
   'monitoring',
   'topology',

@@ -36,6 +36,8 @@ export const TEMPORAL_SERVER_VERSION = '1.32.2';
 export const TEMPORAL_UI_VERSION = '2.56.4';
 /** The Go toolchain the server release builds with (fetched by `go` itself through GOTOOLCHAIN). */
 export const GO_TOOLCHAIN = 'go1.27.3';
+/** Helm (helm.sh/helm/v4's cmd/helm): the manifest check renders the chart with it, k8s:check installs it. */
+export const HELM_VERSION = '4.3.2';
 
 const SERVER_MODULE = 'go.temporal.io/server';
 const UI_MODULE = 'github.com/temporalio/ui-server/v2';
@@ -93,7 +95,7 @@ export async function ensureTemporalServerTools(
 }
 
 /** Where and how `go` runs for one build: `work` is the folder being filled (GOBIN is its bin/). */
-type GoContext = { work: string; cwd: string; env: NodeJS.ProcessEnv };
+export type GoContext = { work: string; cwd: string; env: NodeJS.ProcessEnv };
 
 /** Builds into a scratch folder beside `dir`, then moves it in place and marks it complete. */
 export async function buildInto(
@@ -171,10 +173,16 @@ async function lock(path: string, log: (line: string) => void): Promise<() => vo
  * progress line is logged every 30 s (with what is being downloaded or compiled).
  */
 function goInstall(go: GoContext, target: string, log: (line: string) => void): Promise<void> {
+  return goRun(go, ['install', '-v', target], log);
+}
+
+/** `go <args>` (with -v, for the progress lines) in the build's folder and environment. */
+export function goRun(go: GoContext, args: string[], log: (line: string) => void): Promise<void> {
   const started = Date.now();
-  log(`topology: go install ${target}`);
+  const target = args.join(' ');
+  log(`topology: go ${target}`);
   return new Promise((resolve, reject) => {
-    const child = spawn('go', ['install', '-v', target], {
+    const child = spawn('go', args, {
       cwd: go.cwd,
       env: go.env,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -216,13 +224,13 @@ function goInstall(go: GoContext, target: string, log: (line: string) => void): 
       if (code === 0) {
         log(`topology:   done in ${seconds(started)} (${packages} packages compiled)`);
         resolve();
-      } else reject(new Error(`go install ${target} failed (exit ${code}):\n${tail.trim()}`));
+      } else reject(new Error(`go ${target} failed (exit ${code}):\n${tail.trim()}`));
     });
   });
 }
 
 /** Where the Go module cache holds the module's source (`go mod download -json`). */
-function moduleSource(go: GoContext, module: string): Promise<string> {
+export function moduleSource(go: GoContext, module: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn('go', ['mod', 'download', '-json', module], {
       cwd: go.cwd,

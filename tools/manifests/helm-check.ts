@@ -12,9 +12,11 @@ import { join } from 'node:path';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import type { Manifest } from './manifest';
+import { HELM_VERSION } from '../harness/binaries';
+import { CHART_README, chartReadme } from './chart-readme';
 import { networkProblems } from './network-check';
 
-export const HELM_VERSION = '4.3.2';
+export { HELM_VERSION };
 export const CHART = join(PROJECT_ROOT, 'deploy', 'helm', 'settle');
 
 type Outcome = { name: string; ok: boolean; detail?: string };
@@ -110,8 +112,40 @@ function helmRun(helm: string, args: string[]) {
   return { ok: result.status === 0, stdout: result.stdout, stderr: result.stderr.trim() };
 }
 
+/**
+ * The API versions of the CRDs the chart uses, as a cluster with KEDA, the Prometheus Operator and
+ * the Temporal Worker Controller serves them: the chart renders their objects only where they are.
+ */
+export const CRD_API_VERSIONS = [
+  'keda.sh/v1alpha1/ScaledObject',
+  'keda.sh/v1alpha1/TriggerAuthentication',
+  'monitoring.coreos.com/v1/ServiceMonitor',
+  'monitoring.coreos.com/v1/PrometheusRule',
+  'temporal.io/v1alpha1/TemporalWorkerDeployment',
+];
+
+/** Labels Helm's conventions add that kustomize does not: set aside wherever they are. */
+export const HELM_STANDARD_LABELS = new Set([
+  'app.kubernetes.io/instance',
+  'app.kubernetes.io/managed-by',
+  'helm.sh/chart',
+]);
+
+/**
+ * `helm template` as release `settle` (so names match kustomize's) on a cluster with the CRDs, the
+ * `helm test` hook left out (it is no object of the release's; npm run k8s:check runs it).
+ */
 const template = (helm: string, args: string[]) =>
-  helmRun(helm, ['template', 'settle', CHART, '--namespace', 'settle', ...args]);
+  helmRun(helm, [
+    'template',
+    'settle',
+    CHART,
+    '--namespace',
+    'settle',
+    '--skip-tests',
+    ...CRD_API_VERSIONS.flatMap((v) => ['--api-versions', v]),
+    ...args,
+  ]);
 
 const HASH_SUFFIX = /^(settle-[a-z0-9-]+?)-[bcdfghjklmnpqrstvwxz2456789]{10}$/;
 
@@ -142,6 +176,21 @@ export function helmOutcomes(ctx: HelmContext): Outcome[] {
       alerts(join(CHART, 'files', 'settle-alerts.yml')) ===
       alerts(join(PROJECT_ROOT, 'deploy', 'monitoring', 'settle-alerts.yml')),
     detail: 'copy deploy/monitoring/settle-alerts.yml to deploy/helm/settle/files/',
+  });
+
+  outcomes.push({
+    name: "helm: the chart's README is what tools/manifests/chart-readme.ts generates from its schema",
+    ok: readFileSync(CHART_README, 'utf8') === chartReadme(),
+    detail: 'run npx tsx tools/manifests/chart-readme.ts --write',
+  });
+  const undescribed = chartReadme()
+    .split('\n')
+    .filter((line) => line.startsWith('| `') && /\|\s+\|$/.test(line))
+    .map((line) => (line.split(' | ')[0] ?? '').slice(2));
+  outcomes.push({
+    name: "helm: every value in the chart's README says what it does",
+    ok: undescribed.length === 0,
+    detail: `no description in values.schema.json or values.yaml: ${undescribed.join(', ')}`,
   });
 
   for (const render of HELM_RENDERS) {
@@ -389,7 +438,7 @@ function monitoringProblems(manifests: Manifest[]): string[] {
 
 /**
  * The objects both render, normalised: kustomize's hash suffixes and labels, Helm's checksum
- * annotations and namespaces aside, lists keyed by name in name order. Each difference a sentence.
+ * annotations, standard labels (in selectors and pod templates too) and namespaces aside, lists keyed by name in name order. Each difference a sentence.
  */
 export function compare(helm: Manifest[], kustomize: Manifest[]): string[] {
   const problems: string[] = [];
@@ -435,7 +484,7 @@ function normalise(value: unknown, path: string[] = []): unknown {
       const where = at.join('.');
       if (where === 'metadata.labels' || where === 'metadata.namespace' || where === 'metadata.annotations')
         continue;
-      if (key === 'checksum/config') continue;
+      if (key === 'checksum/config' || HELM_STANDARD_LABELS.has(key)) continue;
       const n = normalise(v, at);
       // An annotations map left empty once Helm's checksum is set aside is no annotations.
       if (key === 'annotations' && n && typeof n === 'object' && !Object.keys(n).length) continue;

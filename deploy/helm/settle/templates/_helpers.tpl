@@ -1,25 +1,161 @@
 {{/*
-Helpers shared by the roles. Names are fixed (settle-gateway, settle-worker, ...): one settle per
-namespace, as with deploy/kubernetes, so both render the same objects.
+Helpers shared by the roles. Names are release-aware, as in Helm's own starter chart: a release named
+`settle` (or containing it) names its objects settle-gateway, settle-worker, ..., the same names as
+deploy/kubernetes; any other release prefixes them with its own name, so two releases share a
+namespace without colliding.
 */}}
 
+{{- define "settle.name" -}}
+{{ default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "settle.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* An object's name: the release's full name and a suffix (dict "root" $ "suffix" "gateway"). */}}
+{{- define "settle.objectName" -}}
+{{ printf "%s-%s" (include "settle.fullname" .root) .suffix | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "settle.chart" -}}
+{{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The image: registry/repository, then @digest if set, else :tag (appVersion by default). */}}
 {{- define "settle.image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- $tag := .tag | default (include "settle.version" .root) -}}
+{{- $image := .root.Values.image -}}
+{{- $repository := ternary (printf "%s/%s" $image.registry $image.repository) $image.repository (ne $image.registry "") -}}
+{{- if and $image.digest (not .tag) -}}
+{{ $repository }}@{{ $image.digest }}
+{{- else -}}
+{{ $repository }}:{{ $tag }}
+{{- end }}
 {{- end }}
 
 {{- define "settle.version" -}}
 {{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
 
+{{/* The labels a role's selectors match (dict "root" $ "component" "gateway"): fixed once installed. */}}
 {{- define "settle.labels" -}}
-app.kubernetes.io/name: settle
+app.kubernetes.io/name: {{ include "settle.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
+{{/* Every object's labels: the selector's, the standard ones, and commonLabels. */}}
 {{- define "settle.metaLabels" -}}
-app.kubernetes.io/name: settle
-app.kubernetes.io/component: {{ .component }}
+{{ include "settle.labels" . }}
 app.kubernetes.io/part-of: settle
+app.kubernetes.io/version: {{ .version | default (include "settle.version" .root) | trunc 63 | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+helm.sh/chart: {{ include "settle.chart" .root }}
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* An object's metadata: name, labels and commonAnnotations (dict "root" $ "component" c "name" n). */}}
+{{- define "settle.metadata" -}}
+name: {{ .name }}
+labels:
+  {{- include "settle.metaLabels" . | nindent 2 }}
+{{- with .root.Values.commonAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+A pod's labels and annotations beyond the role's own: podLabels and podAnnotations, the chart's and
+the role's (dict "root" $ "role" .Values.gateway).
+*/}}
+{{- define "settle.podLabels" -}}
+{{- with merge (deepCopy (.role.podLabels | default dict)) (.root.Values.podLabels | default dict) }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "settle.podAnnotations" -}}
+{{- with merge (deepCopy (.role.podAnnotations | default dict)) (.root.Values.podAnnotations | default dict) }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The ServiceAccount a role's pods run as (dict "root" $ "role" <role values> "component" c): the
+role's own, <fullname>-<component> unless named; with serviceAccount.create false, only a named one.
+*/}}
+{{- define "settle.serviceAccountName" -}}
+{{- $name := (.role.serviceAccount | default dict).name | default "" -}}
+{{- if .root.Values.serviceAccount.create -}}
+{{ $name | default (include "settle.objectName" (dict "root" .root "suffix" .component)) }}
+{{- else -}}
+{{ $name }}
+{{- end }}
+{{- end }}
+
+{{/*
+The scheduling and extras of a pod spec (dict "root" $ "role" <role values> "component" c): its
+ServiceAccount, pull secrets, node selector, tolerations, affinity, priority class, extra topology
+spread. Role values win over the chart's.
+*/}}
+{{- define "settle.podScheduling" -}}
+{{- $root := .root -}}
+{{- with include "settle.serviceAccountName" . }}
+serviceAccountName: {{ . }}
+{{- end }}
+{{- with $root.Values.image.pullSecrets }}
+imagePullSecrets:
+  {{- range . }}
+  - name: {{ . }}
+  {{- end }}
+{{- end }}
+{{- with .role.nodeSelector | default $root.Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .role.tolerations | default $root.Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .role.affinity | default $root.Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .role.priorityClassName | default $root.Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- end }}
+
+{{/*
+A role's topology spread: across nodes by default (ScheduleAnyway), or the role's own list, each
+constraint given the role's selector labels when it names none (dict "root" $ "role" r "labels" l).
+*/}}
+{{- define "settle.topologySpread" -}}
+{{- $labels := .labels -}}
+{{- $constraints := .role.topologySpreadConstraints | default .root.Values.topologySpreadConstraints -}}
+{{- if $constraints }}
+topologySpreadConstraints:
+{{- end }}
+{{- range $constraints }}
+  {{- $c := deepCopy . }}
+  {{- if not (hasKey $c "labelSelector") }}
+  {{- $_ := set $c "labelSelector" (dict "matchLabels" ($labels | fromYaml)) }}
+  {{- end }}
+  - {{ toYaml $c | indent 4 | trim }}
+{{- end }}
 {{- end }}
 
 {{/* The pod's security context: the image's node user, no root, RuntimeDefault seccomp. */}}
@@ -42,17 +178,91 @@ securityContext:
     drop: ['ALL']
 {{- end }}
 
-{{/* The Secret volume of a role: only the keys it reads (dict "root" $ "keys" list). */}}
+{{/*
+The table of settle's secret keys: which roles mount each, and whether settle needs it whatever the
+values (required) or only when `secrets.optional` lists it. Each key is a file of the release's Secret
+(secrets.existingSecret, <fullname>-secrets by default) unless `secrets.from` names another Secret
+for it; the roles read it through <KEY>_FILE.
+*/}}
+{{- define "settle.secretKeyTable" -}}
+DATABASE_URL: { roles: [gateway, worker, migrate], required: true }
+SETTLE_WEBHOOK_SECRETS: { roles: [gateway], required: true }
+SETTLE_STRIPE_WEBHOOK_SECRETS: { roles: [gateway], required: true }
+SETTLE_ADYEN_HMAC_KEYS: { roles: [gateway], required: true }
+SETTLE_ADYEN_BASIC_AUTH: { roles: [gateway], required: true }
+SETTLE_API_TOKEN: { roles: [gateway], required: true }
+SETTLE_PAYLOAD_KEYS: { roles: [gateway, worker, codec-server], required: true }
+SETTLE_OUTBOUND_SECRET: { roles: [worker], required: true }
+SETTLE_CARRIER_SECRET: { roles: [worker], required: true }
+SETTLE_ERP_SECRET: { roles: [worker], required: true }
+SETTLE_REMINDER_SECRET: { roles: [worker], required: true }
+SETTLE_CODEC_TOKEN: { roles: [codec-server], required: true }
+SETTLE_STRIPE_API_KEY: { roles: [worker], required: false }
+SETTLE_PAYPAL_CLIENT_SECRET: { roles: [worker], required: false }
+{{- end }}
+
+{{/* The secret keys a role mounts, in the table's order (dict "root" $ "role" "gateway"). */}}
+{{- define "settle.roleSecretKeys" -}}
+{{- $root := .root -}}
+{{- $role := .role -}}
+{{- $keys := list -}}
+{{- $table := include "settle.secretKeyTable" $root | fromYaml -}}
+{{- range $key := list "DATABASE_URL" "SETTLE_WEBHOOK_SECRETS" "SETTLE_STRIPE_WEBHOOK_SECRETS" "SETTLE_ADYEN_HMAC_KEYS" "SETTLE_ADYEN_BASIC_AUTH" "SETTLE_API_TOKEN" "SETTLE_OUTBOUND_SECRET" "SETTLE_CARRIER_SECRET" "SETTLE_ERP_SECRET" "SETTLE_REMINDER_SECRET" "SETTLE_PAYLOAD_KEYS" "SETTLE_CODEC_TOKEN" "SETTLE_STRIPE_API_KEY" "SETTLE_PAYPAL_CLIENT_SECRET" }}
+{{- $entry := index $table $key }}
+{{- if and (has $role $entry.roles) (or $entry.required (has $key $root.Values.secrets.optional)) }}
+{{- $keys = append $keys $key }}
+{{- end }}
+{{- end }}
+{{- toJson $keys }}
+{{- end }}
+
+{{- define "settle.secretName" -}}
+{{ .Values.secrets.existingSecret | default (include "settle.objectName" (dict "root" . "suffix" "secrets")) }}
+{{- end }}
+
+{{/*
+The Secret volume of a role: only the keys it reads (dict "root" $ "keys" list). One Secret: a secret
+volume; keys held in other Secrets (secrets.from): a projected volume of each Secret's keys.
+*/}}
 {{- define "settle.secretsVolume" -}}
+{{- $root := .root -}}
+{{- $own := list -}}
+{{- $foreign := list -}}
+{{- range .keys }}
+{{- if hasKey $root.Values.secrets.from . }}{{ $foreign = append $foreign . }}{{ else }}{{ $own = append $own . }}{{ end }}
+{{- end -}}
 - name: secrets
+  {{- if not $foreign }}
   secret:
-    secretName: {{ .root.Values.secrets.existingSecret }}
+    secretName: {{ include "settle.secretName" $root }}
     defaultMode: 288 # 0440: Helm reads YAML 1.2, where 0440 is the decimal 440
     items:
-      {{- range .keys }}
+      {{- range $own }}
       - key: {{ . }}
         path: {{ . }}
       {{- end }}
+  {{- else }}
+  projected:
+    defaultMode: 288 # 0440
+    sources:
+      {{- if $own }}
+      - secret:
+          name: {{ include "settle.secretName" $root }}
+          items:
+            {{- range $own }}
+            - key: {{ . }}
+              path: {{ . }}
+            {{- end }}
+      {{- end }}
+      {{- range $foreign }}
+      {{- $from := index $root.Values.secrets.from . }}
+      - secret:
+          name: {{ $from.existingSecret }}
+          items:
+            - key: {{ $from.key | default . }}
+              path: {{ . }}
+      {{- end }}
+  {{- end }}
 {{- end }}
 
 {{/* <KEY>_FILE for each key. */}}
@@ -60,6 +270,13 @@ securityContext:
 {{- range .keys }}
 - name: {{ . }}_FILE
   value: /etc/settle/secrets/{{ . }}
+{{- end }}
+{{- end }}
+
+{{/* A role's extra env, volume mounts, volumes and sidecars (dict "role" r "root" $ "what" "extraEnv"). */}}
+{{- define "settle.extra" -}}
+{{- with concat (get .root.Values .what | default list) (get .role .what | default list) }}
+{{- toYaml . }}
 {{- end }}
 {{- end }}
 
@@ -129,7 +346,18 @@ includes these.
 {{- end }}
 {{- end }}
 
+{{/* PayPal's certificate as a mounted file (SETTLE_PAYPAL_CERT_PATH) for the gateway, when given. */}}
+{{- define "settle.paypalCertificate" -}}
+{{- $cert := .Values.providers.paypal.certificate -}}
+{{- if or $cert.existingSecret $cert.existingConfigMap }}true{{ end }}
+{{- end }}
+
 {{/* Temporal's frontend port, from TEMPORAL_ADDRESS (host:port). */}}
 {{- define "settle.temporalPort" -}}
 {{ splitList ":" .Values.config.TEMPORAL_ADDRESS | last }}
+{{- end }}
+
+{{/* KEDA's ScaledObject for the workers: wanted, and its CRD served by the cluster. */}}
+{{- define "settle.keda" -}}
+{{- if and .Values.worker.keda.enabled (.Capabilities.APIVersions.Has "keda.sh/v1alpha1/ScaledObject") }}true{{ end }}
 {{- end }}

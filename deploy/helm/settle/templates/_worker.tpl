@@ -4,34 +4,29 @@ per-build Deployments and the Worker Controller's TemporalWorkerDeployment.
 */}}
 {{- define "settle.workerPodTemplate" -}}
 {{- $root := .root -}}
-{{- $keys := list "DATABASE_URL" "SETTLE_OUTBOUND_SECRET" "SETTLE_CARRIER_SECRET" "SETTLE_ERP_SECRET" "SETTLE_REMINDER_SECRET" "SETTLE_PAYLOAD_KEYS" -}}
+{{- $keys := include "settle.roleSecretKeys" (dict "root" $root "role" "worker") | fromJsonArray -}}
+{{- $c := dict "root" $root "component" "worker" -}}
+{{- $role := dict "root" $root "role" $root.Values.worker "component" "worker" -}}
+{{- $selector := include "settle.labels" $c -}}
+{{- with .build }}{{ $selector = printf "%s\napp.kubernetes.io/version: %s" $selector (.buildId | quote) }}{{ end -}}
 metadata:
   labels:
-    {{- include "settle.labels" (dict "component" "worker") | nindent 4 }}
-    {{- with .build }}
-    app.kubernetes.io/version: {{ .buildId | quote }}
-    {{- end }}
+    {{- $selector | nindent 4 }}
+    {{- with include "settle.podLabels" $role }}{{ . | nindent 4 }}{{ end }}
   annotations:
     prometheus.io/scrape: 'true'
     prometheus.io/port: {{ $root.Values.config.SETTLE_METRICS_PORT | quote }}
     prometheus.io/path: /metrics
     checksum/config: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
+    {{- with include "settle.podAnnotations" $role }}{{ . | nindent 4 }}{{ end }}
 spec:
   automountServiceAccountToken: false
+  {{- with include "settle.podScheduling" $role | trim }}{{ . | nindent 2 }}{{ end }}
   enableServiceLinks: false
   # settle drains and exits within its 8 s deadline; 7 s to spare before SIGKILL.
   terminationGracePeriodSeconds: 15
   {{- include "settle.podSecurityContext" . | nindent 2 }}
-  topologySpreadConstraints:
-    - maxSkew: 1
-      topologyKey: kubernetes.io/hostname
-      whenUnsatisfiable: ScheduleAnyway
-      labelSelector:
-        matchLabels:
-          {{- include "settle.labels" (dict "component" "worker") | nindent 10 }}
-          {{- with .build }}
-          app.kubernetes.io/version: {{ .buildId | quote }}
-          {{- end }}
+  {{- with include "settle.topologySpread" (merge (dict "labels" $selector) $role) | trim }}{{ . | nindent 2 }}{{ end }}
   initContainers:
     {{- include "settle.migrateInit" (dict "root" $root "image" .image) | nindent 4 }}
   containers:
@@ -45,7 +40,7 @@ spec:
           protocol: TCP
       envFrom:
         - configMapRef:
-            name: settle-config
+            name: {{ include "settle.objectName" (dict "root" $root "suffix" "config") }}
       env:
         {{- with .build }}
         - name: SETTLE_BUILD_ID
@@ -53,6 +48,7 @@ spec:
         {{- end }}
         {{- include "settle.secretFiles" (dict "keys" $keys) | nindent 8 }}
         {{- include "settle.temporalEnv" $root | nindent 8 }}
+        {{- with include "settle.extra" (dict "root" $root "role" $root.Values.worker "what" "extraEnv") }}{{ . | nindent 8 }}{{ end }}
       startupProbe:
         httpGet:
           path: /healthz
@@ -84,6 +80,8 @@ spec:
         - name: tmp
           mountPath: /tmp
         {{- include "settle.temporalMounts" $root | nindent 8 }}
+        {{- with include "settle.extra" (dict "root" $root "role" $root.Values.worker "what" "extraVolumeMounts") }}{{ . | nindent 8 }}{{ end }}
+    {{- with include "settle.extra" (dict "root" $root "role" $root.Values.worker "what" "sidecars") }}{{ . | nindent 4 }}{{ end }}
   volumes:
     {{- include "settle.secretsVolume" (dict "root" $root "keys" $keys) | nindent 4 }}
     # The one writable place: a fallback for a missing prebuilt workflow bundle.
@@ -91,4 +89,5 @@ spec:
       emptyDir:
         sizeLimit: 64Mi
     {{- include "settle.temporalVolumes" $root | nindent 4 }}
+    {{- with include "settle.extra" (dict "root" $root "role" $root.Values.worker "what" "extraVolumes") }}{{ . | nindent 4 }}{{ end }}
 {{- end }}

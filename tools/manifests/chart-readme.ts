@@ -1,0 +1,150 @@
+/**
+ * deploy/helm/settle/README.md, generated from the chart's values schema (values.schema.json): one
+ * row per value with its type, its default (values.yaml) and what it does (the schema's description,
+ * else the comment above it in values.yaml). `npx tsx tools/manifests/chart-readme.ts --write`
+ * rewrites the file; `npm run manifests:check` fails while the committed file differs.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { isMap, isScalar, parse, parseDocument, type Document, type YAMLMap } from 'yaml';
+import { PROJECT_ROOT } from '../../src/lib/paths';
+
+export const CHART_DIR = join(PROJECT_ROOT, 'deploy', 'helm', 'settle');
+export const CHART_README = join(CHART_DIR, 'README.md');
+
+type Schema = {
+  type?: string | string[];
+  enum?: unknown[];
+  const?: unknown;
+  $ref?: string;
+  anyOf?: Schema[];
+  items?: Schema;
+  description?: string;
+  properties?: Record<string, Schema>;
+  additionalProperties?: boolean | Schema;
+};
+
+type Row = { key: string; type: string; default: string; description: string };
+
+function resolve(root: Schema & { $defs?: Record<string, Schema> }, schema: Schema): Schema {
+  let current = schema;
+  while (current.$ref) {
+    const path = current.$ref.replace(/^#\//, '').split('/');
+    let target: unknown = root;
+    for (const part of path) target = (target as Record<string, unknown>)[part];
+    current = { ...(target as Schema), description: current.description ?? (target as Schema).description };
+  }
+  return current;
+}
+
+function typeOf(root: Schema, schema: Schema): string {
+  const s = resolve(root, schema);
+  if (s.const !== undefined) return JSON.stringify(s.const);
+  if (s.enum) return s.enum.map((v) => JSON.stringify(v)).join(' | ');
+  if (s.anyOf) return [...new Set(s.anyOf.map((a) => typeOf(root, a)))].join(' | ');
+  if (Array.isArray(s.type)) return s.type.join(' | ');
+  if (s.type === 'array' && s.items) return `list of ${typeOf(root, s.items)}`;
+  return s.type ?? 'object';
+}
+
+/** The comment written above `path` in values.yaml, on one line. */
+function commentAbove(doc: Document, path: string[]): string {
+  let node: unknown = doc.contents;
+  let comment = '';
+  for (const key of path) {
+    if (!isMap(node)) return '';
+    const pair = (node as YAMLMap).items.find((p) => isScalar(p.key) && p.key.value === key);
+    if (!pair) return '';
+    comment = (isScalar(pair.key) ? pair.key.commentBefore : undefined) ?? '';
+    node = pair.value;
+  }
+  return comment
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean)
+    .join(' ');
+}
+
+function defaultAt(values: unknown, path: string[]): unknown {
+  let node = values;
+  for (const key of path) {
+    if (!node || typeof node !== 'object' || !(key in node)) return undefined;
+    node = (node as Record<string, unknown>)[key];
+  }
+  return node;
+}
+
+const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+export function chartReadme(): string {
+  const schema = JSON.parse(readFileSync(join(CHART_DIR, 'values.schema.json'), 'utf8')) as Schema;
+  const valuesText = readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8');
+  const values = parse(valuesText) as unknown;
+  const doc = parseDocument(valuesText);
+  const chart = parse(readFileSync(join(CHART_DIR, 'Chart.yaml'), 'utf8')) as {
+    name: string;
+    version: string;
+    appVersion: string;
+    kubeVersion: string;
+    description: string;
+  };
+  const rows: Row[] = [];
+  const walk = (node: Schema, path: string[]) => {
+    const s = resolve(schema, node);
+    const children = s.properties ?? {};
+    // A shared definition with a description of its own (resources, a ServiceAccount) is one row.
+    const named = Object.keys(children).length > 0 && !(node.$ref && s.description);
+    // A leaf, or a map of free keys (labels, config), is a row; an object of named values is its values.
+    if (path.length && (!named || typeof s.additionalProperties === 'object')) {
+      const value = defaultAt(values, path);
+      rows.push({
+        key: path.join('.'),
+        type: typeOf(schema, node),
+        default: value === undefined ? '' : `\`${JSON.stringify(value)}\``,
+        description: s.description ?? commentAbove(doc, path),
+      });
+    }
+    if (!named) return;
+    // values.yaml's order first (how a reader meets them), then values only the schema names.
+    const here = defaultAt(values, path);
+    const order = here && typeof here === 'object' ? Object.keys(here) : [];
+    const keys = Object.keys(children).sort(
+      (a, b) => (order.indexOf(a) + 1 || Infinity) - (order.indexOf(b) + 1 || Infinity),
+    );
+    for (const key of keys) walk(children[key] as Schema, [...path, key]);
+  };
+  walk(schema, []);
+  const table = rows.map(
+    (r) => `| \`${r.key}\` | ${cell(r.type)} | ${cell(r.default)} | ${cell(r.description)} |`,
+  );
+  return [
+    `# The ${chart.name} chart ${chart.version} (settle ${chart.appVersion})`,
+    '',
+    '<!-- Generated by tools/manifests/chart-readme.ts from values.schema.json and values.yaml: edit those. -->',
+    '',
+    chart.description.trim(),
+    '',
+    `Kubernetes ${chart.kubeVersion}. The install guide (Secrets first, then \`helm install\`, upgrade, rollback,`,
+    'uninstall) is docs/deployment.md, "Helm".',
+    '',
+    '```sh',
+    'helm install settle deploy/helm/settle -n settle --create-namespace',
+    'helm test settle -n settle',
+    '```',
+    '',
+    '## Values',
+    '',
+    'Every value is checked against values.schema.json at `helm install`, `helm upgrade` and `helm template`.',
+    '',
+    '| Key | Type | Default | Description |',
+    '| --- | --- | --- | --- |',
+    ...table,
+    '',
+  ].join('\n');
+}
+
+if (require.main === module) {
+  const text = chartReadme();
+  if (process.argv.includes('--write')) writeFileSync(CHART_README, text);
+  else process.stdout.write(text);
+}
