@@ -1,15 +1,16 @@
 /**
  * Every repository path a document names exists, and every link between documents lands on a heading.
  *
- * Read: README.md, docs/ (all of it but docs/journal/), and every README.md under src/ and tools/. A
+ * Read: README.md, docs/, and every README.md under src/ and tools/. A
  * path is any mention, in prose, in backticks or in a code block, that starts with a top-level folder
  * of the repository (`src/…`, `test/…`, `tools/…`, `deploy/…`, `docs/…`, `bin/…`, `.ci/…`), read from
  * the repository's root; a Markdown link's target is read from its page's folder. A placeholder
  * (`<name>`, `*`, `{…}`, `…`, `$VAR`) is not a path and is skipped, and so is a file a run writes, one
  * that .gitignore names (`tools/bench/results.json`, `dist/…`).
  *
- * docs/journal/ is exempt: an entry records what was run on its day, with the paths of that day, and a
- * later rename does not rewrite history. The reference pages that link into it are checked.
+ * The journal (journal/, beside docs/) is not read: an entry records what was run on its day, with the
+ * paths of that day, and a later rename does not rewrite history. The reference pages that link into
+ * it are checked.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
@@ -17,7 +18,7 @@ import { dirname, join, relative } from 'node:path';
 import { describe, test } from 'node:test';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 
-const JOURNAL = 'docs/journal';
+const JOURNAL = 'journal';
 const TOP_LEVEL = ['src', 'test', 'tools', 'deploy', 'docs', 'bin', '.ci'];
 
 /** Repository-relative paths of every .md file under `dir` that `keep` accepts. */
@@ -26,7 +27,7 @@ function markdownFiles(dir: string, keep: (path: string) => boolean = () => true
   const walk = (folder: string) => {
     for (const entry of readdirSync(join(PROJECT_ROOT, folder))) {
       const path = join(folder, entry);
-      if (entry === 'node_modules' || path === JOURNAL) continue;
+      if (entry === 'node_modules') continue;
       if (statSync(join(PROJECT_ROOT, path)).isDirectory()) walk(path);
       else if (entry.endsWith('.md') && keep(path)) found.push(path);
     }
@@ -115,9 +116,9 @@ describe('paths the documentation names', () => {
     for (const doc of ['README.md', 'docs/architecture.md', 'docs/configuration.md', 'tools/README.md']) {
       assert.ok(docs.includes(doc), `${doc} is read`);
     }
-    assert.ok(existsSync(join(PROJECT_ROOT, JOURNAL)), `${JOURNAL} exists`);
+    assert.ok(existsSync(join(PROJECT_ROOT, JOURNAL, 'README.md')), `${JOURNAL}/README.md exists`);
     assert.deepEqual(
-      docs.filter((doc) => doc.startsWith(`${JOURNAL}/`)),
+      docs.filter((doc) => doc.startsWith(`${JOURNAL}/`) || doc.startsWith('docs/journal/')),
       [],
     );
   });
@@ -159,7 +160,7 @@ describe('paths the documentation names', () => {
   test('a path that does not exist is reported, a placeholder is not', () => {
     const found = mentionedPaths(
       'See `src/nowhere.ts`, tools/harness/stack.ts. Or `tools/images/equivalents/<name>/`, ' +
-        'test/*.test.ts, https://example.com/docs/x and docs/journal/{date}.md.',
+        'test/*.test.ts, https://example.com/docs/x and docs/{page}.md.',
     ).map((mention) => mention.path);
     assert.deepEqual(found, ['src/nowhere.ts', 'tools/harness/stack.ts']);
     assert.equal(existsSync(join(PROJECT_ROOT, found[0]!)), false);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Proves that .ci/run passes on a machine that has never seen settle, on this one: removes what an
-# earlier run left (docs/journal/ci.md), then runs .ci/run from a fresh clone
+# earlier run left (journal/ci.md), then runs .ci/run from a fresh clone
 # of this repository's HEAD, as CI does (CI=true, no standard input), with the time of each stage.
 #
 # Removed: the Docker engine's state (every image, container, volume and the build cache: settle's

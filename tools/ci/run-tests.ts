@@ -14,7 +14,7 @@
  * contains one of them, in either set.
  *
  * At the end it prints the slowest integration files (each file's process wall time, from
- * test/support/file-timing.mjs): the figures docs/journal/ci.md records.
+ * test/support/file-timing.mjs): the figures journal/ci.md records.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
