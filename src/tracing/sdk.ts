@@ -52,7 +52,7 @@ import { shortHash } from '../lib/hash';
 import { redactIds } from '../temporal/redact-ids';
 import type { SpanFacts, Tracing, TracingSettings } from './contract';
 
-/** The attributes settle's spans carry about the business (docs/operations.md, "Tracing"). */
+/** The attributes settle's spans carry about the business (docs/architecture.md, "Tracing"). */
 const SPAN_ATTRIBUTES = {
   eventHash: 'settle.event.hash',
   deliveryHash: 'settle.delivery.hash',
