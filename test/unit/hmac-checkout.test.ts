@@ -253,6 +253,12 @@ describe('Checkout.com events settle does not act on, or cannot place', () => {
     assert.match(adapted.reason, /names no shipment: no data\.metadata\.shipment_id or data\.reference/);
   });
 
+  test('a blank metadata.shipment_id leaves the reference to name the shipment', () => {
+    const adapted = adapter.adapt(edited('payment_captured', { '/data/metadata/shipment_id': ' ' }));
+    assert.ok(adapted.kind === 'payment');
+    assert.equal(adapted.event.data.shipment_id, 'ORD-5023-4E89');
+  });
+
   test("metadata.shipment_id, where set, is the shipment rather than the merchant's reference", () => {
     const event = edited('payment_captured', { '/data/metadata/shipment_id': 'SHP-77' });
     const adapted = adapter.adapt(event);

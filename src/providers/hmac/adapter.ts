@@ -211,14 +211,18 @@ function verifyHmacRequest(
   return { ok: true, items: [body], mode: undefined };
 }
 
-/** The first candidate present in `item` (neither undefined nor null), with the pointer it came from. */
+/**
+ * The first candidate present in `item`, with the pointer it came from: neither undefined, nor null,
+ * nor blank text (an empty `metadata.shipment_id` leaves the next candidate to speak).
+ */
 function firstPresent(
   item: unknown,
   pointers: JsonPointers,
 ): { pointer: JsonPointer; value: unknown } | undefined {
   for (const pointer of pointers) {
     const value = readPointer(item, pointer);
-    if (value !== undefined && value !== null) return { pointer, value };
+    const blank = typeof value === 'string' && value.trim() === '';
+    if (value !== undefined && value !== null && !blank) return { pointer, value };
   }
   return undefined;
 }
@@ -292,14 +296,8 @@ export function adaptHmacEvent(spec: HmacProviderSpec, item: unknown): AdaptedEv
     target = rule.to;
   }
 
-  // The shipment: the first candidate present, which must then be text (a number or an object
-  // there is not the merchant's key, and is refused rather than read as no shipment).
   const shipment = firstPresent(item, fields.shipment);
-  if (shipment && typeof shipment.value !== 'string') {
-    return invalid(eventId, shipment.pointer, 'must be a string');
-  }
-  const shipmentId = nonEmptyString(shipment?.value);
-  if (!shipmentId || !shipment) {
+  if (!shipment) {
     return {
       kind: 'unmatched',
       eventId,
@@ -308,6 +306,9 @@ export function adaptHmacEvent(spec: HmacProviderSpec, item: unknown): AdaptedEv
       payload: item,
     };
   }
+  // A number or an object where the merchant's key belongs is refused, not read as no shipment.
+  if (typeof shipment.value !== 'string') return invalid(eventId, shipment.pointer, 'must be a string');
+  const shipmentId = shipment.value;
 
   const currencyAt = firstPresent(item, fields.currency);
   const currencyPointer = currencyAt?.pointer ?? fields.currency[0];
