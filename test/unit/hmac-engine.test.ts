@@ -41,6 +41,7 @@ const ACME: HmacProviderSpec<'acme'> = {
     'charge.refund': { status: '/charge/refund/state', to: { done: 'payment.refunded' } },
   },
   money: { kind: 'decimal-text' },
+  mode: { pointer: '/event/live', live: true, test: false },
 };
 
 const NOW = 1_790_000_000;
@@ -206,6 +207,27 @@ describe('an imaginary provider, declared as data only', () => {
     );
     assert.equal(adapted.eventId, hmacEventId(ACME, id));
     assert.match(String(adapted.eventId), /^acme:sha256:[0-9a-f]{64}$/);
+  });
+
+  test('the mode is read where the spec says, from a request and from an export line', async () => {
+    const adapter = createHmacAdapter(ACME, { keys: [KEY], now: () => NOW * 1000 });
+    for (const [live, mode] of [
+      [true, 'live'],
+      [false, 'test'],
+      ['yes', undefined],
+    ] as const) {
+      const event = charge({
+        event: { id: 'ev_03', kind: 'charge.settled', at: '2026-09-21T10:00:00Z', live },
+      });
+      const text = JSON.stringify(event);
+      const verified = await adapter.verify({
+        rawBody: text,
+        headers: { 'acme-signature': acmeHeader(text, KEY, NOW) },
+      });
+      assert.ok(verified.ok);
+      assert.equal(verified.mode, mode);
+      assert.equal(adapter.exportMode(event), mode);
+    }
   });
 
   test('a signed body that is a JSON array, not an object, is malformed', async () => {

@@ -277,6 +277,26 @@ describe('Square key rotation and configuration', () => {
     }
   });
 
+  test('square-environment states the mode SETTLE_PROVIDER_MODE reads; an export line states none', async () => {
+    const key = newKey();
+    const body = fixtureText('payment.updated-completed');
+    const signed = { 'x-square-hmacsha256-signature': squareSignature(URL, body, key) };
+    const modeWith = async (environment?: string) => {
+      const headers = environment === undefined ? signed : { ...signed, 'square-environment': environment };
+      const verified = await verify(body, headers, [key]);
+      assert.ok(verified.ok);
+      return verified.mode;
+    };
+    assert.equal(await modeWith('Production'), 'live');
+    assert.equal(await modeWith('Sandbox'), 'test');
+    assert.equal(await modeWith(), undefined);
+    assert.equal(await modeWith('Staging'), undefined);
+    assert.equal(
+      createSquareAdapter({ keys: [] }).exportMode(fixture('payment.updated-completed')),
+      undefined,
+    );
+  });
+
   test('keys without SETTLE_SQUARE_NOTIFICATION_URL do not build an adapter', () => {
     assert.throws(() => createSquareAdapter({ keys: [newKey()] }), /SETTLE_SQUARE_NOTIFICATION_URL/);
   });

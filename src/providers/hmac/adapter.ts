@@ -16,6 +16,7 @@ import {
   nonEmptyString,
   type AdaptedEvent,
   type ProviderAdapter,
+  type ProviderMode,
   type ProviderRequest,
   type Verification,
 } from '../types';
@@ -61,7 +62,8 @@ export function createHmacAdapter<Name extends string>(
     name: spec.name,
     verify: (request) => verifyHmacRequest(spec, options, now(), request),
     exportItems: (line) => [line],
-    exportMode: () => undefined,
+    // An export line is the event alone: only a mode stated in the body can be read from it.
+    exportMode: (line) => (spec.mode && 'pointer' in spec.mode ? modeOf(spec, line, {}) : undefined),
     adapt: (item) => adaptHmacEvent(spec, item),
   };
 }
@@ -208,7 +210,22 @@ function verifyHmacRequest(
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     return { ok: false, kind: 'malformed', reason: 'body is not a JSON object' };
   }
-  return { ok: true, items: [body], mode: undefined };
+  return { ok: true, items: [body], mode: modeOf(spec, body, request.headers) };
+}
+
+/** The mode the event (or, for a header source, its request) states, or undefined. */
+function modeOf(
+  spec: HmacProviderSpec,
+  body: unknown,
+  headers: ProviderRequest['headers'],
+): ProviderMode | undefined {
+  const source = spec.mode;
+  if (!source) return undefined;
+  const stated =
+    'pointer' in source ? readPointer(body, source.pointer) : headers[source.header.toLowerCase()];
+  if (stated === source.live) return 'live';
+  if (stated === source.test) return 'test';
+  return undefined;
 }
 
 /**

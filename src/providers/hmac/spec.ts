@@ -94,6 +94,16 @@ export type HmacVariables = {
   notificationUrl?: string;
 };
 
+/**
+ * Where the provider states the environment an event belongs to (SETTLE_PROVIDER_MODE ignores the
+ * other one): a pointer into the signed body, or a request header. A header is outside the
+ * signature, as Adyen's batch `live` is: it can only make settle ignore an event, never change what
+ * one does. A value that is neither `live` nor `test` states no mode.
+ */
+export type HmacModeSource =
+  | { pointer: JsonPointer; live: string | boolean; test: string | boolean }
+  | { header: string; live: string; test: string };
+
 export type HmacProviderSpec<Name extends string = string> = {
   /** settle's name of the provider: the event's `data.provider`, metrics labels, the event ID's prefix. */
   name: Name;
@@ -114,4 +124,6 @@ export type HmacProviderSpec<Name extends string = string> = {
   /** The provider event types settle acts on; any other type is `ignored`. */
   types: Readonly<Record<string, HmacTypeRule>>;
   money: HmacMoneyUnits;
+  /** Where the event states live or test; absent: events state no mode. */
+  mode?: HmacModeSource;
 };

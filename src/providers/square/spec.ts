@@ -58,6 +58,8 @@ export const SQUARE_SPEC = {
   },
   // Square's Money.amount is in the smallest denomination of the currency: ISO 4217's minor units.
   money: { kind: 'minor-units', decimals: 'iso' },
+  // Every notification states the account environment that generated it.
+  mode: { header: 'square-environment', live: 'Production', test: 'Sandbox' },
 } as const satisfies HmacProviderSpec<'square'>;
 
 export function createSquareAdapter(options: HmacAdapterOptions) {
