@@ -187,6 +187,15 @@ describe('Checkout.com requests refused', () => {
 });
 
 describe('Checkout.com key rotation (SETTLE_CHECKOUT_WEBHOOK_SECRETS)', () => {
+  test('an empty entry in the list does not build an adapter, naming the variable', () => {
+    for (const keys of [[newSecret(), ''], [' ']]) {
+      assert.throws(
+        () => createCheckoutAdapter({ keys }),
+        /SETTLE_CHECKOUT_WEBHOOK_SECRETS has an empty key/,
+      );
+    }
+  });
+
   test('either configured secret verifies; a retired one does not', async () => {
     const [retired, current, next] = [newSecret(), newSecret(), newSecret()];
     const body = fixtureText('payment_captured');

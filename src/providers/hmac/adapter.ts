@@ -46,13 +46,18 @@ export type HmacSigningContext = { url?: string; timestamp?: number };
 /**
  * A `ProviderAdapter` for an HMAC provider declared by `spec`: verifies the raw body against each
  * configured key (constant-time), then reads each field where the spec says. A scheme that signs the
- * notification URL needs it configured: without one the adapter is not built (a start-up error).
+ * notification URL needs it configured: without one, or with an empty key, the adapter is not built
+ * (a start-up error naming the variable).
  */
 export function createHmacAdapter<Name extends string>(
   spec: HmacProviderSpec<Name>,
   options: HmacAdapterOptions,
 ): HmacProviderAdapter<Name> {
   checkSpec(spec);
+  // An empty key would verify whatever anyone signs with an empty key.
+  if (options.keys.some((key) => key.trim() === '')) {
+    throw new Error(`${spec.variables.keys} has an empty key`);
+  }
   if (spec.signature.content === '{url}{body}' && options.keys.length > 0 && !options.notificationUrl) {
     const variable = spec.variables.notificationUrl ?? 'the notification URL';
     throw new Error(`${spec.displayName} signs its notification URL: ${variable} must be set`);
