@@ -38,3 +38,17 @@ export function pointerPath(pointer: string): string {
   const tokens = pointerTokens(pointer);
   return tokens.length ? tokens.join('.') : '(body)';
 }
+
+/** Sets the value `pointer` names in `document`, creating the objects on the way (for simulators). */
+export function writePointer(document: Record<string, unknown>, pointer: string, value: unknown): void {
+  const tokens = pointerTokens(pointer);
+  const last = tokens.pop();
+  if (last === undefined) throw new Error('the empty pointer names the whole document');
+  let current = document;
+  for (const token of tokens) {
+    const next = current[token];
+    if (next === null || typeof next !== 'object' || Array.isArray(next)) current[token] = {};
+    current = current[token] as Record<string, unknown>;
+  }
+  current[last] = value;
+}
