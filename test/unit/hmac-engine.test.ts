@@ -237,6 +237,64 @@ describe('an imaginary provider, declared as data only', () => {
   });
 });
 
+describe('other schemes, from data alone', () => {
+  const hub: HmacProviderSpec = {
+    ...ACME,
+    signature: {
+      header: { name: 'X-Hub-Signature-256', format: 'plain', prefix: 'sha256=' },
+      content: '{body}',
+      algorithm: 'sha256',
+      encoding: 'hex',
+    },
+  };
+  const body = JSON.stringify(charge());
+  const digest = createHmac('sha256', KEY).update(body).digest('hex');
+  const hubVerify = (value: string) =>
+    Promise.resolve(
+      createHmacAdapter(hub, { keys: [KEY] }).verify({
+        rawBody: body,
+        headers: { 'x-hub-signature-256': value },
+      }),
+    );
+
+  test('a plain header with a prefix: the prefix is required, then the digest', async () => {
+    assert.equal((await hubVerify(`sha256=${digest}`)).ok, true);
+    for (const value of [digest, `sha1=${digest}`, 'sha256=']) {
+      const verified = await hubVerify(value);
+      assert.ok(!verified.ok, value);
+      assert.equal(verified.kind, 'signature', value);
+    }
+    assert.equal(signHmac(hub, body, KEY), `sha256=${digest}`);
+  });
+
+  test('SHA-1 in base64 over the URL and body, padded or not', async () => {
+    const legacy: HmacProviderSpec = {
+      ...ACME,
+      signature: {
+        header: { name: 'X-Legacy-Signature', format: 'plain' },
+        content: '{url}{body}',
+        algorithm: 'sha1',
+        encoding: 'base64',
+      },
+    };
+    const url = 'https://settle.example.com/webhooks/acme';
+    const signature = createHmac('sha1', KEY)
+      .update(url + body)
+      .digest('base64');
+    assert.match(signature, /=$/);
+    const adapter = createHmacAdapter(legacy, { keys: [KEY], notificationUrl: url });
+    for (const value of [signature, signature.replace(/=+$/, '')]) {
+      const verified = await adapter.verify({ rawBody: body, headers: { 'x-legacy-signature': value } });
+      assert.equal(verified.ok, true, value);
+    }
+    const sha256 = createHmac('sha256', KEY)
+      .update(url + body)
+      .digest('base64');
+    const verified = await adapter.verify({ rawBody: body, headers: { 'x-legacy-signature': sha256 } });
+    assert.equal(verified.ok, false);
+  });
+});
+
 describe('specs the engine cannot honour are refused when the adapter is built', () => {
   test('{timestamp}.{body} with a plain header states no timestamp', () => {
     const spec: HmacProviderSpec = {

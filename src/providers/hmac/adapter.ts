@@ -90,7 +90,7 @@ export function signHmac(
     .update(signedContent(spec, body, timestamp, context.url ?? ''))
     .digest(encoding);
   return header.format === 'plain'
-    ? signature
+    ? `${header.prefix ?? ''}${signature}`
     : `${header.timestampKey}=${timestamp},${header.signatureKey}=${signature}`;
 }
 
@@ -122,8 +122,10 @@ type ReadHeader = { ok: true; signatures: string[]; timestamp: string } | { ok: 
 function readSignatureHeader(spec: HmacProviderSpec, value: string): ReadHeader {
   const header = spec.signature.header;
   if (header.format === 'plain') {
-    const signature = value.trim();
-    return signature ? { ok: true, signatures: [signature], timestamp: '' } : malformedHeader(spec);
+    const text = value.trim();
+    const prefix = header.prefix ?? '';
+    if (!text.startsWith(prefix) || text.length === prefix.length) return malformedHeader(spec);
+    return { ok: true, signatures: [text.slice(prefix.length)], timestamp: '' };
   }
   const timestamps: string[] = [];
   const signatures: string[] = [];
@@ -151,9 +153,8 @@ function decodeSignature(spec: HmacProviderSpec, text: string): Buffer | undefin
   if (spec.signature.encoding === 'hex') {
     return /^(?:[0-9a-fA-F]{2})+$/.test(text) ? Buffer.from(text, 'hex') : undefined;
   }
-  return /^[A-Za-z0-9+/]+={0,2}$/.test(text) && text.length % 4 === 0
-    ? Buffer.from(text, 'base64')
-    : undefined;
+  // Padding is optional; the decoded length is held to the digest's by the comparison.
+  return /^[A-Za-z0-9+/]+={0,2}$/.test(text) ? Buffer.from(text, 'base64') : undefined;
 }
 
 function verifyHmacRequest(

@@ -20,13 +20,14 @@ export type HmacEncoding = 'hex' | 'base64';
 export type HmacSignedContent = '{body}' | '{timestamp}.{body}' | '{url}{body}';
 
 /**
- * How the signature header reads: `plain` (the whole value is one signature), or `pairs`
+ * How the signature header reads: `plain` (the whole value is one signature, after `prefix` where
+ * the provider writes one, as `sha256=` in `X-Hub-Signature-256`), or `pairs`
  * (`t=1700000000,v1=…,v1=…`: comma-separated `key=value` pairs, the timestamp once under
  * `timestampKey` and one or more signatures under `signatureKey`, one per active secret while the
  * provider rolls one).
  */
 export type HmacSignatureHeader =
-  | { name: string; format: 'plain' }
+  | { name: string; format: 'plain'; prefix?: string }
   | { name: string; format: 'pairs'; timestampKey: string; signatureKey: string };
 
 /** An RFC 6901 pointer into the provider's event (`/data/object/payment/id`). */
