@@ -50,7 +50,7 @@ export const reconciledQuery = defineQuery<ReconcileResult | null>('reconciled')
 export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<PaymentWorkflowResult> {
   if (!isPaymentEvent(input?.event)) return refuseInvalidInput(input, 'payment event failed validation');
   const { event } = input;
-  let reconciled: ReconcileResult | null = null;
+  let reconciled: ReconcileResult | null = null; // what reconciledQuery answers
   setHandler(reconciledQuery, () => reconciled);
   const shape = runShape();
   const view = new OperatorView(shape.view);
@@ -67,16 +67,16 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
 
     // 1. Reconcile: claim the event and apply its effect in one transaction; in the first pass, with
     //    each row's first delivery after it.
-    const first = await reconcileEvent(event, view, shape.firstPass);
-    const claim = (reconciled = reportReconciled(event, view, first.reconciled));
-    if (claim.outcome !== 'applied') {
-      view.deliveryState(storedDeliveryState(claim.outbox));
-      return { ...claim, deliveries: [], compensated: false };
+    const firstPass = await reconcileEvent(event, view, shape.firstPass);
+    reconciled = reportReconciled(event, view, firstPass.reconciled);
+    if (reconciled.outcome !== 'applied') {
+      view.deliveryState(storedDeliveryState(reconciled.outbox));
+      return { ...reconciled, deliveries: [], compensated: false };
     }
 
     // 2. Deliver each outbox row in order.
     const deliveries: OutboxDeliveryResult[] = [];
-    for (const row of claim.outbox) {
+    for (const row of reconciled.outbox) {
       // A row its target can undo (DELIVERY_TARGETS' `undo`) is undone if a later step is refused,
       // one an earlier run delivered too.
       const undo = deliveryTarget(row.target).undo;
@@ -86,7 +86,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
         );
       }
       if (!isDeliverable(row.status)) continue;
-      const attempt = firstPassAttempt(first, row);
+      const attempt = firstPassAttempt(firstPass, row);
       // A row the first pass delivered takes no step and no await: the sandbox captures a stack trace
       // for every promise a run creates.
       const delivery =
@@ -107,11 +107,11 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
       await saga.compensate(reason);
       view.outcome('needs_review');
       view.deliveryState('compensated', `needs review: ${reason}`);
-      return compensatedResult(claim, deliveries, compensation);
+      return compensatedResult(reconciled, deliveries, compensation);
     }
 
     // 4. The outcome: every row delivered, or parked where its target has no URL.
-    const result = deliveredResult(claim, deliveries);
+    const result = deliveredResult(reconciled, deliveries);
     view.deliveryState(storedDeliveryState(result.outbox));
     return result;
   } finally {
