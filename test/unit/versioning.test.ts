@@ -5,7 +5,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config';
-import { runVersion, versionedWorkerFailure, workerDeploymentOptions } from '../../src/temporal/worker-versioning';
+import {
+  runVersion,
+  versionedWorkerFailure,
+  workerDeploymentOptions,
+} from '../../src/temporal/worker-versioning';
 import * as workflows from '../../src/workflows';
 import { VERSIONING_BEHAVIORS } from '../../src/workflows/versioning-behaviors';
 
