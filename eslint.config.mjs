@@ -50,6 +50,60 @@ const climbsInto = (folders) => `^(\\.\\./)+(${folders.join('|')})(/|$)`;
 
 const SRC_FORBIDDEN = topLevelPattern(['tools', 'test', 'bin'], 'src/');
 
+/**
+ * What a comment in src/ must not carry: a comment says what and why, and a measured figure or an
+ * issue number in it goes stale the day it is written (figures live in docs/performance.md).
+ */
+const COMMENT_FIGURES = [
+  {
+    pattern: /(?<![\w.])\d+(?:[.,]\d+)*\s?(?:ms|milliseconds?|[µμ]s|microseconds?)\b/gi,
+    what: 'a figure in ms',
+  },
+  { pattern: /(?<![\w.])\d+(?:[.,]\d+)*\s?(?:%|per\s?cent\b)/gi, what: 'a percentage' },
+  { pattern: /\bissues?\s+#?\d+/gi, what: 'an issue number' },
+  { pattern: /(?<![\w&/#])#\d+\b/g, what: 'an issue number' },
+];
+
+/** settle's own lint rules: `settle/no-figures-in-comments`. */
+export const settlePlugin = {
+  rules: {
+    'no-figures-in-comments': {
+      meta: {
+        type: 'suggestion',
+        docs: { description: 'Refuse measured figures (ms, %) and issue numbers in comments.' },
+        messages: {
+          figure:
+            '{{what}} ("{{text}}") in a comment: say what and why; figures belong in docs/performance.md.',
+        },
+        schema: [],
+      },
+      create(context) {
+        const source = context.sourceCode;
+        return {
+          Program() {
+            for (const comment of source.getAllComments()) {
+              const start = comment.range[0] + 2; // past `//` or `/*`
+              for (const { pattern, what } of COMMENT_FIGURES) {
+                for (const match of comment.value.matchAll(pattern)) {
+                  const from = start + match.index;
+                  context.report({
+                    loc: {
+                      start: source.getLocFromIndex(from),
+                      end: source.getLocFromIndex(from + match[0].length),
+                    },
+                    messageId: 'figure',
+                    data: { what, text: match[0] },
+                  });
+                }
+              }
+            }
+          },
+        };
+      },
+    },
+  },
+};
+
 export default tseslint.config(
   { ignores: ['node_modules/**', '.settle/**', '.tools/**', 'bin/**', 'dist/**'] },
   js.configs.recommended,
@@ -73,6 +127,11 @@ export default tseslint.config(
   },
   ...houseRules(),
   ...layerRules(),
+  {
+    files: ['src/**/*.ts'],
+    plugins: { settle: settlePlugin },
+    rules: { 'settle/no-figures-in-comments': 'error' },
+  },
 );
 
 /**

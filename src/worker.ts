@@ -6,7 +6,7 @@ import { startMetricsServer } from './metrics/metrics-server';
 import type { WorkerOptions } from './worker-runtime/create-worker';
 import { refuseWithoutTargets } from './roles/refusal';
 import { listeningOn } from './config/port-in-use';
-import { versionedWorkerFailure } from './temporal/versioning';
+import { versionedWorkerFailure } from './temporal/worker-versioning';
 
 export type WorkerRoleOptions = Pick<WorkerOptions, 'interceptors' | 'tuning' | 'sdkOptions'> & {
   /** /metrics on HOST:SETTLE_METRICS_PORT (default on); the proof worker process runs without. */

@@ -24,7 +24,7 @@ import type {
   CompensationInput,
   OutboxInput,
   PaymentCompensationResult,
-  ReholdResult,
+  UndoDeliveryResult,
 } from '../domain/workflow-contracts';
 import {
   callDownstream,
@@ -43,14 +43,17 @@ import { actOnlyFor } from './run-subject';
  * action and body, the notes' name, the status it answers; the carrier holds the shipment again),
  * under its own idempotency key (`<event id>:<target>:<keyAction>`, signed, read and addressed as
  * every call to that target is), and marks the row `compensated` (and the shipment `held` when the
- * undo holds it). The activity keeps the name its runs recorded (`reholdShipment`).
+ * undo holds it). Its activity type keeps the name recorded in the runs' histories, `reholdShipment`.
  * Idempotent: a row already compensated sends nothing; a repeat of the call carries the same key.
  * Registered before the delivery runs, so it also covers one whose outcome was ambiguous: any delivery
  * that was attempted at all is undone; one never sent is left alone. A refusal (as the target's answer
  * policy reads it: a 4xx for an internal API) is noted on the row and does not stop the rest of the
  * compensation; 5xx and timeouts are retried.
  */
-export async function reholdShipment(deps: DeliveryDependencies, input: OutboxInput): Promise<ReholdResult> {
+export async function undoDelivery(
+  deps: DeliveryDependencies,
+  input: OutboxInput,
+): Promise<UndoDeliveryResult> {
   const row = await findOutboxRow(deps.pool, input.outboxId);
   const target = row && deliveryTarget(row.target);
   const undo = target?.undo;

@@ -10,7 +10,7 @@ import type {
 } from '../domain/workflow-contracts';
 import { createHttpClient, type HttpClient } from '../lib/http';
 import { traceDownstreamCall } from '../tracing/tracing';
-import { compensatePaymentEffects, reholdShipment } from './compensate-payment';
+import { compensatePaymentEffects, undoDelivery } from './compensate-payment';
 import { deliverOutboxRow, deliverOutboxRowThenStart } from './deliver-outbox';
 import { confirmReminderCancelled, deliverReminder, failReminder } from './deliver-reminder';
 import {
@@ -67,7 +67,8 @@ export function createActivities({
     ...steps,
     reconcileAndDeliver: (event: PaymentEvent) =>
       reconcileAndDeliver(firstPassSteps, delivery.tuning.requestTimeoutMs, event),
-    reholdShipment: (input: OutboxInput) => reholdShipment(delivery, input),
+    // The generic undo under the activity type its runs recorded.
+    reholdShipment: (input: OutboxInput) => undoDelivery(delivery, input),
     compensatePaymentEffects: (input: CompensationInput) => compensatePaymentEffects(pool, input),
     deliverReminder: (input: ReminderDeliveryInput) => deliverReminder(delivery, input),
     failReminder: (input: FailReminderInput) => failReminder(pool, input),

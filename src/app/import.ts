@@ -42,7 +42,7 @@ export type ImportOptions = {
   /** Stops reading new lines; lines in flight finish, so the summary stays exact. */
   signal?: AbortSignal;
   onProgress?: (processed: number, total: number, counts: ImportCounts) => void;
-  /** Attempts for a line while a dependency is unavailable, with doubling pauses from 500 ms. */
+  /** Attempts for a line while a dependency is unavailable, each pause twice the one before. */
   attempts?: number;
   /**
    * The file is a provider's own export (Stripe events, Adyen NotificationRequestItems, one a line),

@@ -9,7 +9,7 @@ import { findStartOutcomeUnknown } from '../db/start-outcomes';
 import type { EventInspection } from '../domain/api-contract';
 import { paymentWorkflowId } from '../domain/ids';
 import { classifyTemporalError } from '../temporal/connection';
-import { runVersion } from '../temporal/versioning';
+import { runVersion } from '../temporal/worker-versioning';
 
 /** The JSON of `GET /events/<id>` and `settle inspect <id> --json` (its schema: src/domain/api-contract.ts). */
 export type { EventInspection } from '../domain/api-contract';

@@ -93,8 +93,11 @@ export type ReconcileAndDeliverResult = {
   attempts: DeliveryAttempt[];
 };
 
-/** `reholdShipment`'s result: its target's `undo.status` (`reheld`) once the target confirmed the undo. */
-export type ReholdResult = {
+/**
+ * `reholdShipment`'s result (the activity type of the generic undo, undoDelivery): its target's
+ * `undo.status` (`reheld`) once the target confirmed the undo.
+ */
+export type UndoDeliveryResult = {
   status: UndoneStatus | 'already_compensated' | 'never_sent' | 'refused' | 'not_configured';
 };
 

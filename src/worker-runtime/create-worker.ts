@@ -36,7 +36,7 @@ import {
 import { settleDataConverter } from '../temporal/data-converter';
 import { bulkTaskQueue } from '../temporal/task-queues';
 import { workflowBundlePath } from './workflow-bundle';
-import { workerDeploymentOptions, type VersioningConfig } from '../temporal/versioning';
+import { workerDeploymentOptions, type VersioningConfig } from '../temporal/worker-versioning';
 
 let runtimeInstalled = false;
 
@@ -288,7 +288,7 @@ export async function createWorker({
     // Under lib/shutdown.ts's deadline: activities still running then are cancelled (local ones by
     // untilDrained, same grace), so the drain ends.
     shutdownGraceTime: DRAIN_GRACE_MS,
-    // With SETTLE_BUILD_ID, both poll as that build of the Worker Deployment (temporal/versioning.ts).
+    // With SETTLE_BUILD_ID, both poll as that build of the Worker Deployment (temporal/worker-versioning.ts).
     workerDeploymentOptions: workerDeploymentOptions(config),
   } satisfies Partial<SdkWorkerOptions>;
   const shared = tracing ? tracing.workerOptions(untraced) : untraced;

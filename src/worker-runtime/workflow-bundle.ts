@@ -41,8 +41,8 @@ import { FAILURE_CONVERTER_PATH } from '../temporal/data-converter';
 /**
  * settle's workflow modules, and the SDK modules they import, are evaluated once per worker thread,
  * when the SDK builds its reusable V8 context (the bundler's `preloadModules`), and shared by every run.
- * Without it the SDK evaluates each module a run imports again for every run: 0.4–0.8 ms of a worker's
- * CPU per payment event (docs/performance.md, "Where one event's CPU goes"). The SDK deep-freezes what
+ * Without it the SDK evaluates each module a run imports again for every run, worker CPU paid on every
+ * payment event (docs/performance.md, "Where one event's CPU goes"). The SDK deep-freezes what
  * the shared modules export; what they keep at module scope must be constants or pure memos, never
  * state one run writes and another reads (test/unit/workflow-module-scope.test.ts).
  */

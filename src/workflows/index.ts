@@ -1,5 +1,5 @@
 // Each workflow's behaviour under Worker Deployments, attached to the functions exported below.
-import './versioning';
+import './versioning-behaviors';
 export { paymentWorkflow, reconciledQuery } from './payment';
 export { purgeClaimsWorkflow } from './purge';
 export { recoverySweepWorkflow } from './recovery';

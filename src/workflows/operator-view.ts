@@ -3,20 +3,10 @@ import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { SettleDeliveryStateKey, SettleOutcomeKey, type DeliveryState } from './search-attributes';
 import type { OutboxEntry, PaymentWorkflowResult } from '../domain/workflow-contracts';
 
-/** The patch that sends a workflow task's search-attribute changes as one upsert command. */
-export const COALESCE_SEARCH_ATTRIBUTES_PATCH = 'coalesce-search-attributes';
-
 /**
- * The patch that shows a run's outcome and delivery state only once it leaves the happy path, so a
- * happy run upserts nothing. It implies the coalesce and first-pass patches, which a patched run
- * therefore never asks for.
- */
-export const EXCEPTIONS_ONLY_VIEW_PATCH = 'exceptions-only-view';
-
-/**
- * How a run shows itself, by the patches its history carries: `per-change` (before the coalesce
- * patch: one upsert command per change), `coalesced` (every change, one command per flush),
- * `exceptions` (only what leaves the happy path, one command per flush).
+ * How a run shows itself, by the patches its history carries (payment-shape.ts): `per-change` (before
+ * the coalesce patch: one upsert command per change), `coalesced` (every change, one command per
+ * flush), `exceptions` (only what leaves the happy path, one command per flush).
  */
 export type ViewShape = 'per-change' | 'coalesced' | 'exceptions';
 

@@ -71,10 +71,16 @@ const local = proxyLocalActivities<Activities>({
  * one local activity, one attempt. Its time is a bound on a hang: it starts a delivery only while one
  * request's timeout still fits inside it, so a call it made has always ended when it gives up.
  */
-export const FIRST_PASS = proxyLocalActivities<Activities>({
+export const RECONCILE_AND_DELIVER = proxyLocalActivities<Activities>({
   startToCloseTimeout: '60 seconds',
   retry: { maximumAttempts: 1 },
 }).reconcileAndDeliver;
+
+/**
+ * Undoes a delivered row with its target's `undo` (the carrier re-holds the shipment). The activity
+ * type keeps the name recorded in the runs' histories, `reholdShipment`.
+ */
+export const undoDelivery = downstream.reholdShipment;
 
 /** What a step runs: its activity through both proxies, and the durable retry policy's first wait. */
 type Step<F extends ActivityFunction> = {

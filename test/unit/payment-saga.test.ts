@@ -19,7 +19,7 @@ import type {
   OutboxEntry,
   PaymentCompensationResult,
   ReconcileResult,
-  ReholdResult,
+  UndoDeliveryResult,
 } from '../../src/domain/workflow-contracts';
 import { ErrorCode } from '../../src/domain/errors';
 import { paymentWorkflowId } from '../../src/domain/ids';
@@ -33,7 +33,7 @@ import type { PaymentWorkflowResult } from '../../src/workflows';
 type Scenario = {
   reconcile(call: Call): ReconcileResult;
   deliver?(row: OutboxEntry, call: Call): OutboxDeliveryResult;
-  rehold?(call: Call): ReholdResult;
+  rehold?(call: Call): UndoDeliveryResult;
   compensate?(outbox: OutboxEntry[]): PaymentCompensationResult;
   /** How many deliveries the first pass has time for (all, when unset). */
   firstPassDeliveries?: number;

@@ -5,9 +5,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config';
-import { runVersion, versionedWorkerFailure, workerDeploymentOptions } from '../../src/temporal/versioning';
+import {
+  runVersion,
+  versionedWorkerFailure,
+  workerDeploymentOptions,
+} from '../../src/temporal/worker-versioning';
 import * as workflows from '../../src/workflows';
-import { VERSIONING_BEHAVIORS } from '../../src/workflows/versioning';
+import { VERSIONING_BEHAVIORS } from '../../src/workflows/versioning-behaviors';
 
 const base = { DATABASE_URL: 'postgres://settle@127.0.0.1/settle', TEMPORAL_ADDRESS: '127.0.0.1:7233' };
 

@@ -106,7 +106,7 @@ same<z.infer<typeof outboxDeliveryResult>, contracts.OutboxDeliveryResult>(true)
 same<z.infer<typeof stepFailure>, contracts.StepFailure>(true);
 same<z.infer<typeof deliveryAttempt>, contracts.DeliveryAttempt>(true);
 same<z.infer<typeof reconcileAndDeliverResult>, contracts.ReconcileAndDeliverResult>(true);
-same<z.infer<typeof reholdResult>, contracts.ReholdResult>(true);
+same<z.infer<typeof reholdResult>, contracts.UndoDeliveryResult>(true);
 same<z.infer<typeof compensationInput>, contracts.CompensationInput>(true);
 same<z.infer<typeof paymentCompensationResult>, contracts.PaymentCompensationResult>(true);
 same<z.infer<typeof paymentWorkflowInput>, contracts.PaymentWorkflowInput>(true);

@@ -1,6 +1,6 @@
 import { setWorkflowOptions, sleep } from '@temporalio/workflow';
 import { paymentWorkflow as releasedPaymentWorkflow } from '../../src/workflows';
-import { versioningBehavior } from '../../src/workflows/versioning';
+import { versioningBehavior } from '../../src/workflows/versioning-behaviors';
 import type { PaymentWorkflowInput } from '../../src/workflows';
 
 export {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { SearchAttributeRegistration } from '../../temporal/search-attributes';
+import type { SearchAttributeRegistration } from '../../temporal/search-attribute-registration';
 import type { MigrationResult, MigrationStatus } from '../../db/migrate';
 
 export function registerMigrate(program: Command) {
@@ -105,7 +105,7 @@ async function printStatus(options: MigrateOptions): Promise<void> {
 async function registerIfConfigured(): Promise<SearchAttributeRegistration | null> {
   const [{ registerSearchAttributes }, { connectClient }, { resolveEnvironment }, { commandConfig }] =
     await Promise.all([
-      import('../../temporal/search-attributes.js'),
+      import('../../temporal/search-attribute-registration.js'),
       import('../../client.js'),
       import('../../config/dev-state.js'),
       import('../context.js'),

@@ -7,7 +7,7 @@ export type VersioningConfig = Partial<Pick<Config, 'buildId' | 'deploymentName'
 /**
  * The SDK's `workerDeploymentOptions` for a worker with SETTLE_BUILD_ID: it joins the deployment
  * SETTLE_DEPLOYMENT_NAME as that build, and each workflow follows a rollout as
- * src/workflows/versioning.ts declares (PINNED for a workflow that declares nothing: it stays on
+ * src/workflows/versioning-behaviors.ts declares (PINNED for a workflow that declares nothing: it stays on
  * the build that started it, the choice that can never replay a history on code it did not run).
  * Without SETTLE_BUILD_ID: undefined, an unversioned worker, as before Worker Deployments.
  */

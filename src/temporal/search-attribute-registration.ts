@@ -2,7 +2,6 @@ import type { Client } from '@temporalio/client';
 import { SETTLE_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { GrpcStatus } from './grpc-status';
 
-/** gRPC's ALREADY_EXISTS: another process registered the attribute between our list and add. */
 /** temporal.api.enums.v1.IndexedValueType: settle's attributes are all Keyword. */
 const INDEXED_VALUE_TYPE_KEYWORD = 2;
 
