@@ -14,10 +14,10 @@
  * figure is the median of its repetitions; CPU time (per event) and peak RSS are per process. The rows
  * a goal compares at 50 in flight (T3L, P and T3W; T0 and PE) run their repetitions in turn, one of each
  * at a time, so that the machine's load moves under all of them alike.
- * Writes tools/bench/results.json (tools/bench/results-cluster.json for the cluster) and prints a table.
+ * Writes journal/bench-results/latest.json (latest-cluster.json for the cluster) and prints a table.
  * Bounded in count and time: it stops by itself.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -56,7 +56,7 @@ const only = process.argv
 const ON_REQUEST = ['PC', 'TR'];
 /**
  * `--server=cluster`: T0 and P (unless --only says otherwise) against the real Temporal server of
- * `npm run topology` (tools/harness/cluster.ts) instead of the dev server; results in results-cluster.json.
+ * `npm run topology` (tools/harness/cluster.ts) instead of the dev server; results in latest-cluster.json.
  * `--server=both`: the dev-server run, then the cluster's, in one invocation (one stack at a time).
  */
 const serverArg = process.argv.find((arg) => arg.startsWith('--server='))?.slice('--server='.length) ?? 'dev';
@@ -722,7 +722,7 @@ async function benchOn(): Promise<Goal[]> {
     results,
     goals,
   };
-  const file = join(__dirname, server === 'cluster' ? 'results-cluster.json' : 'results.json');
+  const file = resultsFile();
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   printTable(report.machine, goals);
   log(`wrote ${file}`);
@@ -765,7 +765,7 @@ function perEvent(resources: Record<string, Usage>, events: number): Record<stri
 
 /**
  * The process classes of the CPU-per-event columns: `temporal` is the dev server, or the four
- * services of a cluster summed (each is in results-cluster.json); `temporal-pg` the cluster's own
+ * services of a cluster summed (each is in latest-cluster.json); `temporal-pg` the cluster's own
  * PostgreSQL; `pg` settle's PostgreSQL (postmaster and backends); `bench` the load generator with
  * its downstream receiver (and `settle import` in I).
  */
@@ -1122,6 +1122,13 @@ function printTable(
   process.stdout.write('\n');
 }
 
+/** Where a run's results go: beside the journal's kept runs, ignored by git until copied under a dated name. */
+function resultsFile(): string {
+  const dir = join(__dirname, '..', '..', 'journal', 'bench-results');
+  mkdirSync(dir, { recursive: true });
+  return join(dir, server === 'cluster' ? 'latest-cluster.json' : 'latest.json');
+}
+
 function log(message: string) {
   process.stderr.write(`bench: ${message}\n`);
 }
@@ -1129,7 +1136,7 @@ function log(message: string) {
 main().catch((error) => {
   // Keep what was measured before the failure.
   writeFileSync(
-    join(__dirname, server === 'cluster' ? 'results-cluster.json' : 'results.json'),
+    resultsFile(),
     `${JSON.stringify({ partial: true, results }, null, 2)}\n`,
   );
   process.stderr.write(
