@@ -10,7 +10,9 @@ import { join } from 'node:path';
 import type { Usage } from '../harness/processes';
 
 const args = process.argv.slice(2);
-const file = args.find((arg) => !arg.startsWith('--')) ?? join(__dirname, '..', '..', 'journal', 'bench-results', 'latest-cluster.json');
+const file =
+  args.find((arg) => !arg.startsWith('--')) ??
+  join(__dirname, '..', '..', 'journal', 'bench-results', 'latest-cluster.json');
 const rowId = args.find((arg) => arg.startsWith('--row='))?.slice('--row='.length) ?? 'P@50';
 const utilisation = Number(
   args.find((arg) => arg.startsWith('--utilisation='))?.slice('--utilisation='.length) ?? 0.6,

@@ -10,8 +10,9 @@ import {
   postEvent,
   shipmentFor,
 } from '../harness/load';
-import { spawnTs, within, type Child } from '../harness/processes';
+import { round, within } from '../harness/processes';
 import type { ProofStack } from '../harness/stack';
+import { bestRate, runsOf, type RowRun } from './context';
 
 /** Longest an event may take from its webhook to its ERP delivery before the run counts it lost. */
 const EVENT_DEADLINE_MS = 120_000;
@@ -87,24 +88,6 @@ async function figuresFor(
 
 /** Where a path's claims (event_id, claimed_at) are: settle's, or T3W's plain consumer's. */
 export type ClaimsTable = 'claims' | 'bench_plain_claims';
-
-/**
- * T3W's plain consumer (tools/bench/support/plain-consumer.ts) started on `stack`'s environment, with
- * `stack` as seen through its receiver: pass `path` and `claims` to benchFullPath.
- */
-export async function startPlainConsumer(
-  stack: ProofStack,
-  options: { nodeArgs?: string[]; env?: Record<string, string> } = {},
-): Promise<{ child: Child; path: ProofStack; claims: ClaimsTable }> {
-  const child = await spawnTs(
-    'plain-consumer',
-    [...(options.nodeArgs ?? []), 'tools/bench/support/plain-consumer.ts'],
-    stack.env(options.env),
-    (output) => output.includes('plain consumer ready'),
-  );
-  const url = /plain consumer ready (\S+)/.exec(child.output())![1]!;
-  return { child, path: stack.throughGateway(url), claims: 'bench_plain_claims' };
-}
 
 /**
  * P: closed loop over the whole path. Each of `concurrency` senders posts an event and waits until its
@@ -204,3 +187,57 @@ export async function benchReplayStorm(
     newEffects: stack.receiver.keys.size - effectsBefore,
   };
 }
+
+/** P@10 measured, P@50 returned to be measured in turn with the rows its goals compare it with. */
+export const runP: RowRun = async ({ stack, size, row, measureInTurn, finished }) => {
+  const pathRow = (concurrency: number) =>
+    row(
+      `P@${concurrency}`,
+      `webhook → gateway → workflow → reconcile → carrier + ERP delivery, ${concurrency} in flight`,
+      {
+        prepare: () => preparePathEvents(stack, size.pathEvents),
+        run: async (events) => {
+          const figures = await benchFullPath(stack, events, concurrency);
+          finished.push(...events);
+          return figures;
+        },
+        events: size.pathEvents,
+        workflowIds: runsOf,
+      },
+    );
+  await benchFullPath(stack, await preparePathEvents(stack, size.warmup), 10);
+  await measureInTurn([pathRow(10)]);
+  return [pathRow(50)];
+};
+
+/** L@25% and L@50%: open arrivals at those shares of P's best rate. */
+export const runL: RowRun = async (ctx) => {
+  const { stack, size } = ctx;
+  const pMax = bestRate(ctx, 'P@');
+  if (pMax === 0) return;
+  const ms = size.loadSeconds * 1000;
+  for (const share of [25, 50]) {
+    const rate = round((pMax * share) / 100, 1);
+    await ctx.measure(`L@${share}%`, `open arrivals at ${rate} events/s for ${size.loadSeconds} s`, {
+      prepare: () => preparePathEvents(stack, loadEvents(rate, ms)),
+      run: async (events) => {
+        const figures = await benchFixedLoad(stack, rate, ms, events);
+        ctx.loadFinished.push(...events.slice(0, figures.sent));
+        return figures;
+      },
+      events: (figures) => figures.sent,
+      workflowIds: (events, figures) => runsOf(events.slice(0, figures.sent)),
+    });
+  }
+};
+
+/** R: every event P finished delivered again; a duplicate is answered from its claim before any start. */
+export const runR: RowRun = async ({ stack, finished, measure }) => {
+  if (!finished.length) return;
+  await measure('R', `replay storm: all ${finished.length} finished events again, 50 in flight`, {
+    run: () => benchReplayStorm(stack, finished, 50),
+    events: finished.length,
+    // Only a run started since costs.
+    workflowIds: (_, __, startedAt) => ({ ...runsOf(finished), since: startedAt }),
+  });
+};

@@ -5,6 +5,8 @@ import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
 import { spawnTs } from '../harness/processes';
 import type { PaymentEvent } from '../../src/domain/payment-event';
 import type { ProofStack } from '../harness/stack';
+import { bestRate, type RowRun } from './context';
+import { round } from '../harness/processes';
 
 /** The storm's rate as a multiple of the live rate (SPEC.md, "What an event costs": many times it). */
 export const STORM_FACTOR = 10;
@@ -87,3 +89,21 @@ export async function benchLiveDuringStorm(
     rmSync(folder, { recursive: true, force: true });
   }
 }
+
+/** LS, once: P's and L's events again at STORM_FACTOR × a live rate of a quarter of P's best. */
+export const runLiveDuringStorm: RowRun = async (ctx) => {
+  const pMax = bestRate(ctx, 'P@');
+  if (pMax === 0 || !ctx.finished.length) return;
+  const rate = round(pMax / 4, 1);
+  const earlier = [...ctx.finished, ...ctx.loadFinished];
+  const { loadSeconds } = ctx.size;
+  await ctx.measure(
+    'LS',
+    `live at ${rate} events/s for ${loadSeconds} s, idle then during a retry storm of ${earlier.length} events at ${STORM_FACTOR} ×`,
+    {
+      run: () => benchLiveDuringStorm(ctx.stack, earlier, rate, loadSeconds * 1000),
+      events: (figures) => figures.liveSent! + figures.stormSent!,
+      reps: 1,
+    },
+  );
+};

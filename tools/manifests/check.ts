@@ -68,7 +68,7 @@ const FILE_SECRETS = new Set(
 );
 /**
  * Temporal's API key, like settle's own secrets, only as a file: TEMPORAL_API_KEY_FILE (the client
- * configuration reads it; issue 40). The mTLS key is a file already (TEMPORAL_TLS_CLIENT_KEY_PATH).
+ * configuration reads it). The mTLS key is a file already (TEMPORAL_TLS_CLIENT_KEY_PATH).
  */
 const TEMPORAL_FILE_SECRETS = new Set(['TEMPORAL_API_KEY']);
 /** The mTLS key's inline form, which has no file form: from a Secret (secretKeyRef) at least. */
@@ -80,7 +80,7 @@ const SECRET_FILE_VARIABLES = new Map(
 );
 /**
  * What lets a process act on Temporal: the API key (either form) and the mTLS client key (either form).
- * The codec server talks to no Temporal, so it holds none of them (issue 40, "credentials by role").
+ * The codec server talks to no Temporal, so it holds none of them (docs/deployment.md).
  */
 export const TEMPORAL_CREDENTIALS = [
   'TEMPORAL_API_KEY',

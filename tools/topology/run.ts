@@ -16,7 +16,7 @@
  * the codec server and only ciphertext in a second UI server without it (screenshots kept in
  * `--screenshots=DIR`, default $TMPDIR/settle-topology-screenshots); a run started on the frontend
  * under an event's workflow ID before the event arrives is terminated and recorded, and the signed
- * event is accepted and applied once (issue 40); under a load
+ * event is accepted and applied once; under a load
  * of signed events (tools/harness/provider.ts) a worker is SIGKILLed, both workers and both gateways are
  * rolled with SIGTERM and the history service is restarted, after which every event sent was
  * acknowledged and tools/harness/invariants.ts holds: every acknowledged event completed, one claim per
