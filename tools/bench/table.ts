@@ -110,9 +110,9 @@ export type BenchRow = {
   id: string;
   /** What the row proves. */
   proves: string;
-  goals: GoalSpec[];
-  /** CI: every run has it (`--short` in CI); by hand: only when `--only` names it. */
-  when: 'CI' | 'by hand';
+  goals?: GoalSpec[];
+  /** Run only when `--only` names it; else every run has it, CI's `--short` too. */
+  byHand?: true;
   /** Also on `--server=cluster` when `--only` names nothing. */
   cluster?: true;
   /** Its rows are measured in turn with the next `turn` row's. */
@@ -132,30 +132,23 @@ export const ROWS: BenchRow[] = [
   {
     id: 'B0',
     proves: 'the claim transaction a user would hand-roll: plain pg, no Temporal',
-    goals: [],
-    when: 'CI',
     run: runClaimLoop,
   },
   {
     id: 'B1',
     proves: "settle's reconcile activity called directly costs little more than B0",
     goals: [atLeast('B1 ≥ 0.8 × B0', 0.8, rates('B1', 'B0'))],
-    when: 'CI',
     run: runClaimLoop,
   },
   {
     id: 'T0',
     proves: "Temporal's floor: a no-op workflow and activity, 10 and 50 in flight",
-    goals: [],
-    when: 'CI',
     cluster: true,
     run: runT0,
   },
   {
     id: 'T3',
     proves: "P's shape on the floor: three no-op activities (T3), as local activities (T3L)",
-    goals: [],
-    when: 'CI',
     turn: true,
     run: runT3,
   },
@@ -193,7 +186,6 @@ export const ROWS: BenchRow[] = [
         return { measured: `${actions} (T3L ${t3l}; $${usd} per M events at list)`, met: actions <= 2 };
       }),
     ],
-    when: 'CI',
     cluster: true,
     turn: true,
     run: runP,
@@ -211,7 +203,6 @@ export const ROWS: BenchRow[] = [
         },
       ),
     ],
-    when: 'CI',
     turn: true,
     run: runT3W,
   },
@@ -224,7 +215,6 @@ export const ROWS: BenchRow[] = [
         return p99 === undefined ? undefined : { measured: `${p99} ms`, met: p99 < 100 };
       }),
     ],
-    when: 'CI',
     needs: 'P',
     run: runL,
   },
@@ -241,7 +231,6 @@ export const ROWS: BenchRow[] = [
         r.fig('L@50%', 'deliveredP50Ms'),
       ]),
     ],
-    when: 'CI',
     run: runEager,
   },
   {
@@ -255,7 +244,6 @@ export const ROWS: BenchRow[] = [
         { turn: ['PE@50', 'T3WE@50'] },
       ),
     ],
-    when: 'CI',
     run: runEager,
   },
   {
@@ -268,7 +256,7 @@ export const ROWS: BenchRow[] = [
         (r) => [serveCpu(r, 'PC', 'on'), serveCpu(r, 'PC', 'off')],
       ),
     ],
-    when: 'by hand',
+    byHand: true,
     run: runCodecCost,
   },
   {
@@ -280,7 +268,7 @@ export const ROWS: BenchRow[] = [
         serveCpu(r, 'TR', 'off'),
       ]),
     ],
-    when: 'by hand',
+    byHand: true,
     run: runTracingCost,
   },
   {
@@ -298,7 +286,6 @@ export const ROWS: BenchRow[] = [
           : { measured: `${actions} actions/event`, met: actions === 0 };
       }),
     ],
-    when: 'CI',
     needs: 'P',
     run: runR,
   },
@@ -321,17 +308,10 @@ export const ROWS: BenchRow[] = [
         };
       }),
     ],
-    when: 'CI',
     needs: 'P',
     run: runLiveDuringStorm,
   },
-  {
-    id: 'BY',
-    proves: 'the bytes one event keeps in the tables and indexes of settle',
-    goals: [],
-    when: 'CI',
-    run: runBytes,
-  },
+  { id: 'BY', proves: 'the bytes one event keeps in the tables and indexes of settle', run: runBytes },
   {
     id: 'RT',
     proves: 'the purge of past-retention claims under live load, and a claim store that stays its size',
@@ -347,7 +327,6 @@ export const ROWS: BenchRow[] = [
         within('RT', 'claimStoreMbAfterFiveCycles', 'claimStoreMbAfterFirstCycle'),
       ),
     ],
-    when: 'CI',
     run: runRetention,
   },
   {
@@ -367,16 +346,9 @@ export const ROWS: BenchRow[] = [
         },
       ),
     ],
-    when: 'CI',
     run: runRecovery,
   },
-  {
-    id: 'I',
-    proves: "`settle import` of a provider's report, to its last delivery",
-    goals: [],
-    when: 'CI',
-    run: runImport,
-  },
+  { id: 'I', proves: "`settle import` of a provider's report, to its last delivery", run: runImport },
   {
     id: 'LI',
     proves: "live webhooks keep their latency while an import's backlog drains",
@@ -387,7 +359,6 @@ export const ROWS: BenchRow[] = [
         within('LI', 'importingDeliveredP99Ms', 'idleDeliveredP99Ms'),
       ),
     ],
-    when: 'CI',
     needs: 'P',
     run: runLiveDuringImport,
   },
@@ -415,7 +386,6 @@ export const ROWS: BenchRow[] = [
         within('PR', 'drainSeconds', 'drainBoundSeconds'),
       ),
     ],
-    when: 'CI',
     run: runPressure,
   },
   {
@@ -428,7 +398,6 @@ export const ROWS: BenchRow[] = [
         within('PRL', 'importingDeliveredP99Ms', 'idleDeliveredP99Ms'),
       ),
     ],
-    when: 'CI',
     run: runPressure,
   },
 ];
