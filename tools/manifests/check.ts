@@ -636,6 +636,14 @@ async function main(): Promise<number> {
   };
   const renders = new Map<string, Manifest[]>();
   const outcomes: Outcome[] = [];
+  /** A check that must find nothing: `problems` empty. */
+  const clean = (name: string, problems: string[]) =>
+    outcomes.push({ name, ok: problems.length === 0, detail: problems.join('\n') });
+  /** A check that must fail: one of `problems` matches `expect`. */
+  const refuses = (name: string, problems: string[], expect: RegExp) => {
+    const ok = problems.some((p) => expect.test(p));
+    outcomes.push({ name, ok, detail: ok ? undefined : problems.join('\n') || 'no problem found' });
+  };
   const root = templateCopy();
   let base: Manifest[] = [];
   let rollout: Manifest[] = [];
@@ -654,17 +662,8 @@ async function main(): Promise<number> {
         target === 'overlays/rollout'
           ? [...eachBuildProblems(manifests, version, settingsProblems), ...rolloutProblems(manifests)]
           : settingsProblems(manifests, version);
-      outcomes.push({
-        name: `${target}: settle's settings`,
-        ok: problems.length === 0,
-        detail: problems.join('\n'),
-      });
-      const network = networkProblems(manifests);
-      outcomes.push({
-        name: `${target}: the NetworkPolicy graph is the table's`,
-        ok: network.length === 0,
-        detail: network.join('\n'),
-      });
+      clean(`${target}: settle's settings`, problems);
+      clean(`${target}: the NetworkPolicy graph is the table's`, networkProblems(manifests));
       renders.set(target, manifests);
       if (target === 'base') base = manifests;
       if (target === 'overlays/rollout') rollout = manifests;
@@ -698,31 +697,19 @@ async function main(): Promise<number> {
       detail: ok ? undefined : checked.output,
     });
   }
-  for (const fault of SETTINGS_FAULTS) {
-    const problems = settingsProblems(fault.edit(base), version);
-    const ok = problems.some((p) => fault.expect.test(p));
-    outcomes.push({
-      name: `the settings check refuses ${fault.name}`,
-      ok,
-      detail: ok ? undefined : problems.join('\n') || 'no problem found',
-    });
-  }
-  for (const fault of NETWORK_FAULTS) {
-    const problems = networkProblems(fault.edit(base));
-    const ok = problems.some((p) => fault.expect.test(p));
-    outcomes.push({
-      name: `the network check refuses ${fault.name}`,
-      ok,
-      detail: ok ? undefined : problems.join('\n') || 'no problem found',
-    });
-  }
+  for (const fault of SETTINGS_FAULTS)
+    refuses(
+      `the settings check refuses ${fault.name}`,
+      settingsProblems(fault.edit(base), version),
+      fault.expect,
+    );
+  for (const fault of NETWORK_FAULTS)
+    refuses(`the network check refuses ${fault.name}`, networkProblems(fault.edit(base)), fault.expect);
   const compose = readComposeFiles();
-  const composeProblems = composeCredentialProblems(compose, TEMPORAL_CREDENTIALS);
-  outcomes.push({
-    name: 'compose files: the codec server holds no Temporal credential',
-    ok: composeProblems.length === 0,
-    detail: composeProblems.join('\n'),
-  });
+  clean(
+    'compose files: the codec server holds no Temporal credential',
+    composeCredentialProblems(compose, TEMPORAL_CREDENTIALS),
+  );
   {
     // Both can fail: the TLS file's client key given to the codec server too must be refused.
     const broken = structuredClone(compose);
@@ -731,15 +718,11 @@ async function main(): Promise<number> {
       environment: { TEMPORAL_TLS_CLIENT_KEY_PATH: '/etc/settle-tls/settle.key' },
       volumes: ['./.settle/tls:/etc/settle-tls:ro'],
     };
-    const problems = composeCredentialProblems(broken, TEMPORAL_CREDENTIALS);
-    const ok = problems.some((p) =>
-      /codec-server holds a Temporal credential \(TEMPORAL_TLS_CLIENT_KEY_PATH\)/.test(p),
+    refuses(
+      'the compose check refuses a codec server given the mTLS key',
+      composeCredentialProblems(broken, TEMPORAL_CREDENTIALS),
+      /codec-server holds a Temporal credential \(TEMPORAL_TLS_CLIENT_KEY_PATH\)/,
     );
-    outcomes.push({
-      name: 'the compose check refuses a codec server given the mTLS key',
-      ok,
-      detail: ok ? undefined : problems.join('\n') || 'no problem found',
-    });
   }
   {
     const problems = settingsProblems(
@@ -755,24 +738,14 @@ async function main(): Promise<number> {
       ),
       version,
     );
-    const ok = problems.some((p) =>
-      /codec server: holds a Temporal credential \(TEMPORAL_API_KEY_FILE\)/.test(p),
+    refuses(
+      'the settings check refuses a codec server given the API key',
+      problems,
+      /codec server: holds a Temporal credential \(TEMPORAL_API_KEY_FILE\)/,
     );
-    outcomes.push({
-      name: 'the settings check refuses a codec server given the API key',
-      ok,
-      detail: ok ? undefined : problems.join('\n') || 'no problem found',
-    });
   }
-  for (const fault of ROLLOUT_FAULTS) {
-    const problems = rolloutProblems(fault.edit(rollout));
-    const ok = problems.some((p) => fault.expect.test(p));
-    outcomes.push({
-      name: `the rollout check refuses ${fault.name}`,
-      ok,
-      detail: ok ? undefined : problems.join('\n') || 'no problem found',
-    });
-  }
+  for (const fault of ROLLOUT_FAULTS)
+    refuses(`the rollout check refuses ${fault.name}`, rolloutProblems(fault.edit(rollout)), fault.expect);
   for (const outcome of outcomes) {
     process.stdout.write(`${outcome.ok ? 'ok  ' : 'FAIL'} ${outcome.name}\n`);
     if (outcome.detail && (!outcome.ok || outcome.name.includes('strict')))

@@ -163,6 +163,8 @@ function standInSecrets(manifests: Manifest[]): Manifest[] {
 
 export function helmOutcomes(ctx: HelmContext): Outcome[] {
   const outcomes: Outcome[] = [];
+  const clean = (name: string, problems: string[]) =>
+    outcomes.push({ name, ok: problems.length === 0, detail: problems.join('\n') });
   const chart = parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8')) as { appVersion: string };
   outcomes.push({
     name: "helm: the chart's appVersion is package.json's version",
@@ -232,32 +234,14 @@ export function helmOutcomes(ctx: HelmContext): Outcome[] {
       : render.kustomize === 'overlays/rollout'
         ? ctx.eachBuildProblems(checkable)
         : ctx.settingsProblems(checkable, ctx.version);
-    outcomes.push({
-      name: `${label}: settle's settings`,
-      ok: problems.length === 0,
-      detail: problems.join('\n'),
-    });
-    const network = networkProblems(checkable);
-    outcomes.push({
-      name: `${label}: the NetworkPolicy graph is the table's`,
-      ok: network.length === 0,
-      detail: network.join('\n'),
-    });
+    clean(`${label}: settle's settings`, problems);
+    clean(`${label}: the NetworkPolicy graph is the table's`, networkProblems(checkable));
     if (structural.some((m) => m.kind !== 'TemporalWorkerDeployment')) {
-      const monitoring = monitoringProblems(manifests);
-      outcomes.push({
-        name: `${label}: ServiceMonitor and PrometheusRule`,
-        ok: monitoring.length === 0,
-        detail: monitoring.join('\n'),
-      });
+      clean(`${label}: ServiceMonitor and PrometheusRule`, monitoringProblems(manifests));
     }
     if (render.kustomize) {
       const differences = compare(manifests, ctx.kustomize.get(render.kustomize) ?? []);
-      outcomes.push({
-        name: `${label}: the same objects and settings as kustomize's ${render.kustomize}`,
-        ok: differences.length === 0,
-        detail: differences.join('\n'),
-      });
+      clean(`${label}: the same objects and settings as kustomize's ${render.kustomize}`, differences);
     }
   }
 
