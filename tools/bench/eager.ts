@@ -37,9 +37,7 @@ export const runEager: RowRun = async (ctx) => {
           ctx,
           'T3WE@50',
           "P's work without settle, T3L's shape, started eagerly, 50 in flight",
-          {
-            SETTLE_BENCH_PLAIN_EAGER: '1',
-          },
+          { SETTLE_BENCH_PLAIN_EAGER: '1' },
         ),
       );
     await ctx.measureInTurn([...against, eagerRow(50)]);

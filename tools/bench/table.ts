@@ -198,9 +198,7 @@ export const ROWS: BenchRow[] = [
         "P ≥ 1.0 × T3W (P's work without settle, given settle's view, 50 in flight)",
         1.0,
         rates('P@50', 'T3W@50'),
-        {
-          turn: ['P@50', 'T3W@50'],
-        },
+        { turn: ['P@50', 'T3W@50'] },
       ),
     ],
     turn: true,

@@ -207,10 +207,7 @@ class Project {
     return run(
       'docker',
       ['compose', '-p', this.name, ...this.files.flatMap((file) => ['-f', file]), ...args],
-      {
-        env: this.env,
-        timeoutMs,
-      },
+      { env: this.env, timeoutMs },
     );
   }
 
@@ -265,9 +262,7 @@ class Project {
   async connect(): Promise<void> {
     this.pool = createPool(
       `postgres://settle:${this.databasePassword}@127.0.0.1:${this.ports.SETTLE_POSTGRES_PORT}/settle`,
-      {
-        max: 10,
-      },
+      { max: 10 },
     );
     const certs = this.env.SETTLE_TLS_DIR;
     const connection = await Connection.connect({
@@ -746,10 +741,7 @@ async function traceArrivesWhole(project: Project, runId: string) {
     180_000,
   );
   const downstream = keys.flatMap((record) =>
-    record.traceparents.map((traceparent) => ({
-      path: record.path,
-      traceparent: traceparent || undefined,
-    })),
+    record.traceparents.map((traceparent) => ({ path: record.path, traceparent: traceparent || undefined })),
   );
   // The webhook starts settle's own trace (its traceparent a link): found by what the carrier got.
   const traceId = settleTraceId(downstream);

@@ -329,9 +329,7 @@ async function runs(image: string): Promise<boolean> {
   const ran = await run(
     'docker',
     ['run', '--rm', '--network', 'none', '--entrypoint', '/bin/sh', image, '-c', 'true'],
-    {
-      timeoutMs: 60_000,
-    },
+    { timeoutMs: 60_000 },
   );
   return ran.code === 0;
 }

@@ -71,11 +71,7 @@ export const SCHEMA_FAULTS: { name: string; args: string[]; expect: RegExp }[] =
     args: ['--set', 'worker.keda.minReplicaCount=0'],
     expect: /minReplicaCount/,
   },
-  {
-    name: 'an unknown value (worker.replicas)',
-    args: ['--set', 'worker.replicas=3'],
-    expect: /replicas/,
-  },
+  { name: 'an unknown value (worker.replicas)', args: ['--set', 'worker.replicas=3'], expect: /replicas/ },
   {
     name: 'a secret as a value (config.SETTLE_API_TOKEN)',
     args: ['--set', 'config.SETTLE_API_TOKEN=0123456789abcdef0123456789abcdef'],
@@ -317,10 +313,7 @@ function workerControllerDeployment(m: Manifest): Manifest {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: { name: 'settle-worker' },
-    spec: {
-      selector: { matchLabels: twd.spec.template.metadata.labels ?? {} },
-      template: twd.spec.template,
-    },
+    spec: { selector: { matchLabels: twd.spec.template.metadata.labels ?? {} }, template: twd.spec.template },
   } as unknown as Manifest;
 }
 
