@@ -19,6 +19,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { configVariables } from '../../src/config';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { ensureKubeTools, startCluster, until, type Api, type Cluster } from './cluster';
 
@@ -192,22 +193,8 @@ async function prepareNamespace(api: Api, ns: string, releases: string[]): Promi
   await until(`namespace ${ns}'s default ServiceAccount`, 60_000, async () =>
     (await api('GET', `/api/v1/namespaces/${ns}/serviceaccounts/default`)).status === 200 ? true : undefined,
   );
-  const keys = [
-    'DATABASE_URL',
-    'SETTLE_WEBHOOK_SECRETS',
-    'SETTLE_STRIPE_WEBHOOK_SECRETS',
-    'SETTLE_ADYEN_HMAC_KEYS',
-    'SETTLE_ADYEN_BASIC_AUTH',
-    'SETTLE_API_TOKEN',
-    'SETTLE_OUTBOUND_SECRET',
-    'SETTLE_CARRIER_SECRET',
-    'SETTLE_ERP_SECRET',
-    'SETTLE_REMINDER_SECRET',
-    'SETTLE_PAYLOAD_KEYS',
-    'SETTLE_CODEC_TOKEN',
-    'SETTLE_STRIPE_API_KEY',
-    'SETTLE_PAYPAL_CLIENT_SECRET',
-  ];
+  // Every secret variable of settle's configuration (src/config/schema.ts), as the chart's Secret holds them.
+  const keys = Object.values(configVariables).flatMap((v) => (v.secret ? [v.name] : []));
   const standIn = Object.fromEntries(keys.map((k) => [k, 'stand-in, never read: no container runs here']));
   const secret = (name: string, stringData: Record<string, string>, type = 'Opaque') =>
     create(api, `/api/v1/namespaces/${ns}/secrets`, {
