@@ -8,7 +8,7 @@ import { round } from '../harness/processes';
 const IMPORT_START_DEADLINE_MS = 120_000;
 
 /**
- * B: live webhooks ahead of bulk work. The same open arrival rate twice: once with nothing else
+ * LI: live webhooks ahead of bulk work. The same open arrival rate twice: once with nothing else
  * running (the idle delivered p99), once while `settle import` admits a report of `importEvents`
  * events and the worker drains its backlog. Imported runs go to the bulk task queue, which the worker
  * serves with SETTLE_BULK_CONCURRENCY slots of its own (src/temporal/task-queues.ts), so live runs

@@ -30,7 +30,7 @@ type StormResult = {
  * delivered again (a new webhook message, the same event), over and over, at STORM_FACTOR times the
  * live rate, from a second before the live window opens until it closes. The storm is sent by a
  * process of its own (support/storm-sender.ts). Every storm delivery must be answered `200
- * duplicate`: no 5xx, no 503. Goal: the live delivered p99 during the storm ≤ 1.5 × idle.
+ * duplicate`: no 5xx, no 503 (table.ts holds the goals).
  */
 export async function benchLiveDuringStorm(
   stack: ProofStack,

@@ -16,8 +16,8 @@ const CYCLES = 5;
  * (generate_series), as 100-day-old applied events: what `settle purge` finds after a quiet quarter.
  * Rows that old have been vacuumed (autovacuum's insert threshold, and its anti-wraparound runs) and
  * written out by checkpoints long ago: so are these, before the purge. Rows inserted a moment ago
- * are not, and the first scan of them rewrites every page of the week (hint bits) while an
- * autovacuum reads it beside: 7 GB of writes that no week past the retention ever costs.
+ * are not, and the first scan of them would rewrite every page of the week (hint bits) while an
+ * autovacuum reads it beside: writes that no week past the retention ever costs.
  */
 export async function fillPastRetention(pool: pg.Pool, count: number): Promise<void> {
   const prefix = `ret-${randomBytes(3).toString('hex')}`;
