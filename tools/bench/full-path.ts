@@ -10,9 +10,9 @@ import {
   postEvent,
   shipmentFor,
 } from '../harness/load';
-import { round, within } from '../harness/processes';
+import { within } from '../harness/processes';
 import type { ProofStack } from '../harness/stack';
-import { bestRate, runsOf, type RowRun } from './context';
+import { runsOf, type RowRun } from './context';
 
 /** Longest an event may take from its webhook to its ERP delivery before the run counts it lost. */
 const EVENT_DEADLINE_MS = 120_000;
@@ -156,38 +156,6 @@ export async function benchFixedLoad(
   };
 }
 
-/**
- * R: a replay storm: every event of finished runs delivered again (a new webhook message, the same
- * event), closed loop at `concurrency`. Each must answer `200 duplicate` and change nothing.
- */
-export async function benchReplayStorm(
-  stack: ProofStack,
-  events: PaymentEvent[],
-  concurrency: number,
-): Promise<{
-  eventsPerSecond: number;
-  ackP50Ms: number;
-  ackP99Ms: number;
-  errors: number;
-  newEffects: number;
-}> {
-  const effectsBefore = stack.receiver.keys.size;
-  const acks: number[] = [];
-  let errors = 0;
-  const wallMs = await closedLoop(events.length, concurrency, async (i) => {
-    const reply = await postEvent(stack.gatewayUrl, stack.secret, events[i]!);
-    acks.push(reply.ms);
-    if (reply.status !== 200 || !reply.body.includes('"duplicate"')) errors += 1;
-  });
-  return {
-    eventsPerSecond: events.length / (wallMs / 1000),
-    ackP50Ms: percentile(acks, 50),
-    ackP99Ms: percentile(acks, 99),
-    errors,
-    newEffects: stack.receiver.keys.size - effectsBefore,
-  };
-}
-
 /** P@10 measured, P@50 returned to be measured in turn with the rows its goals compare it with. */
 export const runP: RowRun = async ({ stack, size, row, measureInTurn, finished }) => {
   const pathRow = (concurrency: number) =>
@@ -208,36 +176,4 @@ export const runP: RowRun = async ({ stack, size, row, measureInTurn, finished }
   await benchFullPath(stack, await preparePathEvents(stack, size.warmup), 10);
   await measureInTurn([pathRow(10)]);
   return [pathRow(50)];
-};
-
-/** L@25% and L@50%: open arrivals at those shares of P's best rate. */
-export const runL: RowRun = async (ctx) => {
-  const { stack, size } = ctx;
-  const pMax = bestRate(ctx, 'P@');
-  if (pMax === 0) return;
-  const ms = size.loadSeconds * 1000;
-  for (const share of [25, 50]) {
-    const rate = round((pMax * share) / 100, 1);
-    await ctx.measure(`L@${share}%`, `open arrivals at ${rate} events/s for ${size.loadSeconds} s`, {
-      prepare: () => preparePathEvents(stack, loadEvents(rate, ms)),
-      run: async (events) => {
-        const figures = await benchFixedLoad(stack, rate, ms, events);
-        ctx.loadFinished.push(...events.slice(0, figures.sent));
-        return figures;
-      },
-      events: (figures) => figures.sent,
-      workflowIds: (events, figures) => runsOf(events.slice(0, figures.sent)),
-    });
-  }
-};
-
-/** R: every event P finished delivered again; a duplicate is answered from its claim before any start. */
-export const runR: RowRun = async ({ stack, finished, measure }) => {
-  if (!finished.length) return;
-  await measure('R', `replay storm: all ${finished.length} finished events again, 50 in flight`, {
-    run: () => benchReplayStorm(stack, finished, 50),
-    events: finished.length,
-    // Only a run started since costs.
-    workflowIds: (_, __, startedAt) => ({ ...runsOf(finished), since: startedAt }),
-  });
 };
