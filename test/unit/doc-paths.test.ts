@@ -6,7 +6,7 @@
  * of the repository (`src/…`, `test/…`, `tools/…`, `deploy/…`, `docs/…`, `bin/…`, `.ci/…`), read from
  * the repository's root; a Markdown link's target is read from its page's folder. A placeholder
  * (`<name>`, `*`, `{…}`, `…`, `$VAR`) is not a path and is skipped, and so is a file a run writes, one
- * that .gitignore names (`tools/bench/results.json`, `dist/…`).
+ * that .gitignore names (`journal/bench-results/latest.json`, `dist/…`).
  *
  * The journal (journal/, beside docs/) is not read: an entry records what was run on its day, with the
  * paths of that day, and a later rename does not rewrite history. The reference pages that link into

@@ -3,10 +3,8 @@ import { countActions, type History } from '../harness/actions';
 import { round } from '../harness/processes';
 
 /**
- * Temporal Cloud's list price: $50 per million actions, Pay-As-You-Go, the Developer plan at every
- * volume and the first 5 M actions a month on Business and above (docs.temporal.io/cloud/pricing,
- * temporalio/documentation docs/evaluate/cloud/pricing.mdx, read 2026-12-01). Volume tiers go down
- * to $25 per million past 100 M a month.
+ * Temporal Cloud's list price per million actions, Pay-As-You-Go (docs.temporal.io/cloud/pricing);
+ * volume tiers go lower.
  */
 export const USD_PER_MILLION_ACTIONS = 50;
 

@@ -3,6 +3,7 @@ import type { PaymentEvent } from '../../src/domain/payment-event';
 import { round } from '../harness/processes';
 import type { ProofStack } from '../harness/stack';
 import { benchFullPath, preparePathEvents, type PathFigures } from './full-path';
+import { runsOf, type RowRun } from './context';
 
 /**
  * The on-disk size of every settle table (`table:<name>`, pg_total_relation_size: heap, TOAST and
@@ -72,3 +73,14 @@ async function allDelivered(pool: pg.Pool, events: PaymentEvent[], timeoutMs = 3
   }
   throw new Error('BY: outbox rows still undelivered after 30 s');
 }
+
+/** BY, once: the growth of every settle table and index over a known number of events. */
+export const runBytes: RowRun = async ({ stack, size, measure }) => {
+  await measure('BY', `bytes per event: ${size.bytesEvents} events through the path, 50 in flight`, {
+    prepare: () => prepareBytes(stack, size.bytesEvents),
+    run: (prepared) => benchBytesPerEvent(stack, prepared, 50),
+    events: size.bytesEvents,
+    reps: 1,
+    workflowIds: (prepared) => runsOf(prepared.events),
+  });
+};

@@ -1,6 +1,6 @@
 /**
  * `npx tsx tools/bench/capacity.ts [results-file] [--row=P@50] [--utilisation=0.6]`: docs/capacity.md's
- * capacity model from a bench results file (tools/bench/results-cluster.json by default, written by
+ * capacity model from a bench results file (journal/bench-results/latest-cluster.json by default, written by
  * `npm run bench -- --server=cluster`): the CPU milliseconds per event each process class used in a
  * row, and the cores each class needs at 100, 1,000 and 10,000 events/s at the given utilisation
  * (0.6: 40 % headroom for bursts, restarts and catch-up). Prints a Markdown table.
@@ -10,7 +10,9 @@ import { join } from 'node:path';
 import type { Usage } from '../harness/processes';
 
 const args = process.argv.slice(2);
-const file = args.find((arg) => !arg.startsWith('--')) ?? join(__dirname, 'results-cluster.json');
+const file =
+  args.find((arg) => !arg.startsWith('--')) ??
+  join(__dirname, '..', '..', 'journal', 'bench-results', 'latest-cluster.json');
 const rowId = args.find((arg) => arg.startsWith('--row='))?.slice('--row='.length) ?? 'P@50';
 const utilisation = Number(
   args.find((arg) => arg.startsWith('--utilisation='))?.slice('--utilisation='.length) ?? 0.6,

@@ -10,6 +10,7 @@ import { payloadSha256 } from '../../src/lib/hash';
 import type { PaymentEvent } from '../../src/domain/payment-event';
 import { closedLoop, makeEvent, newRunId, shipmentFor } from '../harness/load';
 import type { ProofStack } from '../harness/stack';
+import type { RowRun } from './context';
 
 /** Transactions in flight at once in B0 and B1, and connections in their pools. */
 export const CLAIM_LOOP_CONCURRENCY = 10;
@@ -145,3 +146,20 @@ export async function benchReconcileActivity(
     await pool.end();
   }
 }
+
+/** B0 and B1, warmed up, then measured in turn so that both meet the same moments of the machine's load. */
+export const runClaimLoop: RowRun = async ({ stack, size, row, measureInTurn }) => {
+  await benchBareClaimLoop(stack, 100);
+  await benchReconcileActivity(stack, 100);
+  const n = size.claimEvents;
+  await measureInTurn([
+    row('B0', `bare claim loop, plain pg, ${CLAIM_LOOP_CONCURRENCY} in flight`, {
+      run: () => benchBareClaimLoop(stack, n),
+      events: n,
+    }),
+    row('B1', `reconcile activity called directly, ${CLAIM_LOOP_CONCURRENCY} in flight`, {
+      run: () => benchReconcileActivity(stack, n),
+      events: n,
+    }),
+  ]);
+};

@@ -10,8 +10,9 @@ import {
   postEvent,
   shipmentFor,
 } from '../harness/load';
-import { spawnTs, within, type Child } from '../harness/processes';
+import { within } from '../harness/processes';
 import type { ProofStack } from '../harness/stack';
+import { runsOf, type RowRun } from './context';
 
 /** Longest an event may take from its webhook to its ERP delivery before the run counts it lost. */
 const EVENT_DEADLINE_MS = 120_000;
@@ -89,24 +90,6 @@ async function figuresFor(
 export type ClaimsTable = 'claims' | 'bench_plain_claims';
 
 /**
- * T3W's plain consumer (tools/bench/support/plain-consumer.ts) started on `stack`'s environment, with
- * `stack` as seen through its receiver: pass `path` and `claims` to benchFullPath.
- */
-export async function startPlainConsumer(
-  stack: ProofStack,
-  options: { nodeArgs?: string[]; env?: Record<string, string> } = {},
-): Promise<{ child: Child; path: ProofStack; claims: ClaimsTable }> {
-  const child = await spawnTs(
-    'plain-consumer',
-    [...(options.nodeArgs ?? []), 'tools/bench/support/plain-consumer.ts'],
-    stack.env(options.env),
-    (output) => output.includes('plain consumer ready'),
-  );
-  const url = /plain consumer ready (\S+)/.exec(child.output())![1]!;
-  return { child, path: stack.throughGateway(url), claims: 'bench_plain_claims' };
-}
-
-/**
  * P: closed loop over the whole path. Each of `concurrency` senders posts an event and waits until its
  * last downstream effect (the ERP entry) is applied before sending the next, so the work in flight in
  * the system is bounded and events per second is end-to-end throughput, not a growing backlog.
@@ -173,34 +156,24 @@ export async function benchFixedLoad(
   };
 }
 
-/**
- * R: a replay storm: every event of finished runs delivered again (a new webhook message, the same
- * event), closed loop at `concurrency`. Each must answer `200 duplicate` and change nothing.
- */
-export async function benchReplayStorm(
-  stack: ProofStack,
-  events: PaymentEvent[],
-  concurrency: number,
-): Promise<{
-  eventsPerSecond: number;
-  ackP50Ms: number;
-  ackP99Ms: number;
-  errors: number;
-  newEffects: number;
-}> {
-  const effectsBefore = stack.receiver.keys.size;
-  const acks: number[] = [];
-  let errors = 0;
-  const wallMs = await closedLoop(events.length, concurrency, async (i) => {
-    const reply = await postEvent(stack.gatewayUrl, stack.secret, events[i]!);
-    acks.push(reply.ms);
-    if (reply.status !== 200 || !reply.body.includes('"duplicate"')) errors += 1;
-  });
-  return {
-    eventsPerSecond: events.length / (wallMs / 1000),
-    ackP50Ms: percentile(acks, 50),
-    ackP99Ms: percentile(acks, 99),
-    errors,
-    newEffects: stack.receiver.keys.size - effectsBefore,
-  };
-}
+/** P@10 measured, P@50 returned to be measured in turn with the rows its goals compare it with. */
+export const runP: RowRun = async ({ stack, size, row, measureInTurn, finished }) => {
+  const pathRow = (concurrency: number) =>
+    row(
+      `P@${concurrency}`,
+      `webhook → gateway → workflow → reconcile → carrier + ERP delivery, ${concurrency} in flight`,
+      {
+        prepare: () => preparePathEvents(stack, size.pathEvents),
+        run: async (events) => {
+          const figures = await benchFullPath(stack, events, concurrency);
+          finished.push(...events);
+          return figures;
+        },
+        events: size.pathEvents,
+        workflowIds: runsOf,
+      },
+    );
+  await benchFullPath(stack, await preparePathEvents(stack, size.warmup), 10);
+  await measureInTurn([pathRow(10)]);
+  return [pathRow(50)];
+};

@@ -5,6 +5,7 @@ import type { PaymentEvent } from '../../src/domain/payment-event';
 import { erpKey, makeEvent, newRunId, shipmentFor } from '../harness/load';
 import { spawnTs, within } from '../harness/processes';
 import type { ProofStack } from '../harness/stack';
+import type { RowRun } from './context';
 
 /** How long the report's events may take to be delivered after the import ends. */
 const DRAIN_DEADLINE_MS = 15 * 60_000;
@@ -81,3 +82,13 @@ export async function benchImport(
     undelivered,
   };
 }
+
+/** I, once: a report's events take minutes to drain on 2 cores. */
+export const runImport: RowRun = async ({ stack, size, measure }) => {
+  await measure('I', `settle import of a ${size.importEvents}-event report`, {
+    prepare: () => prepareImport(stack, size.importEvents),
+    run: (report) => benchImport(stack, report),
+    events: size.importEvents,
+    reps: 1,
+  });
+};

@@ -1,17 +1,18 @@
 import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
 import { benchImport, prepareImport } from './import';
 import type { ProofStack } from '../harness/stack';
+import { bestRate, type RowRun } from './context';
+import { round } from '../harness/processes';
 
 /** How long to wait for `settle import` to admit its first lines before the live load starts. */
 const IMPORT_START_DEADLINE_MS = 120_000;
 
 /**
- * B: live webhooks ahead of bulk work. The same open arrival rate twice: once with nothing else
+ * LI: live webhooks ahead of bulk work. The same open arrival rate twice: once with nothing else
  * running (the idle delivered p99), once while `settle import` admits a report of `importEvents`
  * events and the worker drains its backlog. Imported runs go to the bulk task queue, which the worker
  * serves with SETTLE_BULK_CONCURRENCY slots of its own (src/temporal/task-queues.ts), so live runs
- * never queue behind them in the worker. Goal (issue 12): live delivered p99 while importing ≤ 2 ×
- * idle, the import still completes.
+ * never queue behind them in the worker.
  */
 export async function benchLiveDuringImport(
   stack: ProofStack,
@@ -63,3 +64,20 @@ async function importedDelivered(stack: ProofStack, before: number): Promise<num
   );
   return rows[0]!.n - before;
 }
+
+/** LI: live webhooks at a quarter of P's best rate, idle and then while an import's backlog drains. */
+export const runLiveDuringImport: RowRun = async (ctx) => {
+  const pMax = bestRate(ctx, 'P@');
+  if (pMax === 0) return;
+  const rate = round(pMax / 4, 1);
+  const { loadSeconds, importEvents } = ctx.size;
+  await ctx.measure(
+    'LI',
+    `live at ${rate} events/s for ${loadSeconds} s, idle then during a ${importEvents}-event import`,
+    {
+      run: () => benchLiveDuringImport(ctx.stack, rate, loadSeconds * 1000, importEvents),
+      events: (figures) => figures.importAccepted! + 2 * rate * loadSeconds,
+      reps: 1,
+    },
+  );
+};

@@ -5,6 +5,8 @@ import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
 import { spawnTs } from '../harness/processes';
 import type { PaymentEvent } from '../../src/domain/payment-event';
 import type { ProofStack } from '../harness/stack';
+import { bestRate, type RowRun } from './context';
+import { round } from '../harness/processes';
 
 /** The storm's rate as a multiple of the live rate (SPEC.md, "What an event costs": many times it). */
 export const STORM_FACTOR = 10;
@@ -28,7 +30,7 @@ type StormResult = {
  * delivered again (a new webhook message, the same event), over and over, at STORM_FACTOR times the
  * live rate, from a second before the live window opens until it closes. The storm is sent by a
  * process of its own (support/storm-sender.ts). Every storm delivery must be answered `200
- * duplicate`: no 5xx, no 503. Goal: the live delivered p99 during the storm ≤ 1.5 × idle.
+ * duplicate`: no 5xx, no 503 (table.ts holds the goals).
  */
 export async function benchLiveDuringStorm(
   stack: ProofStack,
@@ -87,3 +89,21 @@ export async function benchLiveDuringStorm(
     rmSync(folder, { recursive: true, force: true });
   }
 }
+
+/** LS, once: P's and L's events again at STORM_FACTOR × a live rate of a quarter of P's best. */
+export const runLiveDuringStorm: RowRun = async (ctx) => {
+  const pMax = bestRate(ctx, 'P@');
+  if (pMax === 0 || !ctx.finished.length) return;
+  const rate = round(pMax / 4, 1);
+  const earlier = [...ctx.finished, ...ctx.loadFinished];
+  const { loadSeconds } = ctx.size;
+  await ctx.measure(
+    'LS',
+    `live at ${rate} events/s for ${loadSeconds} s, idle then during a retry storm of ${earlier.length} events at ${STORM_FACTOR} ×`,
+    {
+      run: () => benchLiveDuringStorm(ctx.stack, earlier, rate, loadSeconds * 1000),
+      events: (figures) => figures.liveSent! + figures.stormSent!,
+      reps: 1,
+    },
+  );
+};

@@ -5,6 +5,7 @@ import { addShipments } from '../../src/db/shipments';
 import { createStripeRecoverySource } from '../../src/providers/stripe-recovery';
 import type { ProofStack } from '../harness/stack';
 import { startStripeApi, storeAsAdmitted, type StripeApi } from '../harness/stripe-api';
+import type { RowRun } from './context';
 
 export type RecoveryPrepared = { api: StripeApi; missedIds: string[]; listed: number };
 
@@ -103,3 +104,17 @@ export async function benchRecovery(stack: ProofStack, prepared: RecoveryPrepare
     await prepared.api.close();
   }
 }
+
+/** Of the recovery sweep's listed events, those never delivered (the rest are applied already). */
+export const RECOVERY_MISSED = 10;
+
+/** RS, once: the Schedule's sweep after a short outage, from the cursor, through the webhook's door. */
+export const runRecovery: RowRun = async ({ stack, size, measure }) => {
+  const listed = size.recoveryListed;
+  await measure('RS', `recovery sweep: ${listed} listed, ${listed - RECOVERY_MISSED} already applied`, {
+    prepare: () => prepareRecovery(stack, listed, RECOVERY_MISSED),
+    run: (prepared) => benchRecovery(stack, prepared),
+    events: listed,
+    reps: 1,
+  });
+};

@@ -1,26 +1,11 @@
 /**
  * `npm run compose:check [-- --no-tls] [-- --keep-logs] [-- --prepare]`: docker-compose.yml run as a
- * user runs it, then checked (docs/compose.md).
- *
- * 1. The engine (Debian's docker.io and dockerd when none answers), the Compose plugin (built from
- *    the Go module proxy when missing), the base images and settle's image
- *    (tools/compose/compose-engine.ts).
- * 2. The third-party images at their pinned tags: present, pulled, or where no registry answers
- *    built as local equivalents (tools/images/equivalents/).
- * 3. For docker-compose.yml, then again with docker-compose.tls.yml on top (certificates from
- *    tools/topology/make-certs.ts): a project of its own with free host ports on 127.0.0.1, `up -d`, every
- *    health check healthy and every one-shot job exited 0; settle's containers as the Kubernetes
- *    manifests run them (non-root, read-only root, no capabilities, /healthz and /readyz); signed
- *    events through the gateway's published port while one worker container is `docker kill`ed and
- *    the other `docker restart`ed; every acknowledged event applied once and each downstream key
- *    delivered once at the recording receiver (a container on the compose network,
- *    tools/compose/compose-check.override.yml); the UI's page and its API listing the namespace's
- *    workflows; a webhook's trace whole in the jaeger service (profile `tracing`, which the check
- *    turns on with OTEL_EXPORTER_OTLP_ENDPOINT at it) and its trace ID at the receiver; payloads stored encrypted and decoded by the codec-server container for its token
- *    only, the UI pointed at it (tools/harness/codec-check.ts); `docker stop` of a busy gateway (its own shutdown within 10 s) and of a busy worker
- *    (within its grace), nothing acknowledged lost. `docker compose down -v` always, on failure and
- *    on SIGINT too.
- *
+ * user runs it, then checked (docs/compose.md; tools/README.md says what it proves). First the engine,
+ * the Compose plugin and the images (compose-engine.ts); then for docker-compose.yml, and again with
+ * docker-compose.tls.yml on top, a project of its own on free host ports: up and healthy, settle's
+ * containers as the Kubernetes manifests run them, signed events through worker faults applied once,
+ * the UI, a whole trace in Jaeger, payloads encrypted and decoded by the codec server for its token
+ * only, `docker stop` of a busy gateway and worker; `docker compose down -v` always, on SIGINT too.
  * Each check prints PASS or FAIL; the last line is "N passed, M failed"; any failure exits non-zero.
  */
 import { randomBytes } from 'node:crypto';
@@ -222,10 +207,7 @@ class Project {
     return run(
       'docker',
       ['compose', '-p', this.name, ...this.files.flatMap((file) => ['-f', file]), ...args],
-      {
-        env: this.env,
-        timeoutMs,
-      },
+      { env: this.env, timeoutMs },
     );
   }
 
@@ -261,14 +243,7 @@ class Project {
   }
 
   async container(service: string): Promise<string> {
-    const ran = await must(
-      'docker',
-      ['compose', '-p', this.name, ...this.files.flatMap((f) => ['-f', f]), 'ps', '-a', '-q', service],
-      {
-        env: this.env,
-      },
-    );
-    const id = ran.stdout.trim().split('\n')[0];
+    const id = (await this.compose(['ps', '-a', '-q', service])).stdout.trim().split('\n')[0];
     if (!id) throw new Error(`no container for ${service}`);
     return id;
   }
@@ -287,9 +262,7 @@ class Project {
   async connect(): Promise<void> {
     this.pool = createPool(
       `postgres://settle:${this.databasePassword}@127.0.0.1:${this.ports.SETTLE_POSTGRES_PORT}/settle`,
-      {
-        max: 10,
-      },
+      { max: 10 },
     );
     const certs = this.env.SETTLE_TLS_DIR;
     const connection = await Connection.connect({
@@ -768,10 +741,7 @@ async function traceArrivesWhole(project: Project, runId: string) {
     180_000,
   );
   const downstream = keys.flatMap((record) =>
-    record.traceparents.map((traceparent) => ({
-      path: record.path,
-      traceparent: traceparent || undefined,
-    })),
+    record.traceparents.map((traceparent) => ({ path: record.path, traceparent: traceparent || undefined })),
   );
   // The webhook starts settle's own trace (its traceparent a link): found by what the carrier got.
   const traceId = settleTraceId(downstream);
@@ -873,32 +843,16 @@ async function main() {
         }
         await project.down();
         await check(`${tls ? 'TLS: ' : ''}docker compose down -v removes the project`, async () => {
-          const left = await run('docker', [
-            'ps',
-            '-a',
-            '-q',
-            '--filter',
-            `label=com.docker.compose.project=${project.name}`,
-          ]);
-          const volumes = await run('docker', [
-            'volume',
-            'ls',
-            '-q',
-            '--filter',
-            `label=com.docker.compose.project=${project.name}`,
-          ]);
-          const networks = await run('docker', [
-            'network',
-            'ls',
-            '-q',
-            '--filter',
-            `label=com.docker.compose.project=${project.name}`,
-          ]);
-          const failures = [
-            ...(left.stdout.trim() ? ['containers left'] : []),
-            ...(volumes.stdout.trim() ? ['volumes left'] : []),
-            ...(networks.stdout.trim() ? ['networks left'] : []),
-          ];
+          const label = `label=com.docker.compose.project=${project.name}`;
+          const failures: string[] = [];
+          for (const [what, list] of [
+            ['containers', ['ps', '-a']],
+            ['volumes', ['volume', 'ls']],
+            ['networks', ['network', 'ls']],
+          ] as const) {
+            if ((await run('docker', [...list, '-q', '--filter', label])).stdout.trim())
+              failures.push(`${what} left`);
+          }
           return { failures, detail: 'no container, volume or network of the project left' };
         });
         if (!failedNow && !keepLogs) rmSync(project.scratch, { recursive: true, force: true });

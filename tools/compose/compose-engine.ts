@@ -19,7 +19,6 @@ import {
   renameSync,
   rmSync,
   statSync,
-  writeFileSync,
 } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -27,9 +26,11 @@ import { parse } from 'yaml';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { findTemporalCli } from '../../src/stack/temporal-binaries';
 import {
+  buildInto,
   builtTemporalServerTools,
   ensureTemporalServerTools,
   GO_TOOLCHAIN,
+  goRun,
   TEMPORAL_SERVER_VERSION,
   TEMPORAL_UI_VERSION,
 } from '../harness/binaries';
@@ -40,11 +41,7 @@ export const COMPOSE_VERSION = '2.32.4';
 
 export type Ran = { code: number | null; stdout: string; stderr: string };
 
-/**
- * The bound on one build or install step (an apt-get, a Go build, an image build): a bound on a
- * hang, not on the machine's speed: a cold Compose build beside the other Go builds on a loaded machine
- * stays inside it, and it stays inside CI's own limit.
- */
+/** The bound on one build or install step (an apt-get, an image build): a bound on a hang. */
 const BUILD_BOUND_MS = 3_600_000;
 
 export function log(message: string): void {
@@ -152,35 +149,16 @@ export async function ensureCompose(): Promise<string> {
   let how = 'cached in .tools';
   if (!existsSync(join(dir, '.complete'))) {
     const started = Date.now();
-    const work = `${dir}.partial`;
-    rmSync(work, { recursive: true, force: true });
-    mkdirSync(join(work, 'bin'), { recursive: true });
-    const cwd = mkdtempSync(join(tmpdir(), 'settle-compose-go-'));
-    log(`building Docker Compose v${COMPOSE_VERSION} from the Go module proxy (once; minutes)`);
-    const ticker = setInterval(
-      () => log(`  still building Compose (${Math.round((Date.now() - started) / 1000)} s)`),
-      30_000,
-    );
-    try {
-      // The version stamp Compose's own release build sets (else `docker compose version` says "dev").
-      const stamp = `-X github.com/docker/compose/v2/internal.Version=v${COMPOSE_VERSION}`;
-      await must(
-        'go',
+    // The version stamp Compose's own release build sets (else `docker compose version` says "dev").
+    const stamp = `-X github.com/docker/compose/v2/internal.Version=v${COMPOSE_VERSION}`;
+    await buildInto(dir, log, async (go) => {
+      await goRun(
+        go,
         ['install', '-ldflags', stamp, `github.com/docker/compose/v2/cmd@v${COMPOSE_VERSION}`],
-        {
-          cwd,
-          env: { ...process.env, GOBIN: join(work, 'bin'), CGO_ENABLED: '0', GOFLAGS: '-mod=mod' },
-          timeoutMs: BUILD_BOUND_MS,
-        },
+        log,
       );
-    } finally {
-      clearInterval(ticker);
-      rmSync(cwd, { recursive: true, force: true });
-    }
-    renameSync(join(work, 'bin', 'cmd'), join(work, 'bin', 'docker-compose'));
-    rmSync(dir, { recursive: true, force: true });
-    renameSync(work, dir);
-    writeFileSync(join(dir, '.complete'), `${new Date().toISOString()}\n`);
+      renameSync(join(go.work, 'bin', 'cmd'), join(go.work, 'bin', 'docker-compose'));
+    });
     how = `built in ${Math.round((Date.now() - started) / 1000)} s`;
   }
   const plugins = join(homedir(), '.docker', 'cli-plugins');
@@ -351,9 +329,7 @@ async function runs(image: string): Promise<boolean> {
   const ran = await run(
     'docker',
     ['run', '--rm', '--network', 'none', '--entrypoint', '/bin/sh', image, '-c', 'true'],
-    {
-      timeoutMs: 60_000,
-    },
+    { timeoutMs: 60_000 },
   );
   return ran.code === 0;
 }

@@ -15,10 +15,11 @@
  * Prints one line per outcome and "N passed, M failed"; exits 1 on any failure.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseAllDocuments, stringify } from 'yaml';
+import { parseAllDocuments } from 'yaml';
+import { configVariables } from '../../src/config';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { ensureKubeTools, startCluster, until, type Api, type Cluster } from './cluster';
 
@@ -46,68 +47,7 @@ function shippedValuesFiles(): string[] {
 }
 
 /** Values that set every option the chart has beside the defaults, on this check's nodes. */
-export const EVERY_OPTION = {
-  commonLabels: { 'example.com/team': 'payments' },
-  commonAnnotations: { 'example.com/owner': 'payments' },
-  image: {
-    registry: 'registry.example.com',
-    digest: `sha256:${'0123456789abcdef'.repeat(4)}`,
-    pullSecrets: ['settle-pull'],
-  },
-  serviceAccount: { create: true, annotations: { 'iam.gke.io/gcp-service-account': 'settle@example.iam' } },
-  nodeSelector: { type: 'kwok' },
-  tolerations: [{ key: 'example.com/dedicated', operator: 'Equal', value: 'settle', effect: 'NoSchedule' }],
-  affinity: {
-    nodeAffinity: {
-      requiredDuringSchedulingIgnoredDuringExecution: {
-        nodeSelectorTerms: [
-          { matchExpressions: [{ key: 'kubernetes.io/os', operator: 'In', values: ['linux'] }] },
-        ],
-      },
-    },
-  },
-  priorityClassName: 'settle-check',
-  topologySpreadConstraints: [
-    { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule' },
-  ],
-  podLabels: { 'example.com/cost-centre': 'payments' },
-  podAnnotations: { 'example.com/scraped': 'daily' },
-  extraEnv: [{ name: 'NODE_OPTIONS', value: '--max-old-space-size=400' }],
-  extraVolumes: [{ name: 'scratch', emptyDir: { sizeLimit: '16Mi' } }],
-  extraVolumeMounts: [{ name: 'scratch', mountPath: '/scratch' }],
-  gateway: {
-    sidecars: [{ name: 'proxy', image: 'registry.example.com/proxy:1.0', ports: [{ containerPort: 15001 }] }],
-    serviceAccount: {
-      annotations: { 'eks.amazonaws.com/role-arn': 'arn:aws:iam::000000000000:role/settle-gateway' },
-    },
-  },
-  secrets: {
-    optional: ['SETTLE_STRIPE_API_KEY', 'SETTLE_PAYPAL_CLIENT_SECRET'],
-    from: { DATABASE_URL: { existingSecret: 'settle-postgres', key: 'uri' } },
-  },
-  config: { SETTLE_PAYPAL_WEBHOOK_ID: 'WH-CHECK-0001', SETTLE_PAYPAL_CLIENT_ID: 'check-client-id-0001' },
-  providers: { paypal: { certificate: { existingConfigMap: 'settle-paypal-cert', key: 'paypal-cert.pem' } } },
-  networkPolicy: {
-    peers: {
-      paypal: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'] } }],
-    },
-  },
-  ingress: {
-    enabled: true,
-    className: 'nginx',
-    hosts: ['webhooks.example.com'],
-    tls: [{ secretName: 'settle-webhooks-tls', hosts: ['webhooks.example.com'] }],
-  },
-  monitoring: { serviceMonitor: true, prometheusRule: true, labels: { release: 'kube-prometheus-stack' } },
-  extraObjects: [
-    {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: { name: '{{ .Release.Name }}-extra' },
-      data: { note: 'owned' },
-    },
-  ],
-};
+const EVERY_OPTION = join(__dirname, 'values-every-option.yaml');
 
 type Run = {
   name: string;
@@ -253,22 +193,8 @@ async function prepareNamespace(api: Api, ns: string, releases: string[]): Promi
   await until(`namespace ${ns}'s default ServiceAccount`, 60_000, async () =>
     (await api('GET', `/api/v1/namespaces/${ns}/serviceaccounts/default`)).status === 200 ? true : undefined,
   );
-  const keys = [
-    'DATABASE_URL',
-    'SETTLE_WEBHOOK_SECRETS',
-    'SETTLE_STRIPE_WEBHOOK_SECRETS',
-    'SETTLE_ADYEN_HMAC_KEYS',
-    'SETTLE_ADYEN_BASIC_AUTH',
-    'SETTLE_API_TOKEN',
-    'SETTLE_OUTBOUND_SECRET',
-    'SETTLE_CARRIER_SECRET',
-    'SETTLE_ERP_SECRET',
-    'SETTLE_REMINDER_SECRET',
-    'SETTLE_PAYLOAD_KEYS',
-    'SETTLE_CODEC_TOKEN',
-    'SETTLE_STRIPE_API_KEY',
-    'SETTLE_PAYPAL_CLIENT_SECRET',
-  ];
+  // Every secret variable of settle's configuration (src/config/schema.ts), as the chart's Secret holds them.
+  const keys = Object.values(configVariables).flatMap((v) => (v.secret ? [v.name] : []));
   const standIn = Object.fromEntries(keys.map((k) => [k, 'stand-in, never read: no container runs here']));
   const secret = (name: string, stringData: Record<string, string>, type = 'Opaque') =>
     create(api, `/api/v1/namespaces/${ns}/secrets`, {
@@ -597,8 +523,6 @@ async function main() {
     );
     await twoReleases(cluster, helmBin, home, 'check-two-releases');
 
-    const everyOption = join(work, 'values-every-option.yaml');
-    writeFileSync(everyOption, stringify(EVERY_OPTION));
     const runs: Run[] = shippedValuesFiles().map((file) => {
       const rollout = file === 'values-rollout.yaml';
       return {
@@ -615,7 +539,7 @@ async function main() {
     });
     runs.push({
       name: 'values-mtls.yaml with every option set (Ingress, monitoring, scheduling, extras)',
-      args: ['-f', join(CHART, 'values-mtls.yaml'), '-f', everyOption],
+      args: ['-f', join(CHART, 'values-mtls.yaml'), '-f', EVERY_OPTION],
       keda: true,
       deployments: (r) => [ROLES(r).gateway, ROLES(r).worker, ROLES(r).codec],
     });

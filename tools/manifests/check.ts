@@ -20,26 +20,16 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join, relative } from 'node:path';
+import { basename, join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { configVariables, secretFileVariable, settingsVariables, TEMPORAL_VARIABLES } from '../../src/config';
 import { TRACING_VARIABLES } from '../../src/tracing/tracing';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { SHUTDOWN_DEADLINE_MS } from '../../src/lib/shutdown';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';
-import { GO_TOOLCHAIN } from '../harness/binaries';
+import { buildInto, goRun, type GoContext } from '../harness/binaries';
 import type { Container, Manifest, Probe } from './manifest';
 import { composeCredentialProblems, readComposeFiles } from './compose-check';
 import { HELM_VERSION, helmOutcomes } from './helm-check';
@@ -68,7 +58,7 @@ const FILE_SECRETS = new Set(
 );
 /**
  * Temporal's API key, like settle's own secrets, only as a file: TEMPORAL_API_KEY_FILE (the client
- * configuration reads it; issue 40). The mTLS key is a file already (TEMPORAL_TLS_CLIENT_KEY_PATH).
+ * configuration reads it). The mTLS key is a file already (TEMPORAL_TLS_CLIENT_KEY_PATH).
  */
 const TEMPORAL_FILE_SECRETS = new Set(['TEMPORAL_API_KEY']);
 /** The mTLS key's inline form, which has no file form: from a Secret (secretKeyRef) at least. */
@@ -80,7 +70,7 @@ const SECRET_FILE_VARIABLES = new Map(
 );
 /**
  * What lets a process act on Temporal: the API key (either form) and the mTLS client key (either form).
- * The codec server talks to no Temporal, so it holds none of them (issue 40, "credentials by role").
+ * The codec server talks to no Temporal, so it holds none of them (docs/deployment.md).
  */
 export const TEMPORAL_CREDENTIALS = [
   'TEMPORAL_API_KEY',
@@ -94,19 +84,7 @@ export const TEMPORAL_CREDENTIALS = [
 const log = (line: string) => process.stderr.write(`manifests: ${line}\n`);
 
 // ---------------------------------------------------------------------------------------------
-// Tools: built once into .tools/
-
-type GoBuild = { dir: string; describe: string; build: (work: string, env: NodeJS.ProcessEnv) => void };
-
-function goEnv(work: string): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    GOTOOLCHAIN: GO_TOOLCHAIN,
-    CGO_ENABLED: '0',
-    GOFLAGS: '',
-    GOBIN: join(work, 'bin'),
-  };
-}
+// Tools: built once into .tools/ (tools/harness/binaries.ts)
 
 function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv }): string {
   const result = spawnSync(command, args, { ...options, encoding: 'utf8', maxBuffer: 64 << 20 });
@@ -116,67 +94,20 @@ function run(command: string, args: string[], options: { cwd?: string; env?: Nod
   return result.stdout;
 }
 
-/** `.tools/<name>` once its `.complete` marker is there, else built into a scratch folder and moved in. */
-function ensureBuilt({ dir, describe, build }: GoBuild): string {
-  if (existsSync(join(dir, '.complete'))) return dir;
-  const started = Date.now();
-  log(
-    `building ${describe} with ${GO_TOOLCHAIN} into ${relative(PROJECT_ROOT, dir)} (once; minutes on a fresh machine)`,
-  );
-  const work = `${dir}.partial-${process.pid}`;
-  rmSync(work, { recursive: true, force: true });
-  mkdirSync(join(work, 'bin'), { recursive: true });
-  try {
-    build(work, goEnv(work));
-    writeFileSync(join(work, '.complete'), `${new Date().toISOString()}\n`);
-    if (!existsSync(join(dir, '.complete'))) {
-      rmSync(dir, { recursive: true, force: true });
-      renameSync(work, dir);
-    }
-  } finally {
-    rmSync(work, { recursive: true, force: true });
-  }
-  log(`built ${describe} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+/** `.tools/<name>/`, built from the Go module proxy first if it is not complete there. */
+async function goTool(name: string, build: (go: GoContext) => Promise<void>): Promise<string> {
+  const dir = join(PROJECT_ROOT, '.tools', name);
+  if (!existsSync(join(dir, '.complete'))) await buildInto(dir, log, build);
   return dir;
 }
 
-function kustomize(): string {
-  const dir = ensureBuilt({
-    dir: join(PROJECT_ROOT, '.tools', `kustomize-${KUSTOMIZE_VERSION}`),
-    describe: `kustomize ${KUSTOMIZE_VERSION}`,
-    build: (_work, env) => {
-      const cwd = mkdtempSync(join(tmpdir(), 'settle-go-'));
-      try {
-        run('go', ['install', `sigs.k8s.io/kustomize/kustomize/v5@v${KUSTOMIZE_VERSION}`], { cwd, env });
-      } finally {
-        rmSync(cwd, { recursive: true, force: true });
-      }
-    },
-  });
-  return join(dir, 'bin', 'kustomize');
-}
-
-/** Helm, built from its Go module like kustomize (helm.sh/helm/v4's cmd/helm). */
-function helm(): string {
-  const dir = ensureBuilt({
-    dir: join(PROJECT_ROOT, '.tools', `helm-${HELM_VERSION}`),
-    describe: `helm ${HELM_VERSION}`,
-    build: (_work, env) => {
-      const cwd = mkdtempSync(join(tmpdir(), 'settle-go-'));
-      try {
-        run('go', ['install', `helm.sh/helm/v4/cmd/helm@v${HELM_VERSION}`], { cwd, env });
-      } finally {
-        rmSync(cwd, { recursive: true, force: true });
-      }
-    },
-  });
-  return join(dir, 'bin', 'helm');
-}
+const goInstalled = async (name: string, target: string, binary: string) =>
+  join(await goTool(name, (go) => goRun(go, ['install', target], log)), 'bin', binary);
 
 type Validator = { bin: string; scalers: string };
 
 /** The validator, keyed by a hash of its sources (go.mod pins every module it is built from). */
-function validator(): Validator {
+async function validator(): Promise<Validator> {
   const hash = createHash('sha256');
   for (const name of readdirSync(VALIDATOR_SOURCE).sort()) {
     if (name.endsWith('.go') || name === 'go.mod' || name === 'go.sum')
@@ -185,27 +116,17 @@ function validator(): Validator {
         .update('\0')
         .update(readFileSync(join(VALIDATOR_SOURCE, name)));
   }
-  const dir = ensureBuilt({
-    dir: join(PROJECT_ROOT, '.tools', `settle-manifests-validate-${hash.digest('hex').slice(0, 12)}`),
-    describe: 'the manifest validator (k8s.io/api, KEDA apis)',
-    build: (work, env) => {
-      const buildEnv = { ...env, GOFLAGS: '-mod=readonly' };
-      run('go', ['build', '-trimpath', '-o', join(work, 'bin', 'validate'), '.'], {
-        cwd: VALIDATOR_SOURCE,
-        env: buildEnv,
-      });
-      // KEDA's scaler sources at the pinned version: the validator reads their metadata structs.
-      const keda = run('go', ['list', '-m', '-f', '{{.Dir}}', KEDA_MODULE], {
-        cwd: VALIDATOR_SOURCE,
-        env: buildEnv,
-      }).trim();
-      const scalers = join(keda, 'pkg', 'scalers');
-      mkdirSync(join(work, 'keda-scalers'));
-      for (const name of readdirSync(scalers)) {
-        if (name.endsWith('.go') && !name.endsWith('_test.go'))
-          copyFileSync(join(scalers, name), join(work, 'keda-scalers', name));
-      }
-    },
+  const dir = await goTool(`settle-manifests-validate-${hash.digest('hex').slice(0, 12)}`, async (go) => {
+    const options = { cwd: VALIDATOR_SOURCE, env: { ...go.env, GOFLAGS: '-mod=readonly' } };
+    run('go', ['build', '-trimpath', '-o', join(go.work, 'bin', 'validate'), '.'], options);
+    // KEDA's scaler sources at the pinned version: the validator reads their metadata structs.
+    const keda = run('go', ['list', '-m', '-f', '{{.Dir}}', KEDA_MODULE], options).trim();
+    const scalers = join(keda, 'pkg', 'scalers');
+    mkdirSync(join(go.work, 'keda-scalers'));
+    for (const name of readdirSync(scalers)) {
+      if (name.endsWith('.go') && !name.endsWith('_test.go'))
+        copyFileSync(join(scalers, name), join(go.work, 'keda-scalers', name));
+    }
   });
   return { bin: join(dir, 'bin', 'validate'), scalers: join(dir, 'keda-scalers') };
 }
@@ -700,13 +621,29 @@ function edit(
 const withWorker = (m: Manifest[], change: (w: Manifest) => unknown) =>
   edit(m, 'Deployment', change, 'settle-worker');
 
-function main(): number {
+async function main(): Promise<number> {
   const version = (
     JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }
   ).version;
-  const tools = { kustomize: kustomize(), validator: validator(), helm: helm() };
+  const tools = {
+    kustomize: await goInstalled(
+      `kustomize-${KUSTOMIZE_VERSION}`,
+      `sigs.k8s.io/kustomize/kustomize/v5@v${KUSTOMIZE_VERSION}`,
+      'kustomize',
+    ),
+    validator: await validator(),
+    helm: await goInstalled(`helm-${HELM_VERSION}`, `helm.sh/helm/v4/cmd/helm@v${HELM_VERSION}`, 'helm'),
+  };
   const renders = new Map<string, Manifest[]>();
   const outcomes: Outcome[] = [];
+  /** A check that must find nothing: `problems` empty. */
+  const clean = (name: string, problems: string[]) =>
+    outcomes.push({ name, ok: problems.length === 0, detail: problems.join('\n') });
+  /** A check that must fail: one of `problems` matches `expect`. */
+  const refuses = (name: string, problems: string[], expect: RegExp) => {
+    const ok = problems.some((p) => expect.test(p));
+    outcomes.push({ name, ok, detail: ok ? undefined : problems.join('\n') || 'no problem found' });
+  };
   const root = templateCopy();
   let base: Manifest[] = [];
   let rollout: Manifest[] = [];
@@ -725,17 +662,8 @@ function main(): number {
         target === 'overlays/rollout'
           ? [...eachBuildProblems(manifests, version, settingsProblems), ...rolloutProblems(manifests)]
           : settingsProblems(manifests, version);
-      outcomes.push({
-        name: `${target}: settle's settings`,
-        ok: problems.length === 0,
-        detail: problems.join('\n'),
-      });
-      const network = networkProblems(manifests);
-      outcomes.push({
-        name: `${target}: the NetworkPolicy graph is the table's`,
-        ok: network.length === 0,
-        detail: network.join('\n'),
-      });
+      clean(`${target}: settle's settings`, problems);
+      clean(`${target}: the NetworkPolicy graph is the table's`, networkProblems(manifests));
       renders.set(target, manifests);
       if (target === 'base') base = manifests;
       if (target === 'overlays/rollout') rollout = manifests;
@@ -769,31 +697,19 @@ function main(): number {
       detail: ok ? undefined : checked.output,
     });
   }
-  for (const fault of SETTINGS_FAULTS) {
-    const problems = settingsProblems(fault.edit(base), version);
-    const ok = problems.some((p) => fault.expect.test(p));
-    outcomes.push({
-      name: `the settings check refuses ${fault.name}`,
-      ok,
-      detail: ok ? undefined : problems.join('\n') || 'no problem found',
-    });
-  }
-  for (const fault of NETWORK_FAULTS) {
-    const problems = networkProblems(fault.edit(base));
-    const ok = problems.some((p) => fault.expect.test(p));
-    outcomes.push({
-      name: `the network check refuses ${fault.name}`,
-      ok,
-      detail: ok ? undefined : problems.join('\n') || 'no problem found',
-    });
-  }
+  for (const fault of SETTINGS_FAULTS)
+    refuses(
+      `the settings check refuses ${fault.name}`,
+      settingsProblems(fault.edit(base), version),
+      fault.expect,
+    );
+  for (const fault of NETWORK_FAULTS)
+    refuses(`the network check refuses ${fault.name}`, networkProblems(fault.edit(base)), fault.expect);
   const compose = readComposeFiles();
-  const composeProblems = composeCredentialProblems(compose, TEMPORAL_CREDENTIALS);
-  outcomes.push({
-    name: 'compose files: the codec server holds no Temporal credential',
-    ok: composeProblems.length === 0,
-    detail: composeProblems.join('\n'),
-  });
+  clean(
+    'compose files: the codec server holds no Temporal credential',
+    composeCredentialProblems(compose, TEMPORAL_CREDENTIALS),
+  );
   {
     // Both can fail: the TLS file's client key given to the codec server too must be refused.
     const broken = structuredClone(compose);
@@ -802,15 +718,11 @@ function main(): number {
       environment: { TEMPORAL_TLS_CLIENT_KEY_PATH: '/etc/settle-tls/settle.key' },
       volumes: ['./.settle/tls:/etc/settle-tls:ro'],
     };
-    const problems = composeCredentialProblems(broken, TEMPORAL_CREDENTIALS);
-    const ok = problems.some((p) =>
-      /codec-server holds a Temporal credential \(TEMPORAL_TLS_CLIENT_KEY_PATH\)/.test(p),
+    refuses(
+      'the compose check refuses a codec server given the mTLS key',
+      composeCredentialProblems(broken, TEMPORAL_CREDENTIALS),
+      /codec-server holds a Temporal credential \(TEMPORAL_TLS_CLIENT_KEY_PATH\)/,
     );
-    outcomes.push({
-      name: 'the compose check refuses a codec server given the mTLS key',
-      ok,
-      detail: ok ? undefined : problems.join('\n') || 'no problem found',
-    });
   }
   {
     const problems = settingsProblems(
@@ -826,24 +738,14 @@ function main(): number {
       ),
       version,
     );
-    const ok = problems.some((p) =>
-      /codec server: holds a Temporal credential \(TEMPORAL_API_KEY_FILE\)/.test(p),
+    refuses(
+      'the settings check refuses a codec server given the API key',
+      problems,
+      /codec server: holds a Temporal credential \(TEMPORAL_API_KEY_FILE\)/,
     );
-    outcomes.push({
-      name: 'the settings check refuses a codec server given the API key',
-      ok,
-      detail: ok ? undefined : problems.join('\n') || 'no problem found',
-    });
   }
-  for (const fault of ROLLOUT_FAULTS) {
-    const problems = rolloutProblems(fault.edit(rollout));
-    const ok = problems.some((p) => fault.expect.test(p));
-    outcomes.push({
-      name: `the rollout check refuses ${fault.name}`,
-      ok,
-      detail: ok ? undefined : problems.join('\n') || 'no problem found',
-    });
-  }
+  for (const fault of ROLLOUT_FAULTS)
+    refuses(`the rollout check refuses ${fault.name}`, rolloutProblems(fault.edit(rollout)), fault.expect);
   for (const outcome of outcomes) {
     process.stdout.write(`${outcome.ok ? 'ok  ' : 'FAIL'} ${outcome.name}\n`);
     if (outcome.detail && (!outcome.ok || outcome.name.includes('strict')))
@@ -855,10 +757,11 @@ function main(): number {
 }
 
 if (require.main === module) {
-  try {
-    process.exitCode = main();
-  } catch (error) {
-    process.stderr.write(`manifests: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 1;
-  }
+  main().then(
+    (code) => (process.exitCode = code),
+    (error: unknown) => {
+      process.stderr.write(`manifests: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
 }

@@ -71,11 +71,7 @@ export const SCHEMA_FAULTS: { name: string; args: string[]; expect: RegExp }[] =
     args: ['--set', 'worker.keda.minReplicaCount=0'],
     expect: /minReplicaCount/,
   },
-  {
-    name: 'an unknown value (worker.replicas)',
-    args: ['--set', 'worker.replicas=3'],
-    expect: /replicas/,
-  },
+  { name: 'an unknown value (worker.replicas)', args: ['--set', 'worker.replicas=3'], expect: /replicas/ },
   {
     name: 'a secret as a value (config.SETTLE_API_TOKEN)',
     args: ['--set', 'config.SETTLE_API_TOKEN=0123456789abcdef0123456789abcdef'],
@@ -163,6 +159,8 @@ function standInSecrets(manifests: Manifest[]): Manifest[] {
 
 export function helmOutcomes(ctx: HelmContext): Outcome[] {
   const outcomes: Outcome[] = [];
+  const clean = (name: string, problems: string[]) =>
+    outcomes.push({ name, ok: problems.length === 0, detail: problems.join('\n') });
   const chart = parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8')) as { appVersion: string };
   outcomes.push({
     name: "helm: the chart's appVersion is package.json's version",
@@ -232,32 +230,14 @@ export function helmOutcomes(ctx: HelmContext): Outcome[] {
       : render.kustomize === 'overlays/rollout'
         ? ctx.eachBuildProblems(checkable)
         : ctx.settingsProblems(checkable, ctx.version);
-    outcomes.push({
-      name: `${label}: settle's settings`,
-      ok: problems.length === 0,
-      detail: problems.join('\n'),
-    });
-    const network = networkProblems(checkable);
-    outcomes.push({
-      name: `${label}: the NetworkPolicy graph is the table's`,
-      ok: network.length === 0,
-      detail: network.join('\n'),
-    });
+    clean(`${label}: settle's settings`, problems);
+    clean(`${label}: the NetworkPolicy graph is the table's`, networkProblems(checkable));
     if (structural.some((m) => m.kind !== 'TemporalWorkerDeployment')) {
-      const monitoring = monitoringProblems(manifests);
-      outcomes.push({
-        name: `${label}: ServiceMonitor and PrometheusRule`,
-        ok: monitoring.length === 0,
-        detail: monitoring.join('\n'),
-      });
+      clean(`${label}: ServiceMonitor and PrometheusRule`, monitoringProblems(manifests));
     }
     if (render.kustomize) {
       const differences = compare(manifests, ctx.kustomize.get(render.kustomize) ?? []);
-      outcomes.push({
-        name: `${label}: the same objects and settings as kustomize's ${render.kustomize}`,
-        ok: differences.length === 0,
-        detail: differences.join('\n'),
-      });
+      clean(`${label}: the same objects and settings as kustomize's ${render.kustomize}`, differences);
     }
   }
 
@@ -333,10 +313,7 @@ function workerControllerDeployment(m: Manifest): Manifest {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: { name: 'settle-worker' },
-    spec: {
-      selector: { matchLabels: twd.spec.template.metadata.labels ?? {} },
-      template: twd.spec.template,
-    },
+    spec: { selector: { matchLabels: twd.spec.template.metadata.labels ?? {} }, template: twd.spec.template },
   } as unknown as Manifest;
 }
 

@@ -1,14 +1,13 @@
 /**
  * `npm run monitoring:check`: `promtool check rules` and `promtool test rules` on deploy/monitoring/,
  * and the dashboard's JSON read. promtool is built once from the Go module proxy at a pinned version
- * into `.tools/promtool-<version>/` (minutes on a fresh machine), like tools/harness/binaries.ts builds the
- * Temporal server, and reused after.
+ * into `.tools/promtool-<version>/` and reused after.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../../src/lib/paths';
+import { buildInto, goRun } from '../harness/binaries';
 
 /** Prometheus v3.x's module version (v0.316.0 is Prometheus 3.16); the newest that builds here. */
 export const PROMTOOL_VERSION = '0.316.0';
@@ -24,31 +23,14 @@ function run(command: string, args: string[], options: { cwd?: string; env?: Nod
   });
 }
 
-/** The path of promtool, built into .tools/ when missing (a folder counts once `.complete` is written). */
+/** The path of promtool, built into .tools/ once (tools/harness/binaries.ts). */
 export async function ensurePromtool(): Promise<string> {
   const dir = join(PROJECT_ROOT, '.tools', `promtool-${PROMTOOL_VERSION}`);
-  const binary = join(dir, 'bin', 'promtool');
-  if (existsSync(join(dir, '.complete'))) return binary;
-  const work = `${dir}.partial-${process.pid}`;
-  const cwd = mkdtempSync(join(tmpdir(), 'settle-go-'));
-  rmSync(work, { recursive: true, force: true });
-  mkdirSync(join(work, 'bin'), { recursive: true });
-  process.stderr.write(
-    `monitoring: building promtool v${PROMTOOL_VERSION} (once; minutes on a fresh machine)\n`,
-  );
-  try {
-    await run('go', ['install', `github.com/prometheus/prometheus/cmd/promtool@v${PROMTOOL_VERSION}`], {
-      cwd,
-      env: { ...process.env, GOFLAGS: '-mod=mod', GOBIN: join(work, 'bin'), CGO_ENABLED: '0' },
-    });
-    rmSync(dir, { recursive: true, force: true });
-    renameSync(work, dir);
-    writeFileSync(join(dir, '.complete'), `${new Date().toISOString()}\n`);
-  } finally {
-    rmSync(cwd, { recursive: true, force: true });
-    rmSync(work, { recursive: true, force: true });
-  }
-  return binary;
+  const target = `github.com/prometheus/prometheus/cmd/promtool@v${PROMTOOL_VERSION}`;
+  const log = (line: string) => process.stderr.write(`monitoring: ${line}\n`);
+  if (!existsSync(join(dir, '.complete')))
+    await buildInto(dir, log, (go) => goRun(go, ['install', target], log));
+  return join(dir, 'bin', 'promtool');
 }
 
 async function main() {

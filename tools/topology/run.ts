@@ -1,45 +1,12 @@
 /**
- * `npm run topology [-- --short] [-- --no-tls]`: settle on a real Temporal cluster, deployed the way
- * docs/deployment.md says, under faults. tools/harness/cluster.ts brings up embedded PostgreSQL with
- * Temporal's schemas (temporal-sql-tool), the four Temporal services as separate processes from
- * deploy/temporal/temporal-server.yaml with mTLS on the frontend, settle's namespace and search attributes
- * (temporal CLI) and the UI server. Then `settle migrate`, two `settle gateway`s and two
- * `settle worker`s with a client certificate, and a recording carrier/ERP receiver.
- *
- * Checks, each printed PASS or FAIL (the last line is "N passed, M failed"; non-zero exit on any
- * failure): the cluster is what the config says (four services in the membership table, their
- * membership ports at or below 32767, 4 history shards, the namespace and its five Keyword search
- * attributes); the UI serves and reaches the frontend; `settle migrate` applies; with mTLS, a worker
- * and a gateway without a client certificate fail at start with a message naming TLS; an event's
- * history as the server stores it is encrypted and the codec server decodes it for its token only
- * (tools/harness/codec-check.ts), and headless Chromium sees the run's input decoded in the UI pointed at
- * the codec server and only ciphertext in a second UI server without it (screenshots kept in
- * `--screenshots=DIR`, default $TMPDIR/settle-topology-screenshots); a run started on the frontend
- * under an event's workflow ID before the event arrives is terminated and recorded, and the signed
- * event is accepted and applied once (issue 40); under a load
- * of signed events (tools/harness/provider.ts) a worker is SIGKILLed, both workers and both gateways are
- * rolled with SIGTERM and the history service is restarted, after which every event sent was
- * acknowledged and tools/harness/invariants.ts holds: every acknowledged event completed, one claim per
- * event, one applied effect per idempotency key.
- *
- * Tracing: Jaeger (tools/harness/jaeger.ts) runs beside the cluster and the gateways and workers export to
- * it over OTLP/HTTP (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME` per role); a signed webhook
- * sent with a sampled `traceparent` must arrive there as one trace of settle's own, linked to the
- * sender's: the gateway's request, the workflow start and run, every activity and both downstream
- * POSTs, the carrier and the ERP handed the same trace ID, no raw event ID or secret in any span. The
- * sampler is `parentbased_always_on`: a webhook's `traceparent` does not decide sampling, so the fault
- * phase's events are exported too (that phase's checks count events, not CPU). `--no-jaeger` runs without tracing, and so does `--throughput`, whose CPU
- * figures are the untraced capacity model. `--jaeger-ui=DIR` serves a built Jaeger UI and screenshots
- * the trace in it.
- *
- * `--rollout` adds, last, a rollout of workflow code with Worker Deployments under load
- * (tools/topology/rollout.ts); with `--no-faults --short` it is nearly alone.
- *
- * `--workers=1|2` runs one or two workers; `--throughput[=N]` measures events per second and CPU per
- * event of each process class before the faults; `--no-faults` skips them (docs/capacity.md,
- * "Capacity model").
- *
- * The first run builds the Temporal server into .tools/ (minutes; see tools/harness/binaries.ts).
+ * `npm run topology [-- --short] [-- --no-tls] [-- --rollout] [-- --no-faults] [-- --workers=N]
+ * [-- --no-jaeger] [-- --jaeger-ui=DIR] [-- --screenshots=DIR]`: settle on a real Temporal cluster,
+ * deployed as docs/deployment.md says, under faults (tools/README.md says what it proves).
+ * tools/harness/cluster.ts brings up PostgreSQL with Temporal's schemas, the four Temporal services
+ * with mTLS on the frontend, the namespace and the UI server; then `settle migrate`, two gateways and
+ * the workers, a recording receiver and Jaeger. Each check prints PASS or FAIL, the last line
+ * "N passed, M failed"; any failure exits non-zero. The first run builds the Temporal server into
+ * .tools/ (tools/harness/binaries.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -50,8 +17,8 @@ import pg from 'pg';
 import { RecordingReceiver } from '../harness/receiver';
 import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../harness/codec-check';
 import { findChromium, viewPage } from '../harness/ui-browser';
-import { closedLoop, erpKey, makeEvent, newRunId, shipmentFor } from '../harness/load';
-import { ResourceSampler, sleep, within, type Child } from '../harness/processes';
+import { erpKey, makeEvent, newRunId, shipmentFor } from '../harness/load';
+import { sleep, within, type Child } from '../harness/processes';
 import { settleProcessEnv } from '../harness/stack';
 import { checkInvariants } from '../harness/invariants';
 import { Provider } from '../harness/provider';
@@ -82,24 +49,11 @@ const WORKERS = Number(
   process.argv.find((arg) => arg.startsWith('--workers='))?.slice('--workers='.length) ?? 2,
 );
 if (!Number.isInteger(WORKERS) || WORKERS < 1 || WORKERS > 8) throw new Error('--workers must be 1 to 8');
-/**
- * `--throughput[=N]`: before the faults, N signed events (600 by default), 50 in flight, closed loop
- * to their ERP entry: events per second and each process class's CPU milliseconds per event, for
- * docs/capacity.md's capacity model. `--no-faults` skips the fault phase (and its invariants).
- */
-const throughputArg = process.argv.find((arg) => arg === '--throughput' || arg.startsWith('--throughput='));
-const THROUGHPUT_EVENTS = throughputArg
-  ? Number(throughputArg.includes('=') ? throughputArg.split('=')[1] : 600)
-  : 0;
 const faults = !process.argv.includes('--no-faults');
 /** `--rollout`: last, a rollout of workflow code with Worker Deployments under load (tools/topology/rollout.ts). */
 const rollout = process.argv.includes('--rollout');
-/**
- * `--no-jaeger`: no collector, no tracing in any settle process, no tracing check. `--throughput`
- * runs without it too: a traced worker runs the traced workflow bundle for every event, sampled or not
- * (docs/operations.md, "Tracing": about 1.6x the CPU), and its figures are the untraced capacity model.
- */
-const jaegerOn = !process.argv.includes('--no-jaeger') && THROUGHPUT_EVENTS === 0;
+/** `--no-jaeger`: no collector, no tracing in any settle process, no tracing check. */
+const jaegerOn = !process.argv.includes('--no-jaeger');
 /**
  * `--jaeger-ui=DIR`: a built Jaeger UI for Jaeger to serve (tools/harness/jaeger.ts): then headless
  * Chromium opens the tracing check's trace in it and keeps `trace-jaeger.png` in the screenshot folder.
@@ -466,10 +420,6 @@ async function main() {
     await check("a run settle did not start holds an event's ID: the signed event still applies once", () =>
       squattedIdTakenBack(topology),
     );
-    if (THROUGHPUT_EVENTS > 0)
-      await check(`throughput: ${THROUGHPUT_EVENTS} events, 50 in flight, ${WORKERS} worker(s)`, () =>
-        throughput(topology, THROUGHPUT_EVENTS),
-      );
     if (faults) await loadWithFaults(topology);
     if (rollout)
       await check('rollout under load: v1 to v2 with Worker Deployments (tools/topology/rollout.ts)', () =>
@@ -527,77 +477,6 @@ async function squattedIdTakenBack(topology: Topology) {
   return {
     failures,
     detail: `answered ${reply.status}; squatter ${status}, recorded ${recorded.rows[0]?.reason ?? 'no'}; ${ledger.rows[0]!.n} ledger entry`,
-  };
-}
-
-/**
- * A closed loop of signed events through both gateways to their ERP entry, `concurrency` at a time,
- * after a warm-up; events per second and the CPU milliseconds per event of each process class
- * (gateways, workers, each Temporal service, PostgreSQL — Temporal's and settle's databases share
- * it here — and this process, the load generator and receiver). A failure is an event not delivered.
- */
-async function throughput(topology: Topology, count: number, concurrency = 50) {
-  const failures: string[] = [];
-  const provider = new Provider(topology);
-  const runId = newRunId('c');
-  const warmUp = 50;
-  await addShipments(
-    topology.pool,
-    Array.from({ length: warmUp + count }, (_, i) => shipmentFor(runId, i)),
-  );
-  const one = async (i: number) => {
-    const event = makeEvent(runId, i);
-    const reply = await provider.deliver(event, 120_000);
-    if (reply.status !== 202) return failures.push(`event ${i} answered ${reply.status}`);
-    const applied = await within(topology.receiver.waitForApplied(erpKey(event.id)), 180_000, undefined);
-    if (applied === undefined) failures.push(`event ${i} not delivered within 180 s`);
-  };
-  await closedLoop(warmUp, 10, (i) => one(i).then(() => {}));
-  const targets = () => ({
-    bench: 'self' as const,
-    ...Object.fromEntries(topology.gateways.map((gateway, i) => [`gateway-${i + 1}`, gateway?.pid])),
-    ...Object.fromEntries(topology.workers.map((worker, i) => [`worker-${i + 1}`, worker.pid])),
-    ...Object.fromEntries(
-      [...topology.cluster.services].map(([service, child]) => [`temporal-${service}`, child.pid]),
-    ),
-    postgres: topology.cluster.postgresPid(),
-  });
-  const load = loadavg()[0]!;
-  const sampler = new ResourceSampler(targets);
-  const ms = await closedLoop(count, concurrency, (i) => one(warmUp + i).then(() => {}));
-  const usage = sampler.stop();
-  const rate = count / (ms / 1000);
-  const classes: Record<string, number> = {};
-  for (const [name, { cpuSeconds }] of Object.entries(usage)) {
-    const label = name.replace(/-\d+$/, '');
-    classes[label] = (classes[label] ?? 0) + (cpuSeconds * 1000) / count;
-  }
-  const total = Object.values(classes).reduce((sum, ms) => sum + ms, 0);
-  const cpuSeconds = Object.values(usage).reduce((sum, u) => sum + u.cpuSeconds, 0);
-  const result = {
-    workers: WORKERS,
-    events: count,
-    concurrency,
-    eventsPerSecond: Math.round(rate * 10) / 10,
-    cpuMsPerEvent: Object.fromEntries(
-      Object.entries(classes).map(([label, ms]) => [label, Math.round(ms * 10) / 10]),
-    ),
-    totalCpuMsPerEvent: Math.round(total * 10) / 10,
-    coresBusy: Math.round((cpuSeconds / (ms / 1000)) * 100) / 100,
-    loadAverage: [load, loadavg()[0]!].map((v) => Math.round(v * 100) / 100),
-    workerPeakRssMb: Object.entries(usage)
-      .filter(([name]) => name.startsWith('worker'))
-      .map(([, u]) => u.peakRssMb),
-  };
-  process.stdout.write(`THROUGHPUT ${JSON.stringify(result)}\n`);
-  return {
-    failures,
-    detail:
-      `${result.eventsPerSecond} events/s; CPU ms/event ` +
-      Object.entries(result.cpuMsPerEvent)
-        .map(([label, ms]) => `${label} ${ms}`)
-        .join(', ') +
-      `; total ${result.totalCpuMsPerEvent} (${result.coresBusy} cores busy); load ${result.loadAverage.join(' → ')}`,
   };
 }
 

@@ -21,7 +21,7 @@ const RSS_FACTOR = 1.25;
 type Minute = { ackMs: number[]; deliveredMs: number[]; rssMb: number };
 
 /**
- * 20 minutes at half the capacity measured just before (issue 12 goal 5; the full form of `npm run
+ * 20 minutes at half the capacity measured just before (the full form of `npm run
  * chaos` only). Nothing lost, and the last minute's ack p99, delivered p99 and worker + gateway
  * resident memory no higher than the first minute's beyond what a shared machine's noise explains.
  */
