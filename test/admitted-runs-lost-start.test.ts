@@ -23,7 +23,7 @@ import {
   TEMPORAL_ADDRESS,
   uniqueId,
   type TestStack,
-} from '../tools/harness/harness';
+} from '../testkit/harness';
 
 /** A TCP proxy to Temporal whose answers can be dropped while requests still go through. */
 async function startProxy(target: string) {

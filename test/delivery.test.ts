@@ -12,8 +12,8 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from '../tools/harness/harness';
-import { startReceiver, type Behaviour, type Receiver } from '../tools/harness/receiver';
+} from '../testkit/harness';
+import { startReceiver, type Behaviour, type Receiver } from '../testkit/receiver';
 
 /** Everything one test started, closed after it whatever happened. */
 const cleanups: (() => Promise<void>)[] = [];

@@ -12,7 +12,7 @@ import { addShipments } from '../src/db/shipments';
 import { withTransaction } from '../src/db/transaction';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { payloadSha256 } from '../src/lib/hash';
-import { createTestDatabase, paymentEvent, uniqueId } from '../tools/harness/harness';
+import { createTestDatabase, paymentEvent, uniqueId } from '../testkit/harness';
 
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 before(async () => {

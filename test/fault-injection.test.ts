@@ -11,7 +11,7 @@ import {
   startTestStack,
   uniqueId,
   type TestStack,
-} from '../tools/harness/harness';
+} from '../testkit/harness';
 
 /** Event IDs whose first reconcile attempt loses its completion after COMMIT. */
 const loseFirstCompletion = new Set<string>();

@@ -10,7 +10,7 @@ import {
   startTestStack,
   uniqueId,
   type TestStack,
-} from '../tools/harness/harness';
+} from '../testkit/harness';
 
 let stack: TestStack;
 const rotatedOutSecret = newSecret();

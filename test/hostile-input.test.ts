@@ -22,7 +22,7 @@ import {
   waitFor,
   type PostResult,
   type TestStack,
-} from '../tools/harness/harness';
+} from '../testkit/harness';
 import { remindersApi } from './support/reminders';
 
 let stack: TestStack;

@@ -16,7 +16,7 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from '../tools/harness/harness';
+} from '../testkit/harness';
 
 let stack: TestStack;
 before(async () => {

@@ -12,7 +12,7 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from '../tools/harness/harness';
+} from '../testkit/harness';
 import { finished, runSettle, spawnSettle, stackEnv } from './support/settle-cli';
 
 let stack: TestStack;

@@ -6,10 +6,10 @@ import { after, before, describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { signWebhook } from '../src/lib/webhook-signature';
-import { freePort } from '../tools/harness/free-port';
+import { freePort } from '../testkit/free-port';
 import { shortHash } from '../src/lib/hash';
-import { paymentEvent, startTestStack, uniqueId, waitFor, type TestStack } from '../tools/harness/harness';
-import { startReceiver, type Receiver } from '../tools/harness/receiver';
+import { paymentEvent, startTestStack, uniqueId, waitFor, type TestStack } from '../testkit/harness';
+import { startReceiver, type Receiver } from '../testkit/receiver';
 import { finished, runSettle, spawnSettle, stackEnv, type CliRun } from './support/settle-cli';
 
 let stack: TestStack;

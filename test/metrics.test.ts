@@ -7,7 +7,7 @@ import { addShipments } from '../src/db/shipments';
 import type { SloFigures } from '../src/db/slo';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { buildGateway } from '../src/gateway/server';
-import { freePort } from '../tools/harness/free-port';
+import { freePort } from '../testkit/free-port';
 import { logger } from '../src/lib/logger';
 import { startMetricsServer } from '../src/metrics/metrics-server';
 import { parsePrometheusText, sumOf, type Sample } from '../src/metrics/prometheus-text';
@@ -19,7 +19,7 @@ import {
   startTestStack,
   uniqueId,
   type TestStack,
-} from '../tools/harness/harness';
+} from '../testkit/harness';
 import { runSettle, stackEnv } from './support/settle-cli';
 
 let stack: TestStack;

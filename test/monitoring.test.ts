@@ -13,7 +13,7 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from '../tools/harness/harness';
+} from '../testkit/harness';
 
 const MONITORING = join(PROJECT_ROOT, 'deploy', 'monitoring');
 let stack: TestStack;

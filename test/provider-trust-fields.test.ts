@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import type { PaymentWorkflowResult } from '../src/workflows';
-import { countRows, startTestStack, uniqueId, type TestStack } from '../tools/harness/harness';
+import { countRows, startTestStack, uniqueId, type TestStack } from '../testkit/harness';
 import {
   adyenBatch,
   adyenItem,

@@ -13,7 +13,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { webhooksTotal } from '../src/metrics/settle-metrics';
-import { countRows, startTestStack, uniqueId, type TestStack } from '../tools/harness/harness';
+import { countRows, startTestStack, uniqueId, type TestStack } from '../testkit/harness';
 import {
   adyenBatch,
   adyenItem,

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { PROJECT_ROOT } from '../src/lib/paths';
-import { startTestStack, waitFor, type TestStack } from '../tools/harness/harness';
+import { startTestStack, waitFor, type TestStack } from '../testkit/harness';
 import { ledgerOf, paymentStatusOf } from './support/providers';
 import { runSettle, stackEnv } from './support/settle-cli';
 

@@ -6,7 +6,7 @@ import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { adaptStripeEvent } from '../src/providers/stripe';
 import type { PaymentWorkflowResult } from '../src/workflows';
-import { countRows, startTestStack, uniqueId, type TestStack } from '../tools/harness/harness';
+import { countRows, startTestStack, uniqueId, type TestStack } from '../testkit/harness';
 import {
   ledgerOf,
   newStripeSecret,

@@ -11,7 +11,7 @@ import { recordProviderException } from '../src/db/provider-exceptions';
 import { purgeExpiredClaims } from '../src/db/purge';
 import { takeTransmission } from '../src/db/transmissions';
 import type { PurgeResult } from '../src/domain/workflow-contracts';
-import { createTestDatabase } from '../tools/harness/harness';
+import { createTestDatabase } from '../testkit/harness';
 
 const RETENTION_MS = 90 * 24 * 3_600_000;
 

@@ -15,8 +15,8 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from '../tools/harness/harness';
-import { startReceiver, type Answer, type Receiver, type ReceivedRequest } from '../tools/harness/receiver';
+} from '../testkit/harness';
+import { startReceiver, type Answer, type Receiver, type ReceivedRequest } from '../testkit/receiver';
 import {
   bundleWorkflows,
   NEXT_BUILD_WORKFLOWS,

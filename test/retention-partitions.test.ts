@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ensurePartitions, WEEKS_AHEAD } from '../src/db/partitions';
 import { purgeExpiredClaims } from '../src/db/purge';
-import { createTestDatabase, uniqueId, waitFor } from '../tools/harness/harness';
+import { createTestDatabase, uniqueId, waitFor } from '../testkit/harness';
 
 const DAY_MS = 24 * 3_600_000;
 const RETENTION_MS = 90 * DAY_MS;

@@ -6,14 +6,8 @@ import { after, before, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { PROJECT_ROOT } from '../src/lib/paths';
-import {
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  type TestStack,
-} from '../tools/harness/harness';
-import { startReceiver, type Receiver } from '../tools/harness/receiver';
+import { paymentEvent, postWebhook, startTestStack, uniqueId, type TestStack } from '../testkit/harness';
+import { startReceiver, type Receiver } from '../testkit/receiver';
 import { runSettle, stackEnv } from './support/settle-cli';
 
 /**

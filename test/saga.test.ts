@@ -9,14 +9,8 @@ import { paymentWorkflowId } from '../src/domain/ids';
 import { inspectEvent, type EventInspection } from '../src/app/inspect';
 import { replayEvent } from '../src/app/replay';
 import type { PaymentWorkflowResult } from '../src/workflows';
-import {
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  type TestStack,
-} from '../tools/harness/harness';
-import { startReceiver, type Behaviour, type Receiver } from '../tools/harness/receiver';
+import { paymentEvent, postWebhook, startTestStack, uniqueId, type TestStack } from '../testkit/harness';
+import { startReceiver, type Behaviour, type Receiver } from '../testkit/receiver';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

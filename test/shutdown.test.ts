@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { addShipments } from '../src/db/shipments';
-import { freePort } from '../tools/harness/free-port';
+import { freePort } from '../testkit/free-port';
 import {
   newSecret,
   paymentEvent,
@@ -21,8 +21,8 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from '../tools/harness/harness';
-import { startReceiver } from '../tools/harness/receiver';
+} from '../testkit/harness';
+import { startReceiver } from '../testkit/receiver';
 import {
   finished,
   listenPortEnv,

@@ -21,14 +21,9 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from '../tools/harness/harness';
+} from '../testkit/harness';
 import { remindersApi } from './support/reminders';
-import {
-  startReceiver,
-  type Behaviour,
-  type ReceivedRequest,
-  type Receiver,
-} from '../tools/harness/receiver';
+import { startReceiver, type Behaviour, type ReceivedRequest, type Receiver } from '../testkit/receiver';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -16,7 +16,7 @@ import {
   startTestStack,
   TEMPORAL_ADDRESS,
   type TestStack,
-} from '../tools/harness/harness';
+} from '../testkit/harness';
 
 /** A TCP proxy to Temporal whose answers can be dropped while requests still go through. */
 async function startProxy(target: string) {

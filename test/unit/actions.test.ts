@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
-import { countActions, type History } from '../../tools/harness/actions';
+import { countActions, type History } from '../../testkit/actions';
 
 const HISTORIES = join(__dirname, '..', 'histories');
 const read = (name: string): History => JSON.parse(readFileSync(join(HISTORIES, `${name}.json`), 'utf8'));

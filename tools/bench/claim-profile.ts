@@ -14,10 +14,10 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
-import { freePort } from '../harness/free-port';
+import { freePort } from '../../testkit/free-port';
 import { startEmbeddedPostgres } from '../../src/stack/embedded-postgres';
 import { benchBareClaimLoop, benchReconcileActivity } from './claim-loop';
-import { round, sleep } from '../harness/processes';
+import { round, sleep } from '../../testkit/processes';
 
 const flag = (name: string) =>
   process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);

@@ -9,9 +9,9 @@ import {
   percentile,
   postEvent,
   shipmentFor,
-} from '../harness/load';
-import { spawnTs, within, type Child } from '../harness/processes';
-import type { ProofStack } from '../harness/stack';
+} from '../../testkit/load';
+import { spawnTs, within, type Child } from '../../testkit/processes';
+import type { ProofStack } from '../../testkit/stack';
 
 /** Longest an event may take from its webhook to its ERP delivery before the run counts it lost. */
 const EVENT_DEADLINE_MS = 120_000;

@@ -1,6 +1,6 @@
 import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
 import { benchImport, prepareImport } from './import';
-import type { ProofStack } from '../harness/stack';
+import type { ProofStack } from '../../testkit/stack';
 
 /** How long to wait for `settle import` to admit its first lines before the live load starts. */
 const IMPORT_START_DEADLINE_MS = 120_000;

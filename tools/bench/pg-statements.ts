@@ -7,8 +7,8 @@
  * per process is what the goals read.
  */
 import { benchFullPath, preparePathEvents, startPlainConsumer, type ClaimsTable } from './full-path';
-import type { Child } from '../harness/processes';
-import { ProofStack } from '../harness/stack';
+import type { Child } from '../../testkit/processes';
+import { ProofStack } from '../../testkit/stack';
 
 const row = process.argv[2] === 'T3W' ? 'T3W' : 'P';
 const events = Number(process.argv.find((arg) => arg.startsWith('--events='))?.slice(9) ?? 600);

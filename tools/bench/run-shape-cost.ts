@@ -22,8 +22,8 @@ import { startTemporalDevServer } from '../../src/stack/temporal-dev-server';
 import { findTemporalCli } from '../../src/stack/temporal-binaries';
 import { RUN_MARK_MEMO } from '../../src/temporal/run-mark';
 import { paymentStartSearchAttributes, paymentSummary } from '../../src/workflows/search-attributes';
-import { freePort } from '../harness/free-port';
-import { median } from '../harness/load';
+import { freePort } from '../../testkit/free-port';
+import { median } from '../../testkit/load';
 import { positiveIntegerOption } from './support/options';
 import { runShapeActivities } from './support/run-shape-activities';
 

@@ -34,10 +34,10 @@ import { benchImport, prepareImport } from './import';
 import { benchLiveDuringImport } from './live-during-import';
 import { benchLiveDuringStorm, STORM_FACTOR } from './live-during-storm';
 import { benchPressure, benchPressureLive, RateLimitedErp } from './pressure';
-import { median } from '../harness/load';
-import { ResourceSampler, round, spawnTs, type Child, type Usage } from '../harness/processes';
-import { ProofStack } from '../harness/stack';
-import type { TemporalCluster } from '../harness/cluster';
+import { median } from '../../testkit/load';
+import { ResourceSampler, round, spawnTs, type Child, type Usage } from '../../testkit/processes';
+import { ProofStack } from '../../testkit/stack';
+import type { TemporalCluster } from '../../testkit/cluster';
 import { benchTemporalFloor, floorPrefix, floorWorkflowIds, NOOP_TASK_QUEUE } from './temporal-floor';
 import { actionsPerEvent } from './actions';
 import { benchBytesPerEvent, prepareBytes } from './bytes';
@@ -56,7 +56,7 @@ const only = process.argv
 const ON_REQUEST = ['PC', 'TR'];
 /**
  * `--server=cluster`: T0 and P (unless --only says otherwise) against the real Temporal server of
- * `npm run topology` (tools/harness/cluster.ts) instead of the dev server; results in results-cluster.json.
+ * `npm run topology` (testkit/cluster.ts) instead of the dev server; results in results-cluster.json.
  * `--server=both`: the dev-server run, then the cluster's, in one invocation (one stack at a time).
  */
 const serverArg = process.argv.find((arg) => arg.startsWith('--server='))?.slice('--server='.length) ?? 'dev';
@@ -156,7 +156,7 @@ async function benchOn(): Promise<Goal[]> {
   let noopWorker: Child | undefined;
   try {
     log(
-      `starting PostgreSQL, the Temporal ${server === 'cluster' ? 'cluster (tools/harness/cluster.ts)' : 'dev server'}, ` +
+      `starting PostgreSQL, the Temporal ${server === 'cluster' ? 'cluster (testkit/cluster.ts)' : 'dev server'}, ` +
         `the gateway and a worker (${short ? 'short' : 'full'} run)`,
     );
     await stack.start();
@@ -168,7 +168,7 @@ async function benchOn(): Promise<Goal[]> {
     const nodeArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
     await stack.startGateway(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}/gateway`] : []);
     // SETTLE_BENCH_WORKER_NODE_OPTIONS (e.g. --max-semi-space-size=4) and SETTLE_BENCH_WORKER_OPTIONS
-    // (SDK settings, tools/harness/worker-options.ts) apply to settle's worker and the no-op worker.
+    // (SDK settings, testkit/worker-options.ts) apply to settle's worker and the no-op worker.
     const workerNodeOptions = process.env.SETTLE_BENCH_WORKER_NODE_OPTIONS;
     let worker = await stack.startWorker(
       workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {},

@@ -39,7 +39,7 @@ import { settleDataConverter } from '../../src/temporal/data-converter';
 import { REPLAY_SPAN_SINKS } from '../../src/tracing/tracing';
 import { installTemporalRuntime } from '../../src/worker-runtime/create-worker';
 import { bundleOptions } from '../../src/worker-runtime/workflow-bundle';
-import { median } from '../harness/load';
+import { median } from '../../testkit/load';
 import { positiveIntegerOption } from './support/options';
 
 const HISTORIES = join(PROJECT_ROOT, 'test/histories');

@@ -39,7 +39,7 @@ import { TRACING_VARIABLES } from '../../src/tracing/tracing';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { SHUTDOWN_DEADLINE_MS } from '../../src/lib/shutdown';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';
-import { GO_TOOLCHAIN } from '../harness/binaries';
+import { GO_TOOLCHAIN } from '../../testkit/binaries';
 import type { Container, Manifest, Probe } from './manifest';
 import { composeCredentialProblems, readComposeFiles } from './compose-check';
 import { HELM_VERSION, helmOutcomes } from './helm-check';

@@ -1,7 +1,7 @@
 /**
  * `npm run monitoring:check`: `promtool check rules` and `promtool test rules` on deploy/monitoring/,
  * and the dashboard's JSON read. promtool is built once from the Go module proxy at a pinned version
- * into `.tools/promtool-<version>/` (minutes on a fresh machine), like tools/harness/binaries.ts builds the
+ * into `.tools/promtool-<version>/` (minutes on a fresh machine), like testkit/binaries.ts builds the
  * Temporal server, and reused after.
  */
 import { spawn } from 'node:child_process';

@@ -1,6 +1,6 @@
 /**
  * `npm run topology [-- --short] [-- --no-tls]`: settle on a real Temporal cluster, deployed the way
- * docs/deployment.md says, under faults. tools/harness/cluster.ts brings up embedded PostgreSQL with
+ * docs/deployment.md says, under faults. testkit/cluster.ts brings up embedded PostgreSQL with
  * Temporal's schemas (temporal-sql-tool), the four Temporal services as separate processes from
  * deploy/temporal/temporal-server.yaml with mTLS on the frontend, settle's namespace and search attributes
  * (temporal CLI) and the UI server. Then `settle migrate`, two `settle gateway`s and two
@@ -12,17 +12,17 @@
  * attributes); the UI serves and reaches the frontend; `settle migrate` applies; with mTLS, a worker
  * and a gateway without a client certificate fail at start with a message naming TLS; an event's
  * history as the server stores it is encrypted and the codec server decodes it for its token only
- * (tools/harness/codec-check.ts), and headless Chromium sees the run's input decoded in the UI pointed at
+ * (testkit/codec-check.ts), and headless Chromium sees the run's input decoded in the UI pointed at
  * the codec server and only ciphertext in a second UI server without it (screenshots kept in
  * `--screenshots=DIR`, default $TMPDIR/settle-topology-screenshots); a run started on the frontend
  * under an event's workflow ID before the event arrives is terminated and recorded, and the signed
  * event is accepted and applied once (issue 40); under a load
- * of signed events (tools/harness/provider.ts) a worker is SIGKILLed, both workers and both gateways are
+ * of signed events (testkit/provider.ts) a worker is SIGKILLed, both workers and both gateways are
  * rolled with SIGTERM and the history service is restarted, after which every event sent was
- * acknowledged and tools/harness/invariants.ts holds: every acknowledged event completed, one claim per
+ * acknowledged and testkit/invariants.ts holds: every acknowledged event completed, one claim per
  * event, one applied effect per idempotency key.
  *
- * Tracing: Jaeger (tools/harness/jaeger.ts) runs beside the cluster and the gateways and workers export to
+ * Tracing: Jaeger (testkit/jaeger.ts) runs beside the cluster and the gateways and workers export to
  * it over OTLP/HTTP (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME` per role); a signed webhook
  * sent with a sampled `traceparent` must arrive there as one trace of settle's own, linked to the
  * sender's: the gateway's request, the workflow start and run, every activity and both downstream
@@ -39,7 +39,7 @@
  * event of each process class before the faults; `--no-faults` skips them (docs/capacity.md,
  * "Capacity model").
  *
- * The first run builds the Temporal server into .tools/ (minutes; see tools/harness/binaries.ts).
+ * The first run builds the Temporal server into .tools/ (minutes; see testkit/binaries.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -47,14 +47,14 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
-import { RecordingReceiver } from '../harness/receiver';
-import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../harness/codec-check';
-import { findChromium, viewPage } from '../harness/ui-browser';
-import { closedLoop, erpKey, makeEvent, newRunId, shipmentFor } from '../harness/load';
-import { ResourceSampler, sleep, within, type Child } from '../harness/processes';
-import { settleProcessEnv } from '../harness/stack';
-import { checkInvariants } from '../harness/invariants';
-import { Provider } from '../harness/provider';
+import { RecordingReceiver } from '../../testkit/receiver';
+import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../../testkit/codec-check';
+import { findChromium, viewPage } from '../../testkit/ui-browser';
+import { closedLoop, erpKey, makeEvent, newRunId, shipmentFor } from '../../testkit/load';
+import { ResourceSampler, sleep, within, type Child } from '../../testkit/processes';
+import { settleProcessEnv } from '../../testkit/stack';
+import { checkInvariants } from '../../testkit/invariants';
+import { Provider } from '../../testkit/provider';
 import { startCodecServer } from '../../src/codec/server';
 import { addShipments } from '../../src/db/shipments';
 import { paymentWorkflowId } from '../../src/domain/ids';
@@ -62,7 +62,7 @@ import { createPool } from '../../src/db/pool';
 import { logger } from '../../src/lib/logger';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { EncryptionCodec, StaticKeySource } from '../../src/temporal/payload-codec';
-import { TemporalCluster, type Identity } from '../harness/cluster';
+import { TemporalCluster, type Identity } from '../../testkit/cluster';
 import {
   ensureJaeger,
   sendTracedWebhook,
@@ -71,8 +71,8 @@ import {
   traceFailures,
   waitForTrace,
   type Jaeger,
-} from '../harness/jaeger';
-import { pollUntil, startProgram } from '../harness/programs';
+} from '../../testkit/jaeger';
+import { pollUntil, startProgram } from '../../testkit/programs';
 import { rolloutUnderLoad } from './rollout';
 
 const short = process.argv.includes('--short');
@@ -101,7 +101,7 @@ const rollout = process.argv.includes('--rollout');
  */
 const jaegerOn = !process.argv.includes('--no-jaeger') && THROUGHPUT_EVENTS === 0;
 /**
- * `--jaeger-ui=DIR`: a built Jaeger UI for Jaeger to serve (tools/harness/jaeger.ts): then headless
+ * `--jaeger-ui=DIR`: a built Jaeger UI for Jaeger to serve (testkit/jaeger.ts): then headless
  * Chromium opens the tracing check's trace in it and keeps `trace-jaeger.png` in the screenshot folder.
  */
 const JAEGER_UI = process.argv.find((arg) => arg.startsWith('--jaeger-ui='))?.slice('--jaeger-ui='.length);
@@ -603,7 +603,7 @@ async function throughput(topology: Topology, count: number, concurrency = 50) {
 
 /**
  * A signed webhook with a sampled `traceparent` through one of the gateways; then Jaeger must hold
- * the whole trace and the carrier and the ERP its trace ID (tools/harness/jaeger.ts, `traceFailures`).
+ * the whole trace and the carrier and the ERP its trace ID (testkit/jaeger.ts, `traceFailures`).
  * Keeps the trace ID for the UI check.
  */
 async function traceArrivesWhole(topology: Topology, jaeger: Jaeger) {

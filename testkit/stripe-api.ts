@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type pg from 'pg';
-import { paymentWorkflowId } from '../../src/domain/ids';
-import { payloadSha256 } from '../../src/lib/hash';
-import { adaptStripeEvent } from '../../src/providers/stripe';
+import { paymentWorkflowId } from '../src/domain/ids';
+import { payloadSha256 } from '../src/lib/hash';
+import { adaptStripeEvent } from '../src/providers/stripe';
 
 /** What the next request gets instead of its page. */
 export type StripeFault =

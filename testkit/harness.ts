@@ -5,17 +5,17 @@ import { relative } from 'node:path';
 import { inspect } from 'node:util';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
-import { connectClient } from '../../src/client';
-import { loadConfig, type Config } from '../../src/config';
-import { createPool } from '../../src/db/pool';
-import { migrate } from '../../src/db/migrate';
-import type { PaymentEvent } from '../../src/domain/payment-event';
-import { providerRouteOptions } from '../../src/gateway/providers';
-import { buildGateway } from '../../src/gateway/server';
-import { signWebhook } from '../../src/lib/webhook-signature';
-import { logger } from '../../src/lib/logger';
-import { createWorker } from '../../src/worker-runtime/create-worker';
-import type { ActivityDependencies } from '../../src/activities';
+import { connectClient } from '../src/client';
+import { loadConfig, type Config } from '../src/config';
+import { createPool } from '../src/db/pool';
+import { migrate } from '../src/db/migrate';
+import type { PaymentEvent } from '../src/domain/payment-event';
+import { providerRouteOptions } from '../src/gateway/providers';
+import { buildGateway } from '../src/gateway/server';
+import { signWebhook } from '../src/lib/webhook-signature';
+import { logger } from '../src/lib/logger';
+import { createWorker } from '../src/worker-runtime/create-worker';
+import type { ActivityDependencies } from '../src/activities';
 import { afterReconcileCommit, type AfterCommit } from './after-commit';
 
 export const TEMPORAL_ADDRESS = required('TEMPORAL_ADDRESS');
@@ -76,20 +76,20 @@ export type TestStack = {
   close(): Promise<void>;
 };
 
+export type TestStackOptions = {
+  /** Runs after each reconcile attempt commits (see ./after-commit.ts). */
+  afterCommit?: AfterCommit;
+  temporalAddress?: string;
+  worker?: boolean;
+  /** Secrets accepted besides `secret`, as during a rotation. */
+  otherSecrets?: string[];
+  /** Overrides, e.g. downstream URLs and the outbound secret. */
+  config?: Partial<Config>;
+  tuning?: ActivityDependencies['tuning'];
+};
+
 /** A database, a worker and a gateway on a fresh task queue of the shared Temporal dev server. */
-export async function startTestStack(
-  options: {
-    /** Runs after each reconcile attempt commits (see ./after-commit.ts). */
-    afterCommit?: AfterCommit;
-    temporalAddress?: string;
-    worker?: boolean;
-    /** Secrets accepted besides `secret`, as during a rotation. */
-    otherSecrets?: string[];
-    /** Overrides, e.g. downstream URLs and the outbound secret. */
-    config?: Partial<Config>;
-    tuning?: ActivityDependencies['tuning'];
-  } = {},
-): Promise<TestStack> {
+export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const db = await createTestDatabase();
   const temporalAddress = options.temporalAddress ?? TEMPORAL_ADDRESS;
   const taskQueue = `settle-test-${randomUUID()}`;
