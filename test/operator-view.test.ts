@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { before, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { addShipments } from '../src/db/shipments';
@@ -14,8 +14,15 @@ import {
 import { freePort } from '../testkit/free-port';
 import { renderMetrics } from '../src/metrics/settle-metrics';
 import { startTemporalDevServer } from '../src/stack/temporal-dev-server';
-import { paymentEvent, postWebhook, startTestStack, uniqueId, waitFor } from '../testkit/harness';
-import { useReceiver, useTestStack } from '../testkit/hooks';
+import {
+  paymentEvent,
+  postWebhook,
+  startTestStack,
+  uniqueId,
+  waitFor,
+  type TestStack,
+} from '../testkit/harness';
+import { startReceiver, type Receiver } from '../testkit/receiver';
 import { runCommand, runSettle, stackEnv } from './support/settle-cli';
 
 /** The `temporal` CLI, as an operator runs it; a failure shows its output. */
@@ -33,19 +40,29 @@ const shipments = {
   stuck: uniqueId('SHP'),
 };
 
+let stack: TestStack;
+let carrier: Receiver;
+let erp: Receiver;
 /** The carrier answers 500 for the stuck shipment until this turns true. */
 let carrierRecovered = false;
 
-const carrier = useReceiver((request) => {
-  if (request.json.shipment_id === shipments.refused && request.json.action === 'release_hold') {
-    return { status: 409 };
-  }
-  if (request.json.shipment_id === shipments.stuck && !carrierRecovered) return { status: 500 };
-  return { status: 200 };
+before(async () => {
+  carrier = await startReceiver((request) => {
+    if (request.json.shipment_id === shipments.refused && request.json.action === 'release_hold') {
+      return { status: 409 };
+    }
+    if (request.json.shipment_id === shipments.stuck && !carrierRecovered) return { status: 500 };
+    return { status: 200 };
+  });
+  erp = await startReceiver();
+  stack = await startTestStack({ config: { carrierUrl: carrier.url, erpUrl: erp.url } });
+  await addShipments(stack.pool, Object.values(shipments));
 });
-const erp = useReceiver();
-const stack = useTestStack(() => ({ config: { carrierUrl: carrier.url, erpUrl: erp.url } }));
-before(() => addShipments(stack.pool, Object.values(shipments)));
+after(async () => {
+  await stack.close();
+  await carrier.close();
+  await erp.close();
+});
 
 async function send(shipmentId: string, type = 'payment.settled', paymentId?: string) {
   const event = paymentEvent({ shipmentId, type, amount: 12500, paymentId });

@@ -6,9 +6,11 @@
  *   const carrier = useReceiver();
  *   const stack = useTestStack(() => ({ config: { carrierUrl: carrier.url } }));
  *
- * Hooks run in the order they are registered, so a `use…` may read what an earlier one started (as the
- * stack above reads the receiver's URL), and each is stopped in that same order once the suite ends.
- * Using a stand-in before its `before` hook ran (at the top level of the file) throws.
+ * The `use…` calls start one after another in the order they were made, so one may read what an
+ * earlier one started (as the stack above reads the receiver's URL): node:test runs a `before` hook
+ * registered at the top level of a file at once, beside the others, so the order is kept here. Each is
+ * stopped by its `after` hook, in that same order, once the suite ends. A plain `before` of the file
+ * runs beside them and must not need them. Using a stand-in before it started throws.
  */
 import { after, before } from 'node:test';
 import type pg from 'pg';
@@ -44,6 +46,9 @@ export function useTestDatabase(options: Parameters<typeof createTestDatabase>[0
   );
 }
 
+/** The `use…` starts so far, one after another (a failed one does not hold back the next). */
+let starts: Promise<unknown> = Promise.resolve();
+
 /** Starts `start()` before the suite, stops it after; the stand-in reads and writes through to it. */
 function useStarted<T extends object>(
   what: string,
@@ -51,8 +56,14 @@ function useStarted<T extends object>(
   stop: (value: T) => Promise<unknown>,
 ): T {
   let value: T | undefined;
-  before(async () => {
-    value = await start();
+  before(() => {
+    const starting = starts
+      .catch(() => {})
+      .then(async () => {
+        value = await start();
+      });
+    starts = starting;
+    return starting;
   });
   after(async () => {
     if (value) await stop(value);
