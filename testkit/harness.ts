@@ -17,6 +17,7 @@ import { logger } from '../src/lib/logger';
 import { createWorker } from '../src/worker-runtime/create-worker';
 import type { ActivityDependencies } from '../src/activities';
 import { afterReconcileCommit, type AfterCommit } from './after-commit';
+import { startReceiver, type Behaviour, type Receiver } from './receiver';
 
 export const TEMPORAL_ADDRESS = required('TEMPORAL_ADDRESS');
 const ADMIN_URL = required('SETTLE_TEST_ADMIN_DATABASE_URL');
@@ -163,6 +164,48 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   };
   if (options.worker !== false) await stack.startWorker(options.afterCommit);
   return stack;
+}
+
+/** A test stack whose carrier and ERP are recording receivers of its own, closed together. */
+export type StackWithReceivers = {
+  stack: TestStack;
+  carrier: Receiver;
+  erp: Receiver;
+  close(): Promise<void>;
+};
+
+/**
+ * Starts a carrier and an ERP receiver (each answering as its behaviour says) and a test stack that
+ * delivers to them; `stack` adds to the stack's options. `close()` closes the stack, then the receivers.
+ */
+export async function startStackWithReceivers(
+  options: { carrier?: Behaviour; erp?: Behaviour; stack?: TestStackOptions } = {},
+): Promise<StackWithReceivers> {
+  const carrier = await startReceiver(options.carrier);
+  const erp = await startReceiver(options.erp).catch(async (error: unknown) => {
+    await carrier.close();
+    throw error;
+  });
+  const closeReceivers = async () => {
+    await erp.close();
+    await carrier.close();
+  };
+  const stack = await startTestStack({
+    ...options.stack,
+    config: { carrierUrl: carrier.url, erpUrl: erp.url, ...options.stack?.config },
+  }).catch(async (error: unknown) => {
+    await closeReceivers();
+    throw error;
+  });
+  return {
+    stack,
+    carrier,
+    erp,
+    async close() {
+      await stack.close();
+      await closeReceivers();
+    },
+  };
 }
 
 let counter = 0;

@@ -12,7 +12,7 @@
  * stopped by its `after` hook, in that same order, once the suite ends. A plain `before` of the file
  * runs beside them and must not need them. Using a stand-in before it started throws.
  */
-import { after, before } from 'node:test';
+import { after, afterEach, before } from 'node:test';
 import type pg from 'pg';
 import { createTestDatabase, startTestStack, type TestStack, type TestStackOptions } from './harness';
 import { startReceiver, type Behaviour, type Receiver } from './receiver';
@@ -44,6 +44,15 @@ export function useTestDatabase(options: Parameters<typeof createTestDatabase>[0
     () => createTestDatabase(options),
     (db) => db.drop(),
   );
+}
+
+/** Steps that undo what one test started: each test's are run after it, last pushed first. */
+export function useCleanups(): (() => Promise<unknown>)[] {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+  return cleanups;
 }
 
 /** The `use…` starts so far, one after another (a failed one does not hold back the next). */
