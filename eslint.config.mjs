@@ -30,7 +30,7 @@ const workflowPatterns = [
   },
 ];
 
-/** The tools under tools/ besides the harness, each a folder of its own (tools/README.md). */
+/** The tools under tools/, each a folder of its own (tools/README.md). */
 const TOOLS = [
   'api-check',
   'bench',
@@ -48,7 +48,7 @@ const TOOLS = [
 /** A relative specifier that climbs into one of `folders` (`../x`, `../../x/y`). */
 const climbsInto = (folders) => `^(\\.\\./)+(${folders.join('|')})(/|$)`;
 
-const SRC_FORBIDDEN = topLevelPattern(['tools', 'test', 'bin'], 'src/');
+const SRC_FORBIDDEN = topLevelPattern(['tools', 'testkit', 'test', 'bin'], 'src/');
 
 /**
  * What a comment in src/ must not carry: a comment says what and why, and a measured figure or an
@@ -135,10 +135,11 @@ export default tseslint.config(
 );
 
 /**
- * The house (docs/architecture.md, "The house"): src ← tools/harness ← tools/<tool>, test. src/
- * imports only src/; the harness only src/ and itself; a tool src/, the harness and its own folder,
- * never test/ or another tool. Static imports through no-restricted-imports, `import('…')` through
- * no-restricted-syntax; tools/ci/check-cycles.ts checks the same arrows on resolved paths.
+ * The house (docs/architecture.md, "The house"): src ← testkit ← tools/<tool>, test. src/
+ * imports only src/; testkit/ only src/ and itself; a tool src/, testkit/ and its own folder,
+ * never test/ or another tool; test/ src/, testkit/ and itself, never tools/. Static imports
+ * through no-restricted-imports, `import('…')` through no-restricted-syntax;
+ * tools/ci/check-cycles.ts checks the same arrows on resolved paths.
  */
 function topLevelPattern(forbidden, who) {
   return {
@@ -155,7 +156,8 @@ function dynamicImportRule(pattern) {
   ];
 }
 function houseRules() {
-  const harness = topLevelPattern(['test', ...TOOLS], 'tools/harness/');
+  const testkit = topLevelPattern(['test', 'tools'], 'testkit/');
+  const test = topLevelPattern(['tools'], 'test/');
   const tools = TOOLS.map((tool) => {
     const pattern = topLevelPattern(['test', ...TOOLS.filter((other) => other !== tool)], `tools/${tool}/`);
     return {
@@ -175,10 +177,17 @@ function houseRules() {
       },
     },
     {
-      files: ['tools/harness/**/*.ts'],
+      files: ['testkit/**/*.ts'],
       rules: {
-        'no-restricted-imports': ['error', { patterns: [harness] }],
-        'no-restricted-syntax': dynamicImportRule(harness),
+        'no-restricted-imports': ['error', { patterns: [testkit] }],
+        'no-restricted-syntax': dynamicImportRule(testkit),
+      },
+    },
+    {
+      files: ['test/**/*.ts'],
+      rules: {
+        'no-restricted-imports': ['error', { patterns: [test] }],
+        'no-restricted-syntax': dynamicImportRule(test),
       },
     },
     ...tools,

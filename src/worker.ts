@@ -21,12 +21,12 @@ export type WorkerRoleOptions = Pick<WorkerOptions, 'interceptors' | 'tuning' | 
    * is then parked not_configured.
    */
   requireTargets?: boolean;
-  /** Called once the worker is built and about to poll (tools/harness/worker-process.ts prints `worker ready`). */
+  /** Called once the worker is built and about to poll (testkit/worker-process.ts prints `worker ready`). */
   onReady?: () => void;
 };
 
 /**
- * `settle worker` (and tools/harness/worker-process.ts): one worker process until SIGINT/SIGTERM
+ * `settle worker` (and testkit/worker-process.ts): one worker process until SIGINT/SIGTERM
  * (lib/shutdown.ts), then drains in-flight tasks and closes. A worker that cannot register (missing
  * namespace, refused credentials or TLS) ends the start naming the cause; one that stops polling on
  * its own ends the process with it. Loads none of the gateway's modules.

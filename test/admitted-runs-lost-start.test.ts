@@ -7,7 +7,6 @@
  * worker talks to Temporal directly.
  */
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { WorkflowFailedError } from '@temporalio/client';
 import { openExceptions } from '../src/app/exceptions';
@@ -23,53 +22,16 @@ import {
   TEMPORAL_ADDRESS,
   uniqueId,
   type TestStack,
-} from '../tools/harness/harness';
+} from '../testkit/harness';
+import { startFaultProxy, type FaultProxy } from '../testkit/fault-proxy';
 
-/** A TCP proxy to Temporal whose answers can be dropped while requests still go through. */
-async function startProxy(target: string) {
-  const split = target.lastIndexOf(':');
-  const [host, port] = [target.slice(0, split), Number(target.slice(split + 1))];
-  const sockets = new Set<net.Socket>();
-  const state = { dropAnswers: false };
-  const server = net.createServer((client) => {
-    const upstream = net.connect(port, host);
-    sockets.add(client).add(upstream);
-    client.on('data', (chunk) => upstream.write(chunk));
-    upstream.on('data', (chunk) => {
-      if (!state.dropAnswers) client.write(chunk);
-    });
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    state,
-    /** Cuts every connection (a dropped answer leaves HTTP/2 state that cannot be resumed). */
-    cutConnections() {
-      for (const socket of sockets) socket.destroy();
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
-}
-
-let proxy: Awaited<ReturnType<typeof startProxy>>;
+let proxy: FaultProxy;
 let stack: TestStack;
 let worker: Awaited<ReturnType<typeof createWorker>>;
 let running: Promise<void>;
 
 before(async () => {
-  proxy = await startProxy(TEMPORAL_ADDRESS);
+  proxy = await startFaultProxy(TEMPORAL_ADDRESS);
   stack = await startTestStack({ temporalAddress: proxy.address, worker: false });
   worker = await createWorker({
     config: { ...stack.config, temporalAddress: TEMPORAL_ADDRESS },

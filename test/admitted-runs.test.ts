@@ -31,8 +31,8 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from '../tools/harness/harness';
-import { startReceiver, type Receiver } from '../tools/harness/receiver';
+} from '../testkit/harness';
+import { startReceiver, type Receiver } from '../testkit/receiver';
 import { runSettle, stackEnv } from './support/settle-cli';
 
 let stack: TestStack;

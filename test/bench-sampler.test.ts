@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { test } from 'node:test';
-import { ResourceSampler, TreeCpu } from '../tools/harness/processes';
+import { ResourceSampler, TreeCpu } from '../testkit/processes';
 
 /** A Node process that spins the CPU for `ms` of its own CPU time, then exits (or waits). */
 function burner(ms: number, thenWait: boolean) {

@@ -8,27 +8,16 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { BULK_PRIORITY_KEY } from '../src/client';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import {
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  waitFor,
-  type TestStack,
-} from '../tools/harness/harness';
+import { paymentEvent, postWebhook, uniqueId, waitFor } from '../testkit/harness';
+import { useTestStack } from '../testkit/hooks';
 import { finished, runSettle, spawnSettle, stackEnv } from './support/settle-cli';
 
-let stack: TestStack;
-
-before(async () => {
-  // No worker until the first test starts one: its import must wait for it.
-  stack = await startTestStack({ worker: false });
-});
-after(() => stack.close());
+// No worker until the first test starts one: its import must wait for it.
+const stack = useTestStack({ worker: false });
 /** Whether the first test got as far as starting the worker (the second needs one, whatever the first did). */
 let workerStarted = false;
 

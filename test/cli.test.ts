@@ -6,13 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { EventInspection } from '../src/app/inspect';
 import { PROJECT_ROOT } from '../src/lib/paths';
-import {
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  type TestStack,
-} from '../tools/harness/harness';
+import { paymentEvent, postWebhook, startTestStack, uniqueId, type TestStack } from '../testkit/harness';
 import { listenPortEnv, runCommand, runSettle, spawnSettle, watchOutput } from './support/settle-cli';
 
 /** Runs `settle …` in the project folder, as a person would type it there. */

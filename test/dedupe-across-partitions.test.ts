@@ -16,7 +16,7 @@ import { withTransaction } from '../src/db/transaction';
 import { paymentWorkflowId } from '../src/domain/ids';
 import type { PaymentEvent } from '../src/domain/payment-event';
 import { payloadSha256 } from '../src/lib/hash';
-import { createTestDatabase, paymentEvent, uniqueId } from '../tools/harness/harness';
+import { createTestDatabase, paymentEvent, uniqueId } from '../testkit/harness';
 
 const DAY_MS = 24 * 3_600_000;
 

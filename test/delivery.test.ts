@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { afterEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { inspectEvent, type EventInspection } from '../src/app/inspect';
@@ -12,14 +12,13 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from '../tools/harness/harness';
-import { startReceiver, type Behaviour, type Receiver } from '../tools/harness/receiver';
+  startStackWithReceivers,
+} from '../testkit/harness';
+import { useCleanups } from '../testkit/hooks';
+import { startReceiver, type Behaviour, type Receiver } from '../testkit/receiver';
 
 /** Everything one test started, closed after it whatever happened. */
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = useCleanups();
 
 type Setup = { stack: TestStack; carrier: Receiver; erp: Receiver; shipmentId: string };
 
@@ -27,16 +26,14 @@ async function setUp(
   carrierBehaviour: Behaviour,
   options: { worker?: boolean; requestTimeoutMs?: number } = {},
 ): Promise<Setup> {
-  const carrier = await startReceiver(carrierBehaviour);
-  cleanups.push(() => carrier.close());
-  const erp = await startReceiver();
-  cleanups.push(() => erp.close());
-  const stack = await startTestStack({
-    worker: options.worker,
-    config: { carrierUrl: carrier.url, erpUrl: erp.url },
-    tuning: options.requestTimeoutMs ? { requestTimeoutMs: options.requestTimeoutMs } : undefined,
+  const { stack, carrier, erp, close } = await startStackWithReceivers({
+    carrier: carrierBehaviour,
+    stack: {
+      worker: options.worker,
+      tuning: options.requestTimeoutMs ? { requestTimeoutMs: options.requestTimeoutMs } : undefined,
+    },
   });
-  cleanups.push(() => stack.close());
+  cleanups.push(close);
   const shipmentId = uniqueId('SHP');
   await addShipments(stack.pool, [shipmentId]);
   return { stack, carrier, erp, shipmentId };

@@ -14,7 +14,7 @@ import { payloadSha256 } from '../src/lib/hash';
 import { clientOnWorkerConnection, startPaymentWorkflow } from '../src/client';
 import { createWorker } from '../src/worker-runtime/create-worker';
 import type { PaymentWorkflowResult } from '../src/workflows/payment';
-import { paymentEvent, startTestStack, uniqueId, type TestStack } from '../tools/harness/harness';
+import { paymentEvent, startTestStack, uniqueId, type TestStack } from '../testkit/harness';
 
 let stack: TestStack;
 let worker: Awaited<ReturnType<typeof createWorker>>;

@@ -5,22 +5,17 @@
  * event with such an ID applies it once.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { reconcilePayment } from '../src/activities/reconcile-payment';
 import { insertAdmittedEvent } from '../src/db/events';
 import { addShipments } from '../src/db/shipments';
 import { withTransaction } from '../src/db/transaction';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { payloadSha256 } from '../src/lib/hash';
-import { createTestDatabase, paymentEvent, uniqueId } from '../tools/harness/harness';
+import { paymentEvent, uniqueId } from '../testkit/harness';
+import { useTestDatabase } from '../testkit/hooks';
 
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(async () => {
-  await db.drop();
-});
+const db = useTestDatabase();
 
 /** IDs a provider may send that a query text must carry with care. */
 const AWKWARD_IDS = [

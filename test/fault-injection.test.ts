@@ -1,37 +1,25 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { Context } from '@temporalio/activity';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import type { PaymentWorkflowResult } from '../src/workflows';
-import {
-  countRows,
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  type TestStack,
-} from '../tools/harness/harness';
+import { countRows, paymentEvent, postWebhook, uniqueId } from '../testkit/harness';
+import { useTestStack } from '../testkit/hooks';
 
 /** Event IDs whose first reconcile attempt loses its completion after COMMIT. */
 const loseFirstCompletion = new Set<string>();
 /** Per event, each reconcile attempt that committed or found its claim: `local 1`, `activity 1`, … */
 const attemptsSeen = new Map<string, string[]>();
 
-let stack: TestStack;
-before(async () => {
-  stack = await startTestStack({
-    afterCommit: (eventId, attempt) => {
-      const path = Context.current().info.isLocal ? 'local' : 'activity';
-      attemptsSeen.set(eventId, [...(attemptsSeen.get(eventId) ?? []), `${path} ${attempt}`]);
-      if (loseFirstCompletion.has(eventId) && attemptsSeen.get(eventId)!.length === 1) {
-        throw new Error('injected fault: the worker lost the activity completion after COMMIT');
-      }
-    },
-  });
-});
-after(async () => {
-  await stack.close();
+const stack = useTestStack({
+  afterCommit: (eventId, attempt) => {
+    const path = Context.current().info.isLocal ? 'local' : 'activity';
+    attemptsSeen.set(eventId, [...(attemptsSeen.get(eventId) ?? []), `${path} ${attempt}`]);
+    if (loseFirstCompletion.has(eventId) && attemptsSeen.get(eventId)!.length === 1) {
+      throw new Error('injected fault: the worker lost the activity completion after COMMIT');
+    }
+  },
 });
 
 test('an activity retried after its transaction committed returns the same outcome and commits one effect', async () => {

@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
@@ -25,40 +25,21 @@ import {
   type PaymentWorkflowResult,
   type ReminderWorkflowResult,
 } from '../src/workflows';
-import {
-  countRows,
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  waitFor,
-  type TestStack,
-} from '../tools/harness/harness';
-import { startReceiver, type Receiver } from '../tools/harness/receiver';
+import { countRows, paymentEvent, postWebhook, uniqueId, waitFor } from '../testkit/harness';
+import { useReceiver, useTestStack } from '../testkit/hooks';
 import { runSettle, stackEnv } from './support/settle-cli';
 import { remindersApi } from './support/reminders';
-
-let stack: TestStack;
-let carrier: Receiver;
-let customer: Receiver;
 
 /** Shipments whose carrier release is answered 503 (Retry-After: 2) the first time. */
 const busyOnce = new Set<string>();
 
-before(async () => {
-  carrier = await startReceiver((request) =>
-    busyOnce.has(String(request.json.shipment_id)) && request.attempt === 1
-      ? { status: 503, headers: { 'retry-after': '2' } }
-      : { status: 200 },
-  );
-  customer = await startReceiver();
-  stack = await startTestStack({ config: { carrierUrl: carrier.url, allowPrivateTargets: true } });
-});
-after(async () => {
-  await stack.close();
-  await carrier.close();
-  await customer.close();
-});
+const carrier = useReceiver((request) =>
+  busyOnce.has(String(request.json.shipment_id)) && request.attempt === 1
+    ? { status: 503, headers: { 'retry-after': '2' } }
+    : { status: 200 },
+);
+const customer = useReceiver();
+const stack = useTestStack(() => ({ config: { carrierUrl: carrier.url, allowPrivateTargets: true } }));
 
 async function newShipment(): Promise<string> {
   const shipmentId = uniqueId('SHP');

@@ -1,27 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { signWebhook } from '../src/lib/webhook-signature';
-import {
-  newSecret,
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  type TestStack,
-} from '../tools/harness/harness';
+import { newSecret, paymentEvent, postWebhook, uniqueId } from '../testkit/harness';
+import { useTestStack } from '../testkit/hooks';
 
-let stack: TestStack;
 const rotatedOutSecret = newSecret();
 const unknownSecret = newSecret();
-before(async () => {
-  // No worker: nothing here may start a workflow, and an accepted one need not run.
-  stack = await startTestStack({ worker: false, otherSecrets: [rotatedOutSecret] });
-});
-after(async () => {
-  await stack.close();
-});
+// No worker: nothing here may start a workflow, and an accepted one need not run.
+const stack = useTestStack({ worker: false, otherSecrets: [rotatedOutSecret] });
 
 type BadCase = {
   name: string;
@@ -47,6 +35,22 @@ const rawPost = async (init: RequestInit) => {
   return { status: response.status, body: text ? JSON.parse(text) : {}, headers: response.headers };
 };
 
+/** A body the schema refuses: 400 invalid_event, naming the field at `path`. */
+const invalidEvent = (name: string, path: string, send: BadCase['send']): BadCase => ({
+  name,
+  status: 400,
+  error: 'invalid_event',
+  path,
+  send,
+});
+/** A request whose signature the gateway refuses: 401 invalid_signature. */
+const badSignature = (name: string, send: BadCase['send']): BadCase => ({
+  name,
+  status: 401,
+  error: 'invalid_signature',
+  send,
+});
+
 const cases: BadCase[] = [
   {
     name: 'malformed JSON',
@@ -57,193 +61,60 @@ const cases: BadCase[] = [
   { name: 'empty body', status: 400, error: 'invalid_event', send: () => post(undefined, { rawBody: '' }) },
   { name: 'a JSON array', status: 400, error: 'invalid_event', send: (id) => post([valid(id)]) },
   { name: 'JSON null', status: 400, error: 'invalid_event', send: () => post(null) },
-  {
-    name: 'missing id',
-    status: 400,
-    error: 'invalid_event',
-    path: 'id',
-    send: (id) => post(without(valid(id), 'id')),
-  },
-  {
-    name: 'empty id',
-    status: 400,
-    error: 'invalid_event',
-    path: 'id',
-    send: (id) => post({ ...valid(id), id: '' }),
-  },
-  {
-    name: 'id with a space',
-    status: 400,
-    error: 'invalid_event',
-    path: 'id',
-    send: (id) => post({ ...valid(id), id: `${id} x` }),
-  },
-  {
-    name: 'id with a slash',
-    status: 400,
-    error: 'invalid_event',
-    path: 'id',
-    send: (id) => post({ ...valid(id), id: `${id}/../x` }),
-  },
-  {
-    name: 'id of 201 characters',
-    status: 400,
-    error: 'invalid_event',
-    path: 'id',
-    send: (id) => post({ ...valid(id), id: id.padEnd(201, 'x') }),
-  },
-  {
-    name: 'numeric id',
-    status: 400,
-    error: 'invalid_event',
-    path: 'id',
-    send: (id) => post({ ...valid(id), id: 42 }),
-  },
-  {
-    name: 'missing type',
-    status: 400,
-    error: 'invalid_event',
-    path: 'type',
-    send: (id) => post(without(valid(id), 'type')),
-  },
-  {
-    name: 'missing created_at',
-    status: 400,
-    error: 'invalid_event',
-    path: 'created_at',
-    send: (id) => post(without(valid(id), 'created_at')),
-  },
-  {
-    name: 'created_at not a timestamp',
-    status: 400,
-    error: 'invalid_event',
-    path: 'created_at',
-    send: (id) => post({ ...valid(id), created_at: 'yesterday' }),
-  },
-  {
-    name: 'missing data',
-    status: 400,
-    error: 'invalid_event',
-    path: 'data',
-    send: (id) => post(without(valid(id), 'data')),
-  },
-  {
-    name: 'missing shipment_id',
-    status: 400,
-    error: 'invalid_event',
-    path: 'data.shipment_id',
-    send: (id) => post({ ...valid(id), data: without(valid(id).data, 'shipment_id') }),
-  },
-  {
-    name: 'empty payment_id',
-    status: 400,
-    error: 'invalid_event',
-    path: 'data.payment_id',
-    send: (id) => post(withData(id, { payment_id: '' })),
-  },
-  {
-    name: 'negative amount',
-    status: 400,
-    error: 'invalid_event',
-    path: 'data.amount',
-    send: (id) => post(withData(id, { amount: -1 })),
-  },
-  {
-    name: 'fractional amount',
-    status: 400,
-    error: 'invalid_event',
-    path: 'data.amount',
-    send: (id) => post(withData(id, { amount: 12.5 })),
-  },
-  {
-    name: 'amount as a string',
-    status: 400,
-    error: 'invalid_event',
-    path: 'data.amount',
-    send: (id) => post(withData(id, { amount: '12500' })),
-  },
-  {
-    name: 'lower-case currency',
-    status: 400,
-    error: 'invalid_event',
-    path: 'data.currency',
-    send: (id) => post(withData(id, { currency: 'eur' })),
-  },
-  {
-    name: 'four-letter currency',
-    status: 400,
-    error: 'invalid_event',
-    path: 'data.currency',
-    send: (id) => post(withData(id, { currency: 'EURO' })),
-  },
-  {
-    name: 'a currency code ISO 4217 does not list',
-    status: 400,
-    error: 'invalid_event',
-    path: 'data.currency',
-    send: (id) => post(withData(id, { currency: 'ABC' })),
-  },
-  {
-    name: 'signed with an unknown secret',
-    status: 401,
-    error: 'invalid_signature',
-    send: (id) => post(valid(id), { secret: unknownSecret }),
-  },
-  {
-    name: 'no signature headers',
-    status: 401,
-    error: 'invalid_signature',
-    send: (id) =>
-      rawPost({
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(valid(id)),
-      }),
-  },
-  {
-    name: 'timestamp 6 minutes old',
-    status: 401,
-    error: 'invalid_signature',
-    send: (id) => post(valid(id), { at: new Date(Date.now() - 6 * 60_000) }),
-  },
-  {
-    name: 'timestamp 6 minutes ahead',
-    status: 401,
-    error: 'invalid_signature',
-    send: (id) => post(valid(id), { at: new Date(Date.now() + 6 * 60_000) }),
-  },
-  {
-    name: 'timestamp header not a number',
-    status: 401,
-    error: 'invalid_signature',
-    send: (id) => post(valid(id), { headers: { 'webhook-timestamp': 'now' } }),
-  },
-  {
-    name: 'signature over another body (tampered amount)',
-    status: 401,
-    error: 'invalid_signature',
-    send: async (id) => {
-      const original = JSON.stringify(valid(id));
-      const headers = signWebhook(stack.secret, 'msg_tamper', original);
-      return rawPost({
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...headers },
-        body: JSON.stringify(withData(id, { amount: 1 })),
-      });
-    },
-  },
-  {
-    name: 'malformed signature header',
-    status: 401,
-    error: 'invalid_signature',
-    send: (id) => post(valid(id), { headers: { 'webhook-signature': 'v1,not base64!!' } }),
-  },
-  {
-    name: 'only a non-v1 signature',
-    status: 401,
-    error: 'invalid_signature',
-    send: (id) => post(valid(id), { headers: { 'webhook-signature': 'v2,AAAA' } }),
-  },
+  invalidEvent('missing id', 'id', (id) => post(without(valid(id), 'id'))),
+  invalidEvent('empty id', 'id', (id) => post({ ...valid(id), id: '' })),
+  invalidEvent('id with a space', 'id', (id) => post({ ...valid(id), id: `${id} x` })),
+  invalidEvent('id with a slash', 'id', (id) => post({ ...valid(id), id: `${id}/../x` })),
+  invalidEvent('id of 201 characters', 'id', (id) => post({ ...valid(id), id: id.padEnd(201, 'x') })),
+  invalidEvent('numeric id', 'id', (id) => post({ ...valid(id), id: 42 })),
+  invalidEvent('missing type', 'type', (id) => post(without(valid(id), 'type'))),
+  invalidEvent('missing created_at', 'created_at', (id) => post(without(valid(id), 'created_at'))),
+  invalidEvent('created_at not a timestamp', 'created_at', (id) =>
+    post({ ...valid(id), created_at: 'yesterday' }),
+  ),
+  invalidEvent('missing data', 'data', (id) => post(without(valid(id), 'data'))),
+  invalidEvent('missing shipment_id', 'data.shipment_id', (id) =>
+    post({ ...valid(id), data: without(valid(id).data, 'shipment_id') }),
+  ),
+  invalidEvent('empty payment_id', 'data.payment_id', (id) => post(withData(id, { payment_id: '' }))),
+  invalidEvent('negative amount', 'data.amount', (id) => post(withData(id, { amount: -1 }))),
+  invalidEvent('fractional amount', 'data.amount', (id) => post(withData(id, { amount: 12.5 }))),
+  invalidEvent('amount as a string', 'data.amount', (id) => post(withData(id, { amount: '12500' }))),
+  invalidEvent('lower-case currency', 'data.currency', (id) => post(withData(id, { currency: 'eur' }))),
+  invalidEvent('four-letter currency', 'data.currency', (id) => post(withData(id, { currency: 'EURO' }))),
+  invalidEvent('a currency code ISO 4217 does not list', 'data.currency', (id) =>
+    post(withData(id, { currency: 'ABC' })),
+  ),
+  badSignature('signed with an unknown secret', (id) => post(valid(id), { secret: unknownSecret })),
+  badSignature('no signature headers', (id) =>
+    rawPost({
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(valid(id)),
+    }),
+  ),
+  badSignature('timestamp 6 minutes old', (id) => post(valid(id), { at: new Date(Date.now() - 6 * 60_000) })),
+  badSignature('timestamp 6 minutes ahead', (id) =>
+    post(valid(id), { at: new Date(Date.now() + 6 * 60_000) }),
+  ),
+  badSignature('timestamp header not a number', (id) =>
+    post(valid(id), { headers: { 'webhook-timestamp': 'now' } }),
+  ),
+  badSignature('signature over another body (tampered amount)', async (id) => {
+    const original = JSON.stringify(valid(id));
+    const headers = signWebhook(stack.secret, 'msg_tamper', original);
+    return rawPost({
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(withData(id, { amount: 1 })),
+    });
+  }),
+  badSignature('malformed signature header', (id) =>
+    post(valid(id), { headers: { 'webhook-signature': 'v1,not base64!!' } }),
+  ),
+  badSignature('only a non-v1 signature', (id) =>
+    post(valid(id), { headers: { 'webhook-signature': 'v2,AAAA' } }),
+  ),
   { name: 'GET', status: 405, error: 'method_not_allowed', send: (id) => post(valid(id), { method: 'GET' }) },
   { name: 'PUT', status: 405, error: 'method_not_allowed', send: (id) => post(valid(id), { method: 'PUT' }) },
   {

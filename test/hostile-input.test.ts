@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { AddressInfo } from 'node:net';
 import { buildGateway } from '../src/gateway/server';
 import { MAX_JSON_DEPTH } from '../src/domain/untrusted-json';
@@ -17,21 +17,14 @@ import {
   createTestDatabase,
   paymentEvent,
   postWebhook,
-  startTestStack,
   uniqueId,
   waitFor,
   type PostResult,
-  type TestStack,
-} from '../tools/harness/harness';
+} from '../testkit/harness';
+import { useTestStack } from '../testkit/hooks';
 import { remindersApi } from './support/reminders';
 
-let stack: TestStack;
-before(async () => {
-  stack = await startTestStack();
-});
-after(async () => {
-  await stack.close();
-});
+const stack = useTestStack();
 
 const NUL = '\u0000';
 const LONE_HIGH = '\uD800';

@@ -5,26 +5,13 @@
  * a 5xx; and every 202 is stored and reconciled.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { MAX_JSON_DEPTH } from '../src/domain/untrusted-json';
-import {
-  countRows,
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  waitFor,
-  type TestStack,
-} from '../tools/harness/harness';
+import { countRows, paymentEvent, postWebhook, uniqueId, waitFor } from '../testkit/harness';
+import { useTestStack } from '../testkit/hooks';
 
-let stack: TestStack;
-before(async () => {
-  stack = await startTestStack();
-});
-after(async () => {
-  await stack.close();
-});
+const stack = useTestStack();
 
 /** Single UTF-16 code units, the troublesome ones often: NUL, control characters, lone surrogates. */
 const codeUnit = fc.oneof(

@@ -2,27 +2,17 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import type { ImportSummary } from '../src/app/import';
-import {
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  waitFor,
-  type TestStack,
-} from '../tools/harness/harness';
+import { paymentEvent, postWebhook, uniqueId, waitFor } from '../testkit/harness';
+import { useTestStack } from '../testkit/hooks';
 import { finished, runSettle, spawnSettle, stackEnv } from './support/settle-cli';
 
-let stack: TestStack;
+const stack = useTestStack();
 let dir: string;
-before(async () => {
-  stack = await startTestStack();
+before(() => {
   dir = mkdtempSync(join(tmpdir(), 'settle-import-'));
-});
-after(async () => {
-  await stack.close();
 });
 
 /**

@@ -6,7 +6,7 @@ import { ConfigError, loadConfig } from '../src/config';
 import { createPool } from '../src/db/pool';
 import { startGateway } from '../src/gateway/run';
 import { startMetricsServer } from '../src/metrics/metrics-server';
-import { newSecret } from '../tools/harness/harness';
+import { newSecret } from '../testkit/harness';
 
 const base = {
   DATABASE_URL: 'postgres://settle@127.0.0.1:1/settle',

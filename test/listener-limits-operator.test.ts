@@ -14,13 +14,7 @@ import { startGateway } from '../src/gateway/run';
 import { buildGateway } from '../src/gateway/server';
 import { logger } from '../src/lib/logger';
 import { parsePrometheusText, sumOf } from '../src/metrics/prometheus-text';
-import {
-  countRows,
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  type TestStack,
-} from '../tools/harness/harness';
+import { countRows, paymentEvent, postWebhook, startTestStack, type TestStack } from '../testkit/harness';
 
 let stack: TestStack;
 const cleanups: (() => Promise<unknown>)[] = [];

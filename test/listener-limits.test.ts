@@ -27,7 +27,7 @@ import {
   startTestStack,
   TEMPORAL_ADDRESS,
   type TestStack,
-} from '../tools/harness/harness';
+} from '../testkit/harness';
 
 /** Short enough for a test, each at least the 1 s the configuration allows. */
 const LIMITS: ListenerLimits = {

@@ -2,30 +2,22 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { signWebhook } from '../src/lib/webhook-signature';
-import { freePort } from '../tools/harness/free-port';
+import { freePort } from '../testkit/free-port';
 import { shortHash } from '../src/lib/hash';
-import { paymentEvent, startTestStack, uniqueId, waitFor, type TestStack } from '../tools/harness/harness';
-import { startReceiver, type Receiver } from '../tools/harness/receiver';
+import { paymentEvent, uniqueId, waitFor } from '../testkit/harness';
+import { useReceiver, useTestStack } from '../testkit/hooks';
 import { finished, runSettle, spawnSettle, stackEnv, type CliRun } from './support/settle-cli';
 
-let stack: TestStack;
-let downstream: Receiver;
-before(async () => {
-  downstream = await startReceiver();
-  // The worker under test is the `settle worker` process below, not an in-process one.
-  stack = await startTestStack({
-    worker: false,
-    config: { carrierUrl: downstream.url, erpUrl: downstream.url },
-  });
-});
-after(async () => {
-  await stack.close();
-  await downstream.close();
-});
+const downstream = useReceiver();
+// The worker under test is the `settle worker` process below, not an in-process one.
+const stack = useTestStack(() => ({
+  worker: false,
+  config: { carrierUrl: downstream.url, erpUrl: downstream.url },
+}));
 
 describe('logs', () => {
   test('every line the gateway, the worker and the CLI write is JSON, with no raw event ID, secret or signature', async () => {

@@ -1,34 +1,22 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { WorkflowIdReusePolicy } from '@temporalio/client';
 import { connectClient } from '../src/client';
 import { addShipments } from '../src/db/shipments';
 import type { SloFigures } from '../src/db/slo';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { buildGateway } from '../src/gateway/server';
-import { freePort } from '../tools/harness/free-port';
+import { freePort } from '../testkit/free-port';
 import { logger } from '../src/lib/logger';
 import { startMetricsServer } from '../src/metrics/metrics-server';
 import { parsePrometheusText, sumOf, type Sample } from '../src/metrics/prometheus-text';
 import type { SimulateSummary } from '../src/stack/simulate';
-import {
-  newSecret,
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  type TestStack,
-} from '../tools/harness/harness';
+import { newSecret, paymentEvent, postWebhook, uniqueId } from '../testkit/harness';
+import { useTestStack } from '../testkit/hooks';
 import { runSettle, stackEnv } from './support/settle-cli';
 
-let stack: TestStack;
-before(async () => {
-  stack = await startTestStack();
-});
-after(async () => {
-  await stack.close();
-});
+const stack = useTestStack();
 
 async function scrape(url = `${stack.gatewayUrl}/metrics`): Promise<{ text: string; samples: Sample[] }> {
   // The gateway's /metrics on PORT needs the API token; the worker's asks none.

@@ -5,7 +5,7 @@
  * (from the legacy partition, row by row) and the legacy partition whole once it is past the cutoff.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { reconcilePayment } from '../src/activities/reconcile-payment';
 import { insertAdmittedEvent } from '../src/db/events';
 import { migrate, prepareClaimPartitions } from '../src/db/migrate';
@@ -15,17 +15,12 @@ import { withTransaction } from '../src/db/transaction';
 import { paymentWorkflowId } from '../src/domain/ids';
 import type { PaymentEvent } from '../src/domain/payment-event';
 import { payloadSha256 } from '../src/lib/hash';
-import { createTestDatabase, paymentEvent, uniqueId } from '../tools/harness/harness';
+import { paymentEvent, uniqueId } from '../testkit/harness';
+import { useTestDatabase } from '../testkit/hooks';
 
 const DAY_MS = 24 * 3_600_000;
 
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
-before(async () => {
-  db = await createTestDatabase({ through: '016_foreign_runs.sql' });
-});
-after(async () => {
-  await db.drop();
-});
+const db = useTestDatabase({ through: '016_foreign_runs.sql' });
 
 type Old = { event: PaymentEvent; days: number; outcome: 'applied' | 'unmatched' | null };
 

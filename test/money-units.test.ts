@@ -14,15 +14,15 @@ import { after, before, describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import type { PaymentWorkflowResult } from '../src/workflows';
-import { countRows, startTestStack, uniqueId, type TestStack } from '../tools/harness/harness';
+import { countRows, startTestStack, uniqueId, type TestStack } from '../testkit/harness';
 import {
   createPaypalCertificates,
   paypalCapture,
   paypalEvent,
   signPaypal,
   type PaypalCertificates,
-} from '../tools/harness/paypal-api';
-import { startReceiver, type Receiver } from '../tools/harness/receiver';
+} from '../testkit/paypal-api';
+import { startReceiver, type Receiver } from '../testkit/receiver';
 import {
   adyenBatch,
   adyenItem,

@@ -6,27 +6,19 @@ import { addShipments } from '../src/db/shipments';
 import { PROJECT_ROOT } from '../src/lib/paths';
 import { startMetricsServer } from '../src/metrics/metrics-server';
 import { parsePrometheusText, type Sample } from '../src/metrics/prometheus-text';
-import {
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  waitFor,
-  type TestStack,
-} from '../tools/harness/harness';
+import { paymentEvent, postWebhook, uniqueId, waitFor } from '../testkit/harness';
+import { useTestStack } from '../testkit/hooks';
 
 const MONITORING = join(PROJECT_ROOT, 'deploy', 'monitoring');
-let stack: TestStack;
+const stack = useTestStack();
 let worker: Awaited<ReturnType<typeof startMetricsServer>>;
 
 before(async () => {
-  stack = await startTestStack();
   worker = await startMetricsServer({ port: 0, host: '127.0.0.1' });
 });
 
 after(async () => {
   await worker.close();
-  await stack.close();
 });
 
 /** Every settle_* and temporal_* name an expression of the dashboard or the alert rules uses. */

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import type { ExceptionRow } from '../src/db/exceptions';
 import { addShipments } from '../src/db/shipments';
 import { writeDeliveryStuckAfter } from '../src/db/settings';
-import { freePort } from '../tools/harness/free-port';
+import { freePort } from '../testkit/free-port';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { parsePrometheusText, sumOf } from '../src/metrics/prometheus-text';
 import type { ReplayResult } from '../src/app/replay';
@@ -17,8 +17,8 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from '../tools/harness/harness';
-import { startReceiver, type Receiver } from '../tools/harness/receiver';
+} from '../testkit/harness';
+import { startReceiver, type Receiver } from '../testkit/receiver';
 import { finished, runSettle, spawnSettle, stackEnv } from './support/settle-cli';
 
 /** Shipments whose carrier release answers 500 until taken out of this set. */

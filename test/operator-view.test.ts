@@ -11,7 +11,7 @@ import {
   SettleOutcomeKey,
   ShipmentIdKey,
 } from '../src/workflows/search-attributes';
-import { freePort } from '../tools/harness/free-port';
+import { freePort } from '../testkit/free-port';
 import { renderMetrics } from '../src/metrics/settle-metrics';
 import { startTemporalDevServer } from '../src/stack/temporal-dev-server';
 import {
@@ -21,8 +21,8 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from '../tools/harness/harness';
-import { startReceiver, type Receiver } from '../tools/harness/receiver';
+} from '../testkit/harness';
+import { startReceiver, type Receiver } from '../testkit/receiver';
 import { runCommand, runSettle, stackEnv } from './support/settle-cli';
 
 /** The `temporal` CLI, as an operator runs it; a failure shows its output. */

@@ -20,7 +20,7 @@ import { startCodecServer } from '../src/codec/server';
 import type { PayloadKey } from '../src/config/payload-keys';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { freePort } from '../tools/harness/free-port';
+import { freePort } from '../testkit/free-port';
 import { logger } from '../src/lib/logger';
 import { connectClient } from '../src/client';
 import { settleDataConverter } from '../src/temporal/data-converter';
@@ -34,9 +34,9 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from '../tools/harness/harness';
+} from '../testkit/harness';
 import { finished, spawnSettle } from './support/settle-cli';
-import { startReceiver, type Receiver } from '../tools/harness/receiver';
+import { startReceiver, type Receiver } from '../testkit/receiver';
 
 const cli = promisify(execFile);
 const cliPath = process.env.SETTLE_TEMPORAL_CLI!;

@@ -8,20 +8,13 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { SettleOutcomeKey } from '../src/workflows/search-attributes';
 import type { PaymentWorkflowResult } from '../src/workflows';
-import {
-  countRows,
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  type TestStack,
-} from '../tools/harness/harness';
-import { startReceiver, type Receiver } from '../tools/harness/receiver';
+import { countRows, paymentEvent, postWebhook, uniqueId } from '../testkit/harness';
+import { useReceiver, useTestStack } from '../testkit/hooks';
 import { runSettle, stackEnv } from './support/settle-cli';
 import {
   adyenBatch,
@@ -38,26 +31,17 @@ import {
 const stripeSecret = newStripeSecret();
 const adyenKey = newAdyenKey();
 const basicAuth = 'adyen-notifications:correct horse battery staple';
-let stack: TestStack;
-let carrier: Receiver;
-
-before(async () => {
-  carrier = await startReceiver();
-  stack = await startTestStack({
-    config: {
-      carrierUrl: carrier.url,
-      stripeWebhookSecrets: [stripeSecret],
-      stripeAccounts: ['acct_1Allowed'],
-      adyenHmacKeys: [adyenKey],
-      adyenBasicAuth: basicAuth,
-      adyenMerchantAccounts: ['SettleTestECOM'],
-    },
-  });
-});
-after(async () => {
-  await stack.close();
-  await carrier.close();
-});
+const carrier = useReceiver();
+const stack = useTestStack(() => ({
+  config: {
+    carrierUrl: carrier.url,
+    stripeWebhookSecrets: [stripeSecret],
+    stripeAccounts: ['acct_1Allowed'],
+    adyenHmacKeys: [adyenKey],
+    adyenBasicAuth: basicAuth,
+    adyenMerchantAccounts: ['SettleTestECOM'],
+  },
+}));
 
 async function shipmentExpecting(amount: number | undefined, currency = 'EUR'): Promise<string> {
   const shipmentId = uniqueId('SHP');

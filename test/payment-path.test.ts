@@ -1,28 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { WorkflowIdReusePolicy } from '@temporalio/client';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { inspectEvent, type EventInspection } from '../src/app/inspect';
 import { replayEvent } from '../src/app/replay';
 import type { PaymentWorkflowResult } from '../src/workflows';
-import {
-  countRows,
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  waitFor,
-  type TestStack,
-} from '../tools/harness/harness';
+import { countRows, paymentEvent, postWebhook, uniqueId, waitFor } from '../testkit/harness';
+import { useTestStack } from '../testkit/hooks';
 
-let stack: TestStack;
-before(async () => {
-  stack = await startTestStack();
-});
-after(async () => {
-  await stack.close();
-});
+const stack = useTestStack();
 
 async function newShipment(): Promise<string> {
   const id = uniqueId('SHP');

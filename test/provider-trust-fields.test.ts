@@ -6,11 +6,12 @@
  * joined by `:`; everything else in the item, and the batch's `live`, is not covered.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import type { PaymentWorkflowResult } from '../src/workflows';
-import { countRows, startTestStack, uniqueId, type TestStack } from '../tools/harness/harness';
+import { countRows, uniqueId } from '../testkit/harness';
+import { useTestStack } from '../testkit/hooks';
 import {
   adyenBatch,
   adyenItem,
@@ -23,12 +24,8 @@ import {
 
 const key = newAdyenKey();
 const basicAuth = 'adyen-notifications:signed fields only';
-let stack: TestStack;
 
-before(async () => {
-  stack = await startTestStack({ config: { adyenHmacKeys: [key], adyenBasicAuth: basicAuth } });
-});
-after(() => stack.close());
+const stack = useTestStack({ config: { adyenHmacKeys: [key], adyenBasicAuth: basicAuth } });
 
 async function newShipment(id = uniqueId('SHP')): Promise<string> {
   await addShipments(stack.pool, [id]);

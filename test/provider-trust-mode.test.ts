@@ -8,12 +8,13 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { webhooksTotal } from '../src/metrics/settle-metrics';
-import { countRows, startTestStack, uniqueId, type TestStack } from '../tools/harness/harness';
+import { countRows, uniqueId } from '../testkit/harness';
+import { useTestStack } from '../testkit/hooks';
 import {
   adyenBatch,
   adyenItem,
@@ -32,22 +33,15 @@ const stripeSecret = newStripeSecret();
 const adyenKey = newAdyenKey();
 const basicAuth = 'adyen-notifications:provider mode';
 const scratch = mkdtempSync(join(tmpdir(), 'settle-provider-mode-'));
-let stack: TestStack;
-
-before(async () => {
-  stack = await startTestStack({
-    config: {
-      providerMode: 'live',
-      stripeWebhookSecrets: [stripeSecret],
-      adyenHmacKeys: [adyenKey],
-      adyenBasicAuth: basicAuth,
-    },
-  });
+const stack = useTestStack({
+  config: {
+    providerMode: 'live',
+    stripeWebhookSecrets: [stripeSecret],
+    adyenHmacKeys: [adyenKey],
+    adyenBasicAuth: basicAuth,
+  },
 });
-after(async () => {
-  await stack.close();
-  rmSync(scratch, { recursive: true, force: true });
-});
+after(() => rmSync(scratch, { recursive: true, force: true }));
 
 async function newShipment(): Promise<string> {
   const id = uniqueId('SHP');

@@ -6,11 +6,11 @@ import { after, before, describe, test } from 'node:test';
 import { WorkflowIdReusePolicy } from '@temporalio/client';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { freePort } from '../tools/harness/free-port';
+import { freePort } from '../testkit/free-port';
 import { adaptAdyenItem } from '../src/providers/adyen';
 import { startTemporalDevServer, type DevServer } from '../src/stack/temporal-dev-server';
 import type { PaymentWorkflowResult } from '../src/workflows';
-import { countRows, startTestStack, uniqueId, waitFor, type TestStack } from '../tools/harness/harness';
+import { countRows, startTestStack, uniqueId, waitFor, type TestStack } from '../testkit/harness';
 import {
   adyenBatch,
   adyenItem,

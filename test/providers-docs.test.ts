@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { PROJECT_ROOT } from '../src/lib/paths';
-import { startTestStack, waitFor, type TestStack } from '../tools/harness/harness';
+import { waitFor } from '../testkit/harness';
+import { useTestStack } from '../testkit/hooks';
 import { ledgerOf, paymentStatusOf } from './support/providers';
 import { runSettle, stackEnv } from './support/settle-cli';
 
@@ -40,22 +41,18 @@ const exportedValue = (name: string): string => {
   return value;
 };
 
-let stack: TestStack;
 const cwd = mkdtempSync(join(tmpdir(), 'settle-providers-docs-'));
-before(async () => {
-  stack = await startTestStack({
-    config: {
-      stripeWebhookSecrets: [exportedValue('SETTLE_STRIPE_WEBHOOK_SECRETS')],
-      adyenHmacKeys: [exportedValue('SETTLE_ADYEN_HMAC_KEYS')],
-      adyenBasicAuth: exportedValue('SETTLE_ADYEN_BASIC_AUTH'),
-    },
-  });
+const stack = useTestStack({
+  config: {
+    stripeWebhookSecrets: [exportedValue('SETTLE_STRIPE_WEBHOOK_SECRETS')],
+    adyenHmacKeys: [exportedValue('SETTLE_ADYEN_HMAC_KEYS')],
+    adyenBasicAuth: exportedValue('SETTLE_ADYEN_BASIC_AUTH'),
+  },
+});
+before(() => {
   for (const [name, body] of files) writeFileSync(join(cwd, name), body);
 });
-after(async () => {
-  await stack.close();
-  rmSync(cwd, { recursive: true, force: true });
-});
+after(() => rmSync(cwd, { recursive: true, force: true }));
 
 test('docs/providers.md: the walkthrough’s commands run as written and do what the page says', async () => {
   const runs = steps.filter((step): step is Extract<Step, { kind: 'run' }> => step.kind === 'run');

@@ -19,7 +19,7 @@ import { providerDeliveriesRefusedTotal } from '../src/metrics/settle-metrics';
 import { createPaypalAdapter } from '../src/providers/paypal';
 import { createPaypalRecoverySource } from '../src/providers/paypal-recovery';
 import { RecoveryFault } from '../src/providers/recovery';
-import { countRows, startTestStack, uniqueId, waitFor, type TestStack } from '../tools/harness/harness';
+import { countRows, startTestStack, uniqueId, waitFor, type TestStack } from '../testkit/harness';
 import { forceCrc32, PAD_PLACEHOLDER } from './support/crc32-twin';
 import {
   createPaypalCertificates,
@@ -30,7 +30,7 @@ import {
   startPaypalApi,
   type PaypalApi,
   type PaypalCertificates,
-} from '../tools/harness/paypal-api';
+} from '../testkit/paypal-api';
 import { ledgerOf, paymentStatusOf, type Reply } from './support/providers';
 import { runSettle, stackEnv } from './support/settle-cli';
 

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { WorkflowIdReusePolicy } from '@temporalio/client';
 import { listExceptions } from '../src/db/exceptions';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { adaptStripeEvent } from '../src/providers/stripe';
 import type { PaymentWorkflowResult } from '../src/workflows';
-import { countRows, startTestStack, uniqueId, type TestStack } from '../tools/harness/harness';
+import { countRows, uniqueId } from '../testkit/harness';
+import { useTestStack } from '../testkit/hooks';
 import {
   ledgerOf,
   newStripeSecret,
@@ -20,14 +21,8 @@ import {
 const secret = newStripeSecret();
 const rolledSecret = newStripeSecret();
 const retiredSecret = newStripeSecret();
-let stack: TestStack;
 
-before(async () => {
-  stack = await startTestStack({ config: { stripeWebhookSecrets: [secret, rolledSecret] } });
-});
-after(async () => {
-  await stack.close();
-});
+const stack = useTestStack({ config: { stripeWebhookSecrets: [secret, rolledSecret] } });
 
 async function newShipment(): Promise<string> {
   const id = uniqueId('SHP');

@@ -4,24 +4,18 @@
  * stored events do, by `settle purge` and by the daily purge Schedule's activity alike.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createPurgeActivities } from '../src/activities/purge';
 import { recordProviderException } from '../src/db/provider-exceptions';
 import { purgeExpiredClaims } from '../src/db/purge';
 import { takeTransmission } from '../src/db/transmissions';
 import type { PurgeResult } from '../src/domain/workflow-contracts';
-import { createTestDatabase } from '../tools/harness/harness';
+import { useTestDatabase } from '../testkit/hooks';
 
 const RETENTION_MS = 90 * 24 * 3_600_000;
 
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(async () => {
-  await db.drop();
-});
+const db = useTestDatabase();
 
 /** Records a provider exception through settle's own path, first and last seen `days` ago. */
 async function exceptionSeen(eventId: string, days: { first: number; last: number }): Promise<void> {

@@ -18,7 +18,7 @@ import { createPool } from '../src/db/pool';
 import { createPurgeActivities } from '../src/activities/purge';
 import { claimStoreSize } from '../src/db/partitions';
 import { purgeExpiredClaims } from '../src/db/purge';
-import { freePort } from '../tools/harness/free-port';
+import { freePort } from '../testkit/free-port';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/stack/embedded-postgres';
 import type { PurgeResult } from '../src/domain/workflow-contracts';
 

@@ -13,17 +13,17 @@ import { DEFAULT_RECOVERY_LOOKBACK_MS, recoverMissedEvents, summaryOfFault } fro
 import { ensureRecoverySchedule, recoveryScheduleId } from '../src/temporal/recovery-schedule';
 import { advanceRecoveryCursor } from '../src/db/recovery-cursor';
 import { addShipments } from '../src/db/shipments';
-import { freePort } from '../tools/harness/free-port';
+import { freePort } from '../testkit/free-port';
 import { recoverySweepFailuresTotal } from '../src/metrics/settle-metrics';
 import { RecoveryFault } from '../src/providers/recovery';
 import { STRIPE_ACTED_ON_TYPES } from '../src/providers/stripe';
 import { createStripeRecoverySource } from '../src/providers/stripe-recovery';
 import { connectClient } from '../src/client';
 import type { RecoverySweepResult } from '../src/domain/workflow-contracts';
-import { startTestStack, uniqueId, waitFor, type TestStack } from '../tools/harness/harness';
+import { startTestStack, uniqueId, waitFor, type TestStack } from '../testkit/harness';
 import { newStripeSecret, paymentIntent, postStripe, stripeEvent } from './support/providers';
 import { finished, runSettle, spawnSettle, stackEnv } from './support/settle-cli';
-import { startStripeApi, storeAsAdmitted, typesAsked, type StripeApi } from '../tools/harness/stripe-api';
+import { startStripeApi, storeAsAdmitted, typesAsked, type StripeApi } from '../testkit/stripe-api';
 
 let stack: TestStack;
 let api: StripeApi;

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { startChildWorker, type ChildWorker } from './support/child-worker';
-import { newSecret, startTestStack, uniqueId, waitFor, type TestStack } from '../tools/harness/harness';
-import { startReceiver, type Receiver } from '../tools/harness/receiver';
+import { newSecret, startTestStack, uniqueId, waitFor, type TestStack } from '../testkit/harness';
+import { startReceiver, type Receiver } from '../testkit/receiver';
 import { assertSignedDelivery, remindersApi } from './support/reminders';
 
 /** Longer than the heartbeat timeout (10 s) plus the first retry interval, so the retry meets a live lease. */

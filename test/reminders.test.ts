@@ -8,8 +8,8 @@ import { buildGateway } from '../src/gateway/server';
 import { logger } from '../src/lib/logger';
 import { createWorker, installTemporalRuntime } from '../src/worker-runtime/create-worker';
 import type { ReminderWorkflowResult } from '../src/workflows';
-import { createTestDatabase, newSecret, uniqueId } from '../tools/harness/harness';
-import { startReceiver, type Receiver } from '../tools/harness/receiver';
+import { createTestDatabase, newSecret, uniqueId } from '../testkit/harness';
+import { startReceiver, type Receiver } from '../testkit/receiver';
 import { assertSignedDelivery, remindersApi, type ApiResult } from './support/reminders';
 
 const DAY = 86_400_000;

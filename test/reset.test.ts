@@ -8,15 +8,9 @@ import { inspectEvent } from '../src/app/inspect';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import type { PaymentWorkflowResult } from '../src/workflows';
-import {
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  waitFor,
-  type TestStack,
-} from '../tools/harness/harness';
-import { startReceiver, type Answer, type Receiver, type ReceivedRequest } from '../tools/harness/receiver';
+import { paymentEvent, postWebhook, uniqueId, waitFor } from '../testkit/harness';
+import { type Answer, type Receiver, type ReceivedRequest } from '../testkit/receiver';
+import { useReceiver, useTestStack } from '../testkit/hooks';
 import {
   bundleWorkflows,
   NEXT_BUILD_WORKFLOWS,
@@ -31,9 +25,6 @@ import {
 // (ResetWorkflowExecution): whatever point a payment run is reset to, the run that follows applies
 // nothing twice (the claim, the outbox rows) and repeats each downstream call under its one key.
 
-let stack: TestStack;
-let carrier: Receiver;
-let erp: Receiver;
 /** Calls answered 503 with Retry-After: 1 while held (a carrier or ERP retrying). */
 const held = new Set<string>();
 /** Calls refused for good (a 4xx: the flow compensates). */
@@ -45,17 +36,9 @@ function behaviour(request: ReceivedRequest): Answer {
   return { status: 200 };
 }
 
-before(async () => {
-  carrier = await startReceiver(behaviour);
-  erp = await startReceiver(behaviour);
-  stack = await startTestStack({ config: { carrierUrl: carrier.url, erpUrl: erp.url } });
-});
-
-after(async () => {
-  await stack?.close();
-  await carrier?.close();
-  await erp?.close();
-});
+const carrier = useReceiver(behaviour);
+const erp = useReceiver(behaviour);
+const stack = useTestStack(() => ({ config: { carrierUrl: carrier.url, erpUrl: erp.url } }));
 
 async function postPayment(setUp: (eventId: string) => void = () => {}): Promise<string> {
   const shipmentId = uniqueId('SHP');

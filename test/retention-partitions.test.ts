@@ -5,21 +5,16 @@
  * no partition still goes in (the DEFAULT partition) and moves to its week when the week is created.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { ensurePartitions, WEEKS_AHEAD } from '../src/db/partitions';
 import { purgeExpiredClaims } from '../src/db/purge';
-import { createTestDatabase, uniqueId, waitFor } from '../tools/harness/harness';
+import { uniqueId, waitFor } from '../testkit/harness';
+import { useTestDatabase } from '../testkit/hooks';
 
 const DAY_MS = 24 * 3_600_000;
 const RETENTION_MS = 90 * DAY_MS;
 
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(async () => {
-  await db.drop();
-});
+const db = useTestDatabase();
 
 type Row = { id: string; days: number; claim: 'applied' | 'unmatched' | 'needs_review' | null };
 

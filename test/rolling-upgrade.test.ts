@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
-import { freePorts } from '../tools/harness/free-port';
+import { freePorts } from '../testkit/free-port';
 import {
   createTestDatabase,
   newSecret,
@@ -24,8 +24,8 @@ import {
   TEMPORAL_ADDRESS,
   uniqueId,
   waitFor,
-} from '../tools/harness/harness';
-import { startReceiver, targetUrlVariables, type Receiver } from '../tools/harness/receiver';
+} from '../testkit/harness';
+import { startReceiver, targetUrlVariables, type Receiver } from '../testkit/receiver';
 import type { PaymentEvent } from '../src/domain/payment-event';
 import {
   checkoutPreviousRelease,

@@ -2,18 +2,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { PROJECT_ROOT } from '../src/lib/paths';
-import {
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  type TestStack,
-} from '../tools/harness/harness';
-import { startReceiver, type Receiver } from '../tools/harness/receiver';
+import { paymentEvent, postWebhook, uniqueId } from '../testkit/harness';
+import { useReceiver, useTestStack } from '../testkit/hooks';
 import { runSettle, stackEnv } from './support/settle-cli';
 
 /**
@@ -38,25 +32,14 @@ function words(line: string): string[] {
   return [...line.matchAll(/"([^"]*)"|(\S+)/g)].map((match) => match[1] ?? match[2]!);
 }
 
-let stack: TestStack;
-let carrier: Receiver;
-let erp: Receiver;
 const reviewShipment = uniqueId('SHP');
 
-before(async () => {
-  carrier = await startReceiver();
-  // The ERP refuses the ledger entry of one shipment: its event ends needs_review (compensated).
-  erp = await startReceiver((request) => ({
-    status: request.json.shipment_id === reviewShipment ? 422 : 200,
-  }));
-  stack = await startTestStack({ config: { carrierUrl: carrier.url, erpUrl: erp.url } });
-});
-
-after(async () => {
-  await stack.close();
-  await carrier.close();
-  await erp.close();
-});
+const carrier = useReceiver();
+// The ERP refuses the ledger entry of one shipment: its event ends needs_review (compensated).
+const erp = useReceiver((request) => ({
+  status: request.json.shipment_id === reviewShipment ? 422 : 200,
+}));
+const stack = useTestStack(() => ({ config: { carrierUrl: carrier.url, erpUrl: erp.url } }));
 
 test('every settle command in docs/operations.md runs as written', async () => {
   const commands = documentedCommands(RUNBOOK);

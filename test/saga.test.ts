@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { afterEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../src/activities';
 import type { PaymentCompensationResult } from '../src/domain/workflow-contracts';
@@ -12,26 +12,23 @@ import type { PaymentWorkflowResult } from '../src/workflows';
 import {
   paymentEvent,
   postWebhook,
-  startTestStack,
   uniqueId,
   type TestStack,
-} from '../tools/harness/harness';
-import { startReceiver, type Behaviour, type Receiver } from '../tools/harness/receiver';
+  startStackWithReceivers,
+} from '../testkit/harness';
+import { useCleanups } from '../testkit/hooks';
+import { type Behaviour, type Receiver } from '../testkit/receiver';
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = useCleanups();
 
 type Setup = { stack: TestStack; carrier: Receiver; erp: Receiver };
 
 async function setUp(carrierBehaviour: Behaviour, erpBehaviour: Behaviour): Promise<Setup> {
-  const carrier = await startReceiver(carrierBehaviour);
-  cleanups.push(() => carrier.close());
-  const erp = await startReceiver(erpBehaviour);
-  cleanups.push(() => erp.close());
-  const stack = await startTestStack({ config: { carrierUrl: carrier.url, erpUrl: erp.url } });
-  cleanups.push(() => stack.close());
+  const { stack, carrier, erp, close } = await startStackWithReceivers({
+    carrier: carrierBehaviour,
+    erp: erpBehaviour,
+  });
+  cleanups.push(close);
   return { stack, carrier, erp };
 }
 

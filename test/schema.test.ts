@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { CONTRACT_MIGRATIONS, migrate } from '../src/db/migrate';
-import { createTestDatabase } from '../tools/harness/harness';
+import { createTestDatabase } from '../testkit/harness';
 import { PREVIOUS_RELEASE } from './support/previous-release';
 import { dumpSchema } from './support/schema-dump';
 

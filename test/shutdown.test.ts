@@ -12,17 +12,10 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { addShipments } from '../src/db/shipments';
-import { freePort } from '../tools/harness/free-port';
-import {
-  newSecret,
-  paymentEvent,
-  postWebhook,
-  startTestStack,
-  uniqueId,
-  waitFor,
-  type TestStack,
-} from '../tools/harness/harness';
-import { startReceiver } from '../tools/harness/receiver';
+import { freePort } from '../testkit/free-port';
+import { newSecret, paymentEvent, postWebhook, startTestStack, uniqueId, waitFor } from '../testkit/harness';
+import { startReceiver } from '../testkit/receiver';
+import { useTestStack } from '../testkit/hooks';
 import {
   finished,
   listenPortEnv,
@@ -37,19 +30,15 @@ import {
 const STOP_BUDGET_MS = 10_000;
 const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 
-let stack: TestStack;
+// No in-process worker: the processes under test are the only ones polling this task queue.
+const stack = useTestStack({ worker: false });
 let home: string;
 
-before(async () => {
-  // No in-process worker: the processes under test are the only ones polling this task queue.
-  stack = await startTestStack({ worker: false });
+before(() => {
   // One SETTLE_HOME for every spawned worker, so the workflow bundle is built once.
   home = mkdtempSync(join(tmpdir(), 'settle-home-'));
 });
-after(async () => {
-  await stack.close();
-  rmSync(home, { recursive: true, force: true });
-});
+after(() => rmSync(home, { recursive: true, force: true }));
 
 function env(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return stackEnv(stack, { SETTLE_HOME: home, SETTLE_METRICS_PORT: '0', ...extra });

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
@@ -17,23 +17,16 @@ import {
   newSecret,
   paymentEvent,
   postWebhook,
-  startTestStack,
   uniqueId,
   waitFor,
   type TestStack,
-} from '../tools/harness/harness';
+  startStackWithReceivers,
+} from '../testkit/harness';
+import { useCleanups } from '../testkit/hooks';
 import { remindersApi } from './support/reminders';
-import {
-  startReceiver,
-  type Behaviour,
-  type ReceivedRequest,
-  type Receiver,
-} from '../tools/harness/receiver';
+import { startReceiver, type Behaviour, type ReceivedRequest, type Receiver } from '../testkit/receiver';
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = useCleanups();
 
 type Setup = { stack: TestStack; carrier: Receiver; erp: Receiver; shipmentId: string };
 
@@ -42,12 +35,11 @@ async function setUp(
     Partial<Pick<Config, 'carrierSecret' | 'erpSecret' | 'reminderSecret'>>,
   behaviours: { carrier?: Behaviour; erp?: Behaviour } = {},
 ): Promise<Setup> {
-  const carrier = await startReceiver(behaviours.carrier);
-  cleanups.push(() => carrier.close());
-  const erp = await startReceiver(behaviours.erp);
-  cleanups.push(() => erp.close());
-  const stack = await startTestStack({ config: { carrierUrl: carrier.url, erpUrl: erp.url, ...signing } });
-  cleanups.push(() => stack.close());
+  const { stack, carrier, erp, close } = await startStackWithReceivers({
+    ...behaviours,
+    stack: { config: signing },
+  });
+  cleanups.push(close);
   const shipmentId = uniqueId('SHP');
   await addShipments(stack.pool, [shipmentId]);
   return { stack, carrier, erp, shipmentId };

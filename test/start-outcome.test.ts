@@ -6,7 +6,6 @@
  * settle records, and is accepted; settle says why the first answer was a 503.
  */
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { after, before, test } from 'node:test';
 import type { EventInspection } from '../src/app/inspect';
 import { paymentWorkflowId } from '../src/domain/ids';
@@ -16,55 +15,13 @@ import {
   startTestStack,
   TEMPORAL_ADDRESS,
   type TestStack,
-} from '../tools/harness/harness';
+} from '../testkit/harness';
+import { startFaultProxy, type FaultProxy } from '../testkit/fault-proxy';
 
-/** A TCP proxy to Temporal whose answers can be dropped while requests still go through. */
-async function startProxy(target: string) {
-  const [host, port] = [
-    target.slice(0, target.lastIndexOf(':')),
-    Number(target.slice(target.lastIndexOf(':') + 1)),
-  ];
-  const sockets = new Set<net.Socket>();
-  const state = { dropAnswers: false, forwardedWhileDropping: 0 };
-  const server = net.createServer((client) => {
-    const upstream = net.connect(port, host);
-    sockets.add(client).add(upstream);
-    client.on('data', (chunk) => {
-      if (state.dropAnswers) state.forwardedWhileDropping += chunk.length;
-      upstream.write(chunk);
-    });
-    upstream.on('data', (chunk) => {
-      if (!state.dropAnswers) client.write(chunk);
-    });
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    state,
-    /** Cuts every connection (a dropped answer leaves HTTP/2 state that cannot be resumed). */
-    cutConnections() {
-      for (const socket of sockets) socket.destroy();
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
-}
-
-let proxy: Awaited<ReturnType<typeof startProxy>>;
+let proxy: FaultProxy;
 let stack: TestStack;
 before(async () => {
-  proxy = await startProxy(TEMPORAL_ADDRESS);
+  proxy = await startFaultProxy(TEMPORAL_ADDRESS);
   stack = await startTestStack({ temporalAddress: proxy.address, worker: false });
 });
 after(async () => {

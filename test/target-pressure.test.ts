@@ -17,13 +17,8 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from '../tools/harness/harness';
-import {
-  startReceiver,
-  targetUrlVariables,
-  type Receiver,
-  type ReceivedRequest,
-} from '../tools/harness/receiver';
+} from '../testkit/harness';
+import { startReceiver, targetUrlVariables, type Receiver, type ReceivedRequest } from '../testkit/receiver';
 import { startChildWorker, type ChildWorker } from './support/child-worker';
 import { runSettle, stackEnv } from './support/settle-cli';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { freePort } from '../tools/harness/free-port';
+import { freePort } from '../testkit/free-port';
 import { startTemporalDevServer, type DevServer } from '../src/stack/temporal-dev-server';
 import type { PaymentWorkflowResult } from '../src/workflows';
 import {
@@ -16,7 +16,7 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from '../tools/harness/harness';
+} from '../testkit/harness';
 
 // A Temporal server of this file's own, persisted to a file so it can be stopped and restarted.
 const cliPath = process.env.SETTLE_TEMPORAL_CLI!;

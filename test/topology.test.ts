@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parse } from 'yaml';
 import { PROJECT_ROOT } from '../src/lib/paths';
-import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION } from '../tools/harness/binaries';
-import { DYNAMIC_CONFIG, SERVER_CONFIG_TEMPLATE } from '../tools/harness/cluster';
-import { startTestStack, type TestStack } from '../tools/harness/harness';
+import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION } from '../testkit/binaries';
+import { DYNAMIC_CONFIG, SERVER_CONFIG_TEMPLATE } from '../testkit/cluster';
+import { startTestStack, type TestStack } from '../testkit/harness';
 
 type Service = {
   image?: string;

@@ -17,8 +17,8 @@ import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { shortHash } from '../src/lib/hash';
 import { activeTracing, startTracing, stopTracing } from '../src/tracing/tracing';
-import { paymentEvent, postWebhook, startTestStack, uniqueId, waitFor } from '../tools/harness/harness';
-import { startReceiver, type Receiver } from '../tools/harness/receiver';
+import { paymentEvent, postWebhook, startTestStack, uniqueId, waitFor } from '../testkit/harness';
+import { startReceiver, type Receiver } from '../testkit/receiver';
 
 type ExportedSpan = {
   traceId: string;

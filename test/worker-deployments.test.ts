@@ -20,8 +20,8 @@ import {
   uniqueId,
   waitFor,
   type TestStack,
-} from '../tools/harness/harness';
-import { startReceiver, type Receiver } from '../tools/harness/receiver';
+} from '../testkit/harness';
+import { startReceiver, type Receiver } from '../testkit/receiver';
 import { remindersApi } from './support/reminders';
 import { runSettle, stackEnv } from './support/settle-cli';
 import {

@@ -109,7 +109,7 @@ export type WorkerOptions = {
   interceptors?: ActivityInterceptorsFactory[];
   /** Shorter delivery timeouts and leases for tests; production uses the defaults. */
   tuning?: ActivityDependencies['tuning'];
-  /** SDK worker settings tried by the benchmarks (tools/harness/worker-process.ts); none in production. */
+  /** SDK worker settings tried by the benchmarks (testkit/worker-process.ts); none in production. */
   sdkOptions?: Pick<SdkWorkerOptions, 'maxCachedWorkflows' | 'reuseV8Context' | 'workflowThreadPoolSize'>;
   /** A bundle of other workflow code (the rollout tests' next version); production runs src/workflows. */
   workflowCodePath?: string;

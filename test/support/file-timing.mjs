@@ -1,5 +1,5 @@
 /**
- * Loaded into every test process by `npm test` (tools/ci/run-tests.ts passes `--import` to node --test,
+ * Loaded into every test process by `npm test` (its runner passes `--import` to node --test,
  * whose file processes inherit it): when a test file's process exits, appends one JSON line
  * `{ file, ms }` to SETTLE_TEST_TIMINGS, the process's wall time from its start (tsx loading, hooks
  * and tests included). The runner prints the slowest files from it.

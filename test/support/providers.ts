@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
 import { hmacValidator as HmacValidator } from '@adyen/api-library';
-import type { TestStack } from '../../tools/harness/harness';
+import type { TestStack } from '../../testkit/harness';
 import type { PaymentEvent } from '../../src/domain/payment-event';
 import type { AdaptedEvent } from '../../src/providers/types';
 

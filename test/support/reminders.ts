@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Webhook } from 'standardwebhooks';
-import type { ReceivedRequest } from '../../tools/harness/receiver';
+import type { ReceivedRequest } from '../../testkit/receiver';
 
 export type ApiResult = { status: number; body: Record<string, unknown> };
 

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configVariables, settingsVariables } from '../../src/config/schema';
 import { DELIVERY_TARGETS, OUTBOX_TARGETS, targetUrl } from '../../src/domain/outbox';
-import { freePorts } from '../../tools/harness/free-port';
+import { freePorts } from '../../testkit/free-port';
 import { PROJECT_ROOT } from '../../src/lib/paths';
-import type { TestStack } from '../../tools/harness/harness';
+import type { TestStack } from '../../testkit/harness';
 
 export type CliRun = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
 

@@ -7,15 +7,15 @@ import {
 } from '../../src/temporal/deployments';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';
 import { createWorker } from '../../src/worker-runtime/create-worker';
-import type { TestStack } from '../../tools/harness/harness';
-import { waitFor } from '../../tools/harness/harness';
+import type { TestStack } from '../../testkit/harness';
+import { waitFor } from '../../testkit/harness';
 
 export {
   bundleWorkflows,
   historyFacts,
   NEXT_BUILD_WORKFLOWS,
   runVersion,
-} from '../../tools/harness/workflow-builds';
+} from '../../testkit/workflow-builds';
 
 /** A settle worker of one build, started on a test stack's task queue; `stop()` drains it. */
 export type VersionedWorker = { buildId: string; stop(): Promise<void> };

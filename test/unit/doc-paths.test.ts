@@ -1,10 +1,10 @@
 /**
  * Every repository path a document names exists, and every link between documents lands on a heading.
  *
- * Read: README.md, docs/, and every README.md under src/ and tools/. A
- * path is any mention, in prose, in backticks or in a code block, that starts with a top-level folder
- * of the repository (`src/…`, `test/…`, `tools/…`, `deploy/…`, `docs/…`, `bin/…`, `.ci/…`), read from
- * the repository's root; a Markdown link's target is read from its page's folder. A placeholder
+ * Read: README.md, docs/, and every README.md under the code folders
+ * (CODE_FOLDERS). A path is any mention, in prose, in backticks or in a code block, that starts with a
+ * top-level folder of the repository (TOP_LEVEL: `src/…`, `test/…`, `deploy/…`, `docs/…`, …), read
+ * from the repository's root; a Markdown link's target is read from its page's folder. A placeholder
  * (`<name>`, `*`, `{…}`, `…`, `$VAR`) is not a path and is skipped, and so is a file a run writes, one
  * that .gitignore names (`journal/bench-results/latest.json`, `dist/…`).
  *
@@ -19,7 +19,9 @@ import { describe, test } from 'node:test';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 
 const JOURNAL = 'journal';
-const TOP_LEVEL = ['src', 'test', 'tools', 'deploy', 'docs', 'bin', '.ci'];
+const TOP_LEVEL = ['src', 'testkit', 'test', 'tools', 'deploy', 'docs', 'bin', '.ci'];
+/** The folders of code whose README.md files are read. */
+const CODE_FOLDERS = ['src', 'testkit', 'tools'];
 
 /** Repository-relative paths of every .md file under `dir` that `keep` accepts. */
 function markdownFiles(dir: string, keep: (path: string) => boolean = () => true): string[] {
@@ -50,8 +52,7 @@ function documents(): string[] {
   return [
     'README.md',
     ...markdownFiles('docs'),
-    ...markdownFiles('src', readme),
-    ...markdownFiles('tools', readme),
+    ...CODE_FOLDERS.flatMap((folder) => markdownFiles(folder, readme)),
   ];
 }
 
@@ -113,7 +114,8 @@ describe('paths the documentation names', () => {
   const docs = documents();
 
   test('the documents are found, and the journal is left out', () => {
-    for (const doc of ['README.md', 'docs/architecture.md', 'docs/configuration.md', 'tools/README.md']) {
+    const folderReadmes = ['testkit', 'tools'].map((folder) => join(folder, 'README.md'));
+    for (const doc of ['README.md', 'docs/architecture.md', 'docs/configuration.md', ...folderReadmes]) {
       assert.ok(docs.includes(doc), `${doc} is read`);
     }
     assert.ok(existsSync(join(PROJECT_ROOT, JOURNAL, 'README.md')), `${JOURNAL}/README.md exists`);
@@ -159,10 +161,10 @@ describe('paths the documentation names', () => {
 
   test('a path that does not exist is reported, a placeholder is not', () => {
     const found = mentionedPaths(
-      'See `src/nowhere.ts`, tools/harness/stack.ts. Or `tools/images/equivalents/<name>/`, ' +
+      'See `src/nowhere.ts`, testkit/stack.ts. Or `deploy/images/<name>/`, ' +
         'test/*.test.ts, https://example.com/docs/x and docs/{page}.md.',
     ).map((mention) => mention.path);
-    assert.deepEqual(found, ['src/nowhere.ts', 'tools/harness/stack.ts']);
+    assert.deepEqual(found, ['src/nowhere.ts', 'testkit/stack.ts']);
     assert.equal(existsSync(join(PROJECT_ROOT, found[0]!)), false);
     assert.ok(
       anchorsOf("# A title\n## Issue 12's goals: two runs (1 Dec)\n").has('issue-12s-goals-two-runs-1-dec'),

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { createHttpClient, HttpRequestError, type PostOptions } from '../../src/lib/http';
-import { startReceiver, type Behaviour, type RecordingReceiver } from '../../tools/harness/receiver';
+import { startReceiver, type Behaviour, type RecordingReceiver } from '../../testkit/receiver';
 
 const send = (body: string, extra: Partial<PostOptions> = {}): PostOptions => ({
   headers: { 'content-type': 'application/json' },

@@ -5,7 +5,7 @@ import { takeProviderTransmission } from '../../src/app/admit-provider-event';
 import { ConfigError, loadConfig, paypalWebhookIds } from '../../src/config';
 import { OPEN_ACCOUNT_POLICY, paymentMismatch } from '../../src/domain/payment-rules';
 import { adaptPaypalEvent } from '../../src/providers/paypal';
-import { paypalCapture, paypalEvent, paypalRefund } from '../../tools/harness/paypal-api';
+import { paypalCapture, paypalEvent, paypalRefund } from '../../testkit/paypal-api';
 
 const MERCHANT = 'MERCHANT7EK3Q';
 

@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from '../harness/free-port';
+import { freePort } from '../../testkit/free-port';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/stack/embedded-postgres';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { findTemporalCli } from '../../src/stack/temporal-binaries';
@@ -73,7 +73,7 @@ async function main() {
     // The test harness reads these when it is loaded.
     process.env.SETTLE_TEST_ADMIN_DATABASE_URL = adminUrl;
     process.env.TEMPORAL_ADDRESS = temporal.address;
-    const { startTestStack } = await import('../harness/harness.js');
+    const { startTestStack } = await import('../../testkit/harness.js');
     const stack = await startTestStack({ worker: false });
     try {
       const code = await schemathesis(

@@ -1,6 +1,6 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { countActions, type History } from '../harness/actions';
-import { round } from '../harness/processes';
+import { countActions, type History } from '../../testkit/actions';
+import { round } from '../../testkit/processes';
 
 /**
  * Temporal Cloud's list price per million actions, Pay-As-You-Go (docs.temporal.io/cloud/pricing);
@@ -15,7 +15,7 @@ const SAMPLE = 20;
 
 /**
  * Billable actions per event of a row, counted from the histories of (up to SAMPLE of) its runs by
- * Temporal's published rules (tools/harness/actions.ts). `since` counts only runs started at or after it:
+ * Temporal's published rules (testkit/actions.ts). `since` counts only runs started at or after it:
  * a redelivered duplicate that started nothing costs 0. Read after the row's resources are sampled.
  */
 export async function actionsPerEvent(

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { PaymentEvent } from '../../src/domain/payment-event';
-import { round } from '../harness/processes';
-import type { ProofStack } from '../harness/stack';
+import { round } from '../../testkit/processes';
+import type { ProofStack } from '../../testkit/stack';
 import { benchFullPath, preparePathEvents, type PathFigures } from './full-path';
 import { runsOf, type RowRun } from './context';
 

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Usage } from '../harness/processes';
+import type { Usage } from '../../testkit/processes';
 
 const args = process.argv.slice(2);
 const file =

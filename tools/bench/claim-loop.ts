@@ -8,8 +8,8 @@ import { addShipments } from '../../src/db/shipments';
 import { paymentWorkflowId } from '../../src/domain/ids';
 import { payloadSha256 } from '../../src/lib/hash';
 import type { PaymentEvent } from '../../src/domain/payment-event';
-import { closedLoop, makeEvent, newRunId, shipmentFor } from '../harness/load';
-import type { ProofStack } from '../harness/stack';
+import { closedLoop, makeEvent, newRunId, shipmentFor } from '../../testkit/load';
+import type { ProofStack } from '../../testkit/stack';
 import type { RowRun } from './context';
 
 /** Transactions in flight at once in B0 and B1, and connections in their pools. */

@@ -1,7 +1,7 @@
 import { paymentWorkflowId } from '../../src/domain/ids';
 import type { PaymentEvent } from '../../src/domain/payment-event';
-import type { Child, Usage } from '../harness/processes';
-import type { ProofStack } from '../harness/stack';
+import type { Child, Usage } from '../../testkit/processes';
+import type { ProofStack } from '../../testkit/stack';
 
 /**
  * A run's sizes. `warmup`: the workflows (events) each shape runs unmeasured before its first measured

@@ -9,9 +9,9 @@ import {
   percentile,
   postEvent,
   shipmentFor,
-} from '../harness/load';
-import { within } from '../harness/processes';
-import type { ProofStack } from '../harness/stack';
+} from '../../testkit/load';
+import { within } from '../../testkit/processes';
+import type { ProofStack } from '../../testkit/stack';
 import { runsOf, type RowRun } from './context';
 
 /** Longest an event may take from its webhook to its ERP delivery before the run counts it lost. */

@@ -2,9 +2,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { addShipments } from '../../src/db/shipments';
 import type { PaymentEvent } from '../../src/domain/payment-event';
-import { erpKey, makeEvent, newRunId, shipmentFor } from '../harness/load';
-import { spawnTs, within } from '../harness/processes';
-import type { ProofStack } from '../harness/stack';
+import { erpKey, makeEvent, newRunId, shipmentFor } from '../../testkit/load';
+import { spawnTs, within } from '../../testkit/processes';
+import type { ProofStack } from '../../testkit/stack';
 import type { RowRun } from './context';
 
 /** How long the report's events may take to be delivered after the import ends. */

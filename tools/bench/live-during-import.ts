@@ -1,8 +1,8 @@
 import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
 import { benchImport, prepareImport } from './import';
-import type { ProofStack } from '../harness/stack';
+import type { ProofStack } from '../../testkit/stack';
 import { bestRate, type RowRun } from './context';
-import { round } from '../harness/processes';
+import { round } from '../../testkit/processes';
 
 /** How long to wait for `settle import` to admit its first lines before the live load starts. */
 const IMPORT_START_DEADLINE_MS = 120_000;

@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
-import { spawnTs } from '../harness/processes';
+import { spawnTs } from '../../testkit/processes';
 import type { PaymentEvent } from '../../src/domain/payment-event';
-import type { ProofStack } from '../harness/stack';
+import type { ProofStack } from '../../testkit/stack';
 import { bestRate, type RowRun } from './context';
-import { round } from '../harness/processes';
+import { round } from '../../testkit/processes';
 
 /** The storm's rate as a multiple of the live rate (SPEC.md, "What an event costs": many times it). */
 export const STORM_FACTOR = 10;

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { TemporalCluster } from '../harness/cluster';
-import { median } from '../harness/load';
-import { ResourceSampler, round, type Usage } from '../harness/processes';
-import type { ProofStack } from '../harness/stack';
+import type { TemporalCluster } from '../../testkit/cluster';
+import { median } from '../../testkit/load';
+import { ResourceSampler, round, type Usage } from '../../testkit/processes';
+import type { ProofStack } from '../../testkit/stack';
 import { actionsPerEvent } from './actions';
 import type { BenchContext, Figures, Rep, Result, Row, RowSpec, Size } from './context';
 

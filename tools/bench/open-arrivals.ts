@@ -1,4 +1,4 @@
-import { round } from '../harness/processes';
+import { round } from '../../testkit/processes';
 import { bestRate, runsOf, type RowRun } from './context';
 import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
 

@@ -1,8 +1,8 @@
 import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
 import { benchImport, prepareImport } from './import';
-import { erpKey } from '../harness/load';
-import type { ProofStack } from '../harness/stack';
-import type { Answer, ReceivedRequest } from '../harness/receiver';
+import { erpKey } from '../../testkit/load';
+import type { ProofStack } from '../../testkit/stack';
+import type { Answer, ReceivedRequest } from '../../testkit/receiver';
 import type { RowRun } from './context';
 
 /**

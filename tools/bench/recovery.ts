@@ -3,8 +3,8 @@ import { recoverMissedEvents } from '../../src/app/recovery';
 import { advanceRecoveryCursor } from '../../src/db/recovery-cursor';
 import { addShipments } from '../../src/db/shipments';
 import { createStripeRecoverySource } from '../../src/providers/stripe-recovery';
-import type { ProofStack } from '../harness/stack';
-import { startStripeApi, storeAsAdmitted, type StripeApi } from '../harness/stripe-api';
+import type { ProofStack } from '../../testkit/stack';
+import { startStripeApi, storeAsAdmitted, type StripeApi } from '../../testkit/stripe-api';
 import type { RowRun } from './context';
 
 export type RecoveryPrepared = { api: StripeApi; missedIds: string[]; listed: number };

@@ -1,6 +1,6 @@
 import type { PaymentEvent } from '../../src/domain/payment-event';
-import { closedLoop, percentile, postEvent } from '../harness/load';
-import type { ProofStack } from '../harness/stack';
+import { closedLoop, percentile, postEvent } from '../../testkit/load';
+import type { ProofStack } from '../../testkit/stack';
 import { runsOf, type RowRun } from './context';
 
 /**

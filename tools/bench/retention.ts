@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { claimStoreSize, ensurePartitions } from '../../src/db/partitions';
 import { purgeExpiredClaims, type PurgeReport } from '../../src/db/purge';
-import { round } from '../harness/processes';
-import type { ProofStack } from '../harness/stack';
+import { round } from '../../testkit/processes';
+import type { ProofStack } from '../../testkit/stack';
 import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
 import { bestRate, type RowRun } from './context';
 

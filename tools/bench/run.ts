@@ -8,19 +8,19 @@
  * time: it stops by itself.
  *
  * `--server=cluster`: the rows marked `cluster` (unless --only says otherwise) against the real
- * Temporal server of `npm run topology` (tools/harness/cluster.ts) instead of the dev server;
+ * Temporal server of `npm run topology` (testkit/cluster.ts) instead of the dev server;
  * `--server=both`: the dev server's run, then the cluster's, one stack at a time.
  *
  * SETTLE_BENCH_WORKER_CPU_PROF_DIR: Node's --cpu-prof for the workers, the gateway and each serve, one
  * .cpuprofile per thread written there when the process exits. SETTLE_BENCH_WORKER_NODE_OPTIONS (e.g.
- * --max-semi-space-size=4) and SETTLE_BENCH_WORKER_OPTIONS (SDK settings, tools/harness/worker-options.ts)
+ * --max-semi-space-size=4) and SETTLE_BENCH_WORKER_OPTIONS (SDK settings, testkit/worker-options.ts)
  * apply to every worker compared.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { round, spawnTs, type Child } from '../harness/processes';
-import { ProofStack } from '../harness/stack';
+import { round, spawnTs, type Child } from '../../testkit/processes';
+import { ProofStack } from '../../testkit/stack';
 import { SIZES, type BenchContext, type Result, type Row } from './context';
 import { CPU_CLASSES, cpuByClass, measuring } from './measure';
 import { Reading, ROWS, type Goal } from './table';
@@ -77,7 +77,7 @@ async function benchOn(): Promise<Goal[]> {
   const workerEnv: Record<string, string> = nodeOptions ? { NODE_OPTIONS: nodeOptions } : {};
   const processes: Record<string, Child | undefined> = {};
   try {
-    const where = server === 'cluster' ? 'cluster (tools/harness/cluster.ts)' : 'dev server';
+    const where = server === 'cluster' ? 'cluster (testkit/cluster.ts)' : 'dev server';
     log(
       `starting PostgreSQL, the Temporal ${where}, the gateway and a worker (${short ? 'short' : 'full'} run)`,
     );

@@ -1,4 +1,4 @@
-import { round } from '../harness/processes';
+import { round } from '../../testkit/processes';
 import { runBytes } from './bytes';
 import { runClaimLoop } from './claim-loop';
 import type { Result, RowRun, Size } from './context';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { closedLoop } from '../harness/load';
-import type { ProofStack } from '../harness/stack';
+import { closedLoop } from '../../testkit/load';
+import type { ProofStack } from '../../testkit/stack';
 import type { BenchContext, Row, RowRun } from './context';
 
 export const NOOP_TASK_QUEUE = 'bench-noop';

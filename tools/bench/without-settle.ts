@@ -1,4 +1,4 @@
-import { spawnTs } from '../harness/processes';
+import { spawnTs } from '../../testkit/processes';
 import type { BenchContext, Row, RowRun } from './context';
 import { benchFullPath, preparePathEvents } from './full-path';
 

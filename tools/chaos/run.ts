@@ -6,9 +6,9 @@
  * exits non-zero if any fails.
  */
 import { loadavg } from 'node:os';
-import { ProofStack } from '../harness/stack';
-import { checkInvariants } from '../harness/invariants';
-import { Provider } from '../harness/provider';
+import { ProofStack } from '../../testkit/stack';
+import { checkInvariants } from '../../testkit/invariants';
+import { Provider } from '../../testkit/provider';
 import type { Scenario } from './scenarios/common';
 import { gracefulShutdown, killAfterCommit, killBeforeCommit, soak } from './scenarios/crashes';
 import { appliedThen504, permanentRefusalMidSaga, throttledWithRetryAfter } from './scenarios/downstream';

@@ -1,12 +1,12 @@
 /**
- * `npm run lint`'s import check over the whole repository (src/, tools/, test/, bin/):
+ * `npm run lint`'s import check over the whole repository (src/, testkit/, tools/, test/, bin/):
  *
  * 1. No import cycle between modules, type-only imports included (a cycle of types is still two
  *    modules that cannot change apart), and dynamic imports (`import('…')`, `require('…')`) too:
  *    a cycle through a lazy import is still a cycle.
  * 2. No upward arrow between top-level folders (docs/architecture.md, "The house"):
- *    src ← tools/harness ← tools/<tool>, test. src/ imports only src/; tools/harness/ only src/ and
- *    itself; tools/<tool>/ src/, the harness and its own folder; test/ anything below it; bin/ src/.
+ *    src ← testkit ← tools/<tool>, test. src/ imports only src/; testkit/ only src/ and itself;
+ *    tools/<tool>/ src/, testkit/ and its own folder; test/ src/, testkit/ and itself; bin/ src/.
  * 3. No two rooms of src/ (`src/app/`, `src/temporal/`, …, `src/client.ts`) importing each other's
  *    values: eslint lets rooms of one layer import each other, this keeps the arrow between them one
  *    way. Type-only imports are left out here (workflows name their activities' types): they cost nothing at run time.
@@ -22,7 +22,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
 const ROOT = resolve(__dirname, '..', '..');
-const TOP_LEVEL = ['src', 'tools', 'test', 'bin'];
+const TOP_LEVEL = ['src', 'testkit', 'tools', 'test', 'bin'];
 const EXTENSIONS = ['.ts', '.mjs', '.js'];
 /** `import type … from`, `export type … from`: gone at run time. */
 const TYPE_ONLY = /^\s*(?:import|export)\s+type\b[^;]*?\bfrom\s*['"](\.{1,2}\/[^'"]*)['"]/gms;
@@ -50,7 +50,7 @@ function resolveModule(from: string, specifier: string, known: Set<string>): str
   return candidates.find((candidate) => known.has(candidate));
 }
 
-/** A file's place in the house: `src`, `tools/harness`, `tools/<tool>`, `test` or `bin`. */
+/** A file's place in the house: `src`, `testkit`, `tools/<tool>`, `test` or `bin`. */
 function area(file: string): string {
   const [top, second] = relative(ROOT, file).split(sep);
   return top === 'tools' ? `tools/${second}` : top!;
@@ -65,8 +65,7 @@ function room(file: string): string | undefined {
 /** Whether an import from area `from` to area `to` points down (or stays in its folder). */
 function allowed(from: string, to: string): boolean {
   if (from === to || to === 'src') return true;
-  if (from === 'test') return true;
-  if (from.startsWith('tools/') && from !== 'tools/harness') return to === 'tools/harness';
+  if (from === 'test' || from.startsWith('tools/')) return to === 'testkit';
   return false;
 }
 

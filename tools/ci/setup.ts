@@ -5,13 +5,13 @@
  *
  * `npm run setup -- --temporal-server` also builds the real Temporal server, temporal-sql-tool and
  * the UI server from the Go module proxy into .tools/ (once; minutes on a fresh machine, seconds when
- * present): what `npm run topology` runs (tools/harness/binaries.ts).
+ * present): what `npm run topology` runs (testkit/binaries.ts).
  * `--jaeger` builds Jaeger, the trace collector the topology run exports to, the same way into
- * .tools/jaeger-<version>/ (tools/harness/jaeger.ts; longer still when cold).
+ * .tools/jaeger-<version>/ (testkit/jaeger.ts; longer still when cold).
  * .ci/run starts both in the background early, so they overlap lint and the tests.
  */
-import { ensureTemporalServerTools } from '../harness/binaries';
-import { ensureJaeger } from '../harness/jaeger';
+import { ensureTemporalServerTools } from '../../testkit/binaries';
+import { ensureJaeger } from '../../testkit/jaeger';
 import { findTemporalCli, findTemporalTestServer } from '../../src/stack/temporal-binaries';
 
 async function main() {

@@ -1,12 +1,12 @@
 /**
  * The carrier and ERP of `npm run compose:check`, as a container on the compose network (never on
- * the host): tools/harness/receiver.ts's RecordingReceiver on port 8080, and on port 8081 what it
+ * the host): testkit/receiver.ts's RecordingReceiver on port 8080, and on port 8081 what it
  * recorded per idempotency key (GET /keys), which the check reads through a published port.
  * tools/compose/compose-check.ts bundles this file into one plain JavaScript file that settle's image's
  * Node runs (tools/compose/compose-check.override.yml).
  */
 import { createServer } from 'node:http';
-import { RecordingReceiver } from '../harness/receiver';
+import { RecordingReceiver } from '../../testkit/receiver';
 
 /** One key's record as JSON: the Set of body hashes as an array. */
 export type KeyRecordJson = {

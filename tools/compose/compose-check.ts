@@ -15,21 +15,21 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { build } from 'esbuild';
 import pg from 'pg';
-import { checkInvariants } from '../harness/invariants';
-import { storedHistoryIsEncrypted } from '../harness/codec-check';
-import { Provider } from '../harness/provider';
-import { makeEvent, newRunId, shipmentFor } from '../harness/load';
+import { checkInvariants } from '../../testkit/invariants';
+import { storedHistoryIsEncrypted } from '../../testkit/codec-check';
+import { Provider } from '../../testkit/provider';
+import { makeEvent, newRunId, shipmentFor } from '../../testkit/load';
 import { addShipments } from '../../src/db/shipments';
 import { createPool } from '../../src/db/pool';
 import { paymentWorkflowId } from '../../src/domain/ids';
-import { freePorts } from '../harness/free-port';
+import { freePorts } from '../../testkit/free-port';
 import { shortHash } from '../../src/lib/hash';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { parsePayloadKeys } from '../../src/config/payload-keys';
 import { settleDataConverter } from '../../src/temporal/data-converter';
-import { targetUrlVariables, type KeyRecord, type RecordingReceiver } from '../harness/receiver';
-import { pollUntil } from '../harness/programs';
-import { sendTracedWebhook, settleTraceId, traceFailures, waitForTrace } from '../harness/jaeger';
+import { targetUrlVariables, type KeyRecord, type RecordingReceiver } from '../../testkit/receiver';
+import { pollUntil } from '../../testkit/programs';
+import { sendTracedWebhook, settleTraceId, traceFailures, waitForTrace } from '../../testkit/jaeger';
 import type { KeyRecordJson } from './compose-check-receiver';
 import {
   buildSettleImage,
@@ -496,7 +496,7 @@ function stream(project: Project, provider: Provider, runId: string, from: numbe
 
 /**
  * After the faults: every acknowledged event completed with one claim and one effect per key
- * (tools/harness/invariants.ts, against the receiver container's records), and each acknowledged event's
+ * (testkit/invariants.ts, against the receiver container's records), and each acknowledged event's
  * downstream keys delivered and applied exactly once.
  */
 async function exactlyOnce(project: Project, provider: Provider) {
@@ -725,7 +725,7 @@ async function scenario(project: Project, receiverDir: string): Promise<void> {
  * A signed webhook with a sampled `traceparent` through the gateway's published port: the jaeger
  * service (profile `tracing`) must hold its whole trace, the receiver container's carrier and ERP
  * requests must carry its trace ID, and no span may hold the raw event ID or a secret
- * (tools/harness/jaeger.ts, `traceFailures`, as the topology run checks it).
+ * (testkit/jaeger.ts, `traceFailures`, as the topology run checks it).
  */
 async function traceArrivesWhole(project: Project, runId: string) {
   const event = makeEvent(runId, 200_000);

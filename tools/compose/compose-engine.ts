@@ -33,8 +33,8 @@ import {
   goRun,
   TEMPORAL_SERVER_VERSION,
   TEMPORAL_UI_VERSION,
-} from '../harness/binaries';
-import { ensureJaeger, JAEGER_IMAGE_VERSION, JAEGER_VERSION } from '../harness/jaeger';
+} from '../../testkit/binaries';
+import { ensureJaeger, JAEGER_IMAGE_VERSION, JAEGER_VERSION } from '../../testkit/jaeger';
 
 /** The Compose release the check builds when the plugin is missing (Go module proxy). */
 export const COMPOSE_VERSION = '2.32.4';

@@ -45,7 +45,7 @@ import { addShipments } from '../../src/db/shipments';
 import { paymentWorkflowId, reminderWorkflowId } from '../../src/domain/ids';
 import type { PaymentEvent } from '../../src/domain/payment-event';
 import { buildGateway } from '../../src/gateway/server';
-import { freePort } from '../harness/free-port';
+import { freePort } from '../../testkit/free-port';
 import { payloadSha256 } from '../../src/lib/hash';
 import { logger } from '../../src/lib/logger';
 import { startEmbeddedPostgres } from '../../src/stack/embedded-postgres';
@@ -54,8 +54,8 @@ import { startTemporalDevServer } from '../../src/stack/temporal-dev-server';
 import { settleDataConverter } from '../../src/temporal/data-converter';
 import { activeTracing, startTracing, stopTracing } from '../../src/tracing/tracing';
 import { createWorker } from '../../src/worker-runtime/create-worker';
-import { afterReconcileCommit } from '../harness/after-commit';
-import { startStripeApi } from '../harness/stripe-api';
+import { afterReconcileCommit } from '../../testkit/after-commit';
+import { startStripeApi } from '../../testkit/stripe-api';
 
 const run = promisify(execFile);
 /** SETTLE_HISTORIES_DIR records elsewhere, e.g. a subfolder for a patched path beside the current one. */
@@ -263,7 +263,12 @@ async function main() {
         '--output',
         'json',
       ]);
-      const history = JSON.parse(stdout) as { events: unknown[] };
+      // Stack traces are left out: they name the recording machine's files, and replay reads none.
+      const history = JSON.parse(stdout, (key, value: unknown) =>
+        key === 'stackTrace' ? undefined : value,
+      ) as {
+        events: unknown[];
+      };
       writeFileSync(join(OUT_DIR, `${name}.json`), `${JSON.stringify(history, null, 2)}\n`);
       process.stdout.write(`recorded ${name}.json (${history.events.length} events)\n`);
     };

@@ -16,8 +16,8 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync, openS
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../../src/lib/paths';
-import { buildInto, goRun, HELM_VERSION, moduleSource } from '../harness/binaries';
-import { freePorts } from '../harness/free-port';
+import { buildInto, goRun, HELM_VERSION, moduleSource } from '../../testkit/binaries';
+import { freePorts } from '../../testkit/free-port';
 
 export const KUBERNETES_VERSION = '1.37.2';
 export const KWOK_VERSION = '0.8.0';

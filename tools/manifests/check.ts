@@ -29,7 +29,7 @@ import { TRACING_VARIABLES } from '../../src/tracing/tracing';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { SHUTDOWN_DEADLINE_MS } from '../../src/lib/shutdown';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';
-import { buildInto, goRun, type GoContext } from '../harness/binaries';
+import { buildInto, goRun, type GoContext } from '../../testkit/binaries';
 import type { Container, Manifest, Probe } from './manifest';
 import { composeCredentialProblems, readComposeFiles } from './compose-check';
 import { HELM_VERSION, helmOutcomes } from './helm-check';
@@ -84,7 +84,7 @@ export const TEMPORAL_CREDENTIALS = [
 const log = (line: string) => process.stderr.write(`manifests: ${line}\n`);
 
 // ---------------------------------------------------------------------------------------------
-// Tools: built once into .tools/ (tools/harness/binaries.ts)
+// Tools: built once into .tools/ (testkit/binaries.ts)
 
 function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv }): string {
   const result = spawnSync(command, args, { ...options, encoding: 'utf8', maxBuffer: 64 << 20 });

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import type { Manifest } from './manifest';
-import { HELM_VERSION } from '../harness/binaries';
+import { HELM_VERSION } from '../../testkit/binaries';
 import { CHART_README, chartReadme } from './chart-readme';
 import { networkProblems } from './network-check';
 

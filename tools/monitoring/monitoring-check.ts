@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../../src/lib/paths';
-import { buildInto, goRun } from '../harness/binaries';
+import { buildInto, goRun } from '../../testkit/binaries';
 
 /** Prometheus v3.x's module version (v0.316.0 is Prometheus 3.16); the newest that builds here. */
 export const PROMTOOL_VERSION = '0.316.0';
@@ -23,7 +23,7 @@ function run(command: string, args: string[], options: { cwd?: string; env?: Nod
   });
 }
 
-/** The path of promtool, built into .tools/ once (tools/harness/binaries.ts). */
+/** The path of promtool, built into .tools/ once (testkit/binaries.ts). */
 export async function ensurePromtool(): Promise<string> {
   const dir = join(PROJECT_ROOT, '.tools', `promtool-${PROMTOOL_VERSION}`);
   const target = `github.com/prometheus/prometheus/cmd/promtool@v${PROMTOOL_VERSION}`;

@@ -7,7 +7,7 @@
  */
 import { chmodSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { generateRunCertificates } from '../harness/certs';
+import { generateRunCertificates } from '../../testkit/certs';
 
 async function main() {
   const dir = process.argv[2];

@@ -3,17 +3,17 @@
  * real server, under load (docs/deployment.md, "Upgrades"). Build topology-v1 (`settle worker`
  * processes with SETTLE_BUILD_ID) is made current and the unversioned workers stop; one payment is
  * held in a carrier retry (503, Retry-After); build topology-v2, whose payment workflow no v1 history
- * would replay (tools/harness/next-version-workflows.ts, a worker in this process), joins, is ramped,
+ * would replay (testkit/next-version-workflows.ts, a worker in this process), joins, is ramped,
  * rolled back, made current; new events run on v2 while the held run completes on v1 with no
  * workflow task failure; v1 is reported drained, then stopped; and chaos/invariants.ts holds for
  * every event sent meanwhile: one claim, one effect per key.
  */
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { checkInvariants } from '../harness/invariants';
-import type { Provider } from '../harness/provider';
-import { makeEvent, newRunId, shipmentFor } from '../harness/load';
-import { sleep, type Child } from '../harness/processes';
+import { checkInvariants } from '../../testkit/invariants';
+import type { Provider } from '../../testkit/provider';
+import { makeEvent, newRunId, shipmentFor } from '../../testkit/load';
+import { sleep, type Child } from '../../testkit/processes';
 import {
   describeDeployment,
   describeDeploymentVersion,
@@ -26,8 +26,13 @@ import { addShipments } from '../../src/db/shipments';
 import { paymentWorkflowId } from '../../src/domain/ids';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';
 import { createWorker } from '../../src/worker-runtime/create-worker';
-import type { RecordingReceiver } from '../harness/receiver';
-import { bundleWorkflows, historyFacts, NEXT_BUILD_WORKFLOWS, runVersion } from '../harness/workflow-builds';
+import type { RecordingReceiver } from '../../testkit/receiver';
+import {
+  bundleWorkflows,
+  historyFacts,
+  NEXT_BUILD_WORKFLOWS,
+  runVersion,
+} from '../../testkit/workflow-builds';
 
 /** What the phase needs of the topology run (topology/run.ts's Topology). */
 export type RolloutTopology = {

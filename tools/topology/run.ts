@@ -2,11 +2,11 @@
  * `npm run topology [-- --short] [-- --no-tls] [-- --rollout] [-- --no-faults] [-- --workers=N]
  * [-- --no-jaeger] [-- --jaeger-ui=DIR] [-- --screenshots=DIR]`: settle on a real Temporal cluster,
  * deployed as docs/deployment.md says, under faults (tools/README.md says what it proves).
- * tools/harness/cluster.ts brings up PostgreSQL with Temporal's schemas, the four Temporal services
+ * testkit/cluster.ts brings up PostgreSQL with Temporal's schemas, the four Temporal services
  * with mTLS on the frontend, the namespace and the UI server; then `settle migrate`, two gateways and
  * the workers, a recording receiver and Jaeger. Each check prints PASS or FAIL, the last line
  * "N passed, M failed"; any failure exits non-zero. The first run builds the Temporal server into
- * .tools/ (tools/harness/binaries.ts).
+ * .tools/ (testkit/binaries.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -14,14 +14,14 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
-import { RecordingReceiver } from '../harness/receiver';
-import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../harness/codec-check';
-import { findChromium, viewPage } from '../harness/ui-browser';
-import { erpKey, makeEvent, newRunId, shipmentFor } from '../harness/load';
-import { sleep, within, type Child } from '../harness/processes';
-import { settleProcessEnv } from '../harness/stack';
-import { checkInvariants } from '../harness/invariants';
-import { Provider } from '../harness/provider';
+import { RecordingReceiver } from '../../testkit/receiver';
+import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../../testkit/codec-check';
+import { findChromium, viewPage } from '../../testkit/ui-browser';
+import { erpKey, makeEvent, newRunId, shipmentFor } from '../../testkit/load';
+import { sleep, within, type Child } from '../../testkit/processes';
+import { settleProcessEnv } from '../../testkit/stack';
+import { checkInvariants } from '../../testkit/invariants';
+import { Provider } from '../../testkit/provider';
 import { startCodecServer } from '../../src/codec/server';
 import { addShipments } from '../../src/db/shipments';
 import { paymentWorkflowId } from '../../src/domain/ids';
@@ -29,7 +29,7 @@ import { createPool } from '../../src/db/pool';
 import { logger } from '../../src/lib/logger';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { EncryptionCodec, StaticKeySource } from '../../src/temporal/payload-codec';
-import { TemporalCluster, type Identity } from '../harness/cluster';
+import { TemporalCluster, type Identity } from '../../testkit/cluster';
 import {
   ensureJaeger,
   sendTracedWebhook,
@@ -38,8 +38,8 @@ import {
   traceFailures,
   waitForTrace,
   type Jaeger,
-} from '../harness/jaeger';
-import { pollUntil, startProgram } from '../harness/programs';
+} from '../../testkit/jaeger';
+import { pollUntil, startProgram } from '../../testkit/programs';
 import { rolloutUnderLoad } from './rollout';
 
 const short = process.argv.includes('--short');
@@ -55,7 +55,7 @@ const rollout = process.argv.includes('--rollout');
 /** `--no-jaeger`: no collector, no tracing in any settle process, no tracing check. */
 const jaegerOn = !process.argv.includes('--no-jaeger');
 /**
- * `--jaeger-ui=DIR`: a built Jaeger UI for Jaeger to serve (tools/harness/jaeger.ts): then headless
+ * `--jaeger-ui=DIR`: a built Jaeger UI for Jaeger to serve (testkit/jaeger.ts): then headless
  * Chromium opens the tracing check's trace in it and keeps `trace-jaeger.png` in the screenshot folder.
  */
 const JAEGER_UI = process.argv.find((arg) => arg.startsWith('--jaeger-ui='))?.slice('--jaeger-ui='.length);
@@ -482,7 +482,7 @@ async function squattedIdTakenBack(topology: Topology) {
 
 /**
  * A signed webhook with a sampled `traceparent` through one of the gateways; then Jaeger must hold
- * the whole trace and the carrier and the ERP its trace ID (tools/harness/jaeger.ts, `traceFailures`).
+ * the whole trace and the carrier and the ERP its trace ID (testkit/jaeger.ts, `traceFailures`).
  * Keeps the trace ID for the UI check.
  */
 async function traceArrivesWhole(topology: Topology, jaeger: Jaeger) {

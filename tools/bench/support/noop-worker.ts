@@ -5,7 +5,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { installTemporalRuntime } from '../../../src/worker-runtime/create-worker';
 import { noopActivities } from './noop-activities';
-import { benchWorkerOptions } from '../../harness/worker-options';
+import { benchWorkerOptions } from '../../../testkit/worker-options';
 
 async function main() {
   installTemporalRuntime();

@@ -20,7 +20,7 @@ import type { PaymentEvent } from '../../../src/domain/payment-event';
 import { paymentStartSearchAttributes, paymentSummary } from '../../../src/workflows/search-attributes';
 import { createSignatureVerifier } from '../../../src/lib/webhook-signature';
 import { installTemporalRuntime } from '../../../src/worker-runtime/create-worker';
-import { benchWorkerOptions } from '../../harness/worker-options';
+import { benchWorkerOptions } from '../../../testkit/worker-options';
 import {
   PLAIN_CONSUMER_SCHEMA,
   plainConsumerActivities,

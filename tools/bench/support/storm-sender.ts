@@ -6,7 +6,7 @@
  * `storm result <json>`: the replies by kind and the ack p99.
  */
 import { readFileSync } from 'node:fs';
-import { openLoop, percentile, postEvent } from '../../harness/load';
+import { openLoop, percentile, postEvent } from '../../../testkit/load';
 
 type StormPlan = {
   gatewayUrl: string;

@@ -1,10 +1,10 @@
 import pg from 'pg';
 import { addShipments } from '../../../src/db/shipments';
 import type { PaymentEvent } from '../../../src/domain/payment-event';
-import { erpKey, makeEvent, newRunId, shipmentFor } from '../../harness/load';
-import { HANG_BOUND_MS, sleep, within } from '../../harness/processes';
-import type { ProofStack } from '../../harness/stack';
-import type { Provider } from '../../harness/provider';
+import { erpKey, makeEvent, newRunId, shipmentFor } from '../../../testkit/load';
+import { HANG_BOUND_MS, sleep, within } from '../../../testkit/processes';
+import type { ProofStack } from '../../../testkit/stack';
+import type { Provider } from '../../../testkit/provider';
 
 export type ScenarioContext = { stack: ProofStack; provider: Provider; short: boolean };
 export type ScenarioResult = { figures: Record<string, number | string>; failures: string[] };

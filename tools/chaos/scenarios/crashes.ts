@@ -1,7 +1,7 @@
 import { paymentWorkflowId } from '../../../src/domain/ids';
 import type { PaymentWorkflowResult } from '../../../src/workflows';
-import { openLoop } from '../../harness/load';
-import { HANG_BOUND_MS, sleep, within } from '../../harness/processes';
+import { openLoop } from '../../../testkit/load';
+import { HANG_BOUND_MS, sleep, within } from '../../../testkit/processes';
 import {
   checker,
   countWhere,

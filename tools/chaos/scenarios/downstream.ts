@@ -1,8 +1,8 @@
 import { paymentWorkflowId } from '../../../src/domain/ids';
 import { downstreamIdempotencyKey } from '../../../src/domain/outbox';
 import type { PaymentWorkflowResult } from '../../../src/workflows';
-import { erpKey } from '../../harness/load';
-import type { Behaviour } from '../../harness/receiver';
+import { erpKey } from '../../../testkit/load';
+import type { Behaviour } from '../../../testkit/receiver';
 import {
   checker,
   ensureWorkers,

@@ -3,7 +3,7 @@ import { startPaymentWorkflow } from '../../../src/client';
 import { runMarkKey } from '../../../src/app/run-marks';
 import { paymentWorkflowId } from '../../../src/domain/ids';
 import type { PaymentWorkflowResult } from '../../../src/workflows';
-import { sleep } from '../../harness/processes';
+import { sleep } from '../../../testkit/processes';
 import {
   checker,
   countWhere,

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { paymentWorkflowId } from '../../../src/domain/ids';
 import { EVENT_ID_PATTERN } from '../../../src/domain/payment-event';
 import { signWebhook } from '../../../src/lib/webhook-signature';
-import { httpRequest } from '../../harness/load';
+import { httpRequest } from '../../../testkit/load';
 import { checker, type Scenario } from './common';
 
 const FIELDS = [

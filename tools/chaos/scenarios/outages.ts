@@ -1,5 +1,5 @@
-import { openLoop } from '../../harness/load';
-import { sleep } from '../../harness/processes';
+import { openLoop } from '../../../testkit/load';
+import { sleep } from '../../../testkit/processes';
 import {
   checker,
   countWhere,

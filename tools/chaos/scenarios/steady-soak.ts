@@ -1,5 +1,5 @@
-import { erpKey, openLoop, percentile } from '../../harness/load';
-import { sleep, treeRssMb } from '../../harness/processes';
+import { erpKey, openLoop, percentile } from '../../../testkit/load';
+import { sleep, treeRssMb } from '../../../testkit/processes';
 import {
   checker,
   ensureWorkers,

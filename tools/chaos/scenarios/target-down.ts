@@ -1,7 +1,7 @@
 import { parsePrometheusText, sumOf } from '../../../src/metrics/prometheus-text';
-import { erpKey } from '../../harness/load';
-import { sleep } from '../../harness/processes';
-import type { ProofStack } from '../../harness/stack';
+import { erpKey } from '../../../testkit/load';
+import { sleep } from '../../../testkit/processes';
+import type { ProofStack } from '../../../testkit/stack';
 import { checker, freshEvents, RECOVERY_TIMEOUT_MS, waitForDelivered, type Scenario } from './common';
 
 /** Events a second sent through the outage: a quarter of what two cores take (docs/performance.md). */

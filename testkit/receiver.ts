@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { DELIVERY_TARGETS, OUTBOX_TARGETS } from '../../src/domain/outbox';
-import { createSignatureVerifier } from '../../src/lib/webhook-signature';
+import { DELIVERY_TARGETS, OUTBOX_TARGETS } from '../src/domain/outbox';
+import { createSignatureVerifier } from '../src/lib/webhook-signature';
 
 /**
  * Each delivery target's URL variable (DELIVERY_TARGETS' `variable`), pointed at `<receiver>/<target>`:

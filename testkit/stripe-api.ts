@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type pg from 'pg';
-import { paymentWorkflowId } from '../../src/domain/ids';
-import { payloadSha256 } from '../../src/lib/hash';
-import { adaptStripeEvent } from '../../src/providers/stripe';
+import { paymentWorkflowId } from '../src/domain/ids';
+import { payloadSha256 } from '../src/lib/hash';
+import { adaptStripeEvent } from '../src/providers/stripe';
+import { listenLocally } from './local-server';
 
 /** What the next request gets instead of its page. */
 export type StripeFault =
@@ -33,7 +33,6 @@ export async function startStripeApi(options: { apiKey?: string } = {}) {
   /** Requests still answered normally before `pending` faults the next ones. */
   let okBeforeFault = 0;
   const requests: StripeRequest[] = [];
-  const sockets = new Set<Socket>();
   let seq = 0;
   let key = apiKey;
 
@@ -132,17 +131,11 @@ export async function startStripeApi(options: { apiKey?: string } = {}) {
     send(res, 200, { object: 'list', url: '/v1/events', has_more: hasMore, data: page.map((s) => s.event) });
   };
 
-  const server: Server = createServer(handle);
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const server = await listenLocally(handle);
 
   return {
     apiKey,
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     requests,
     /** Adds an event as Stripe would list it; `delivered: false` for one its webhook never reached. */
     add(event: Record<string, unknown>, state: { delivered?: boolean } = {}) {
@@ -175,10 +168,7 @@ export async function startStripeApi(options: { apiKey?: string } = {}) {
     restoreKey() {
       key = apiKey;
     },
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: () => server.close(),
   };
 }
 

@@ -2,18 +2,18 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectClient } from '../../src/client';
+import { connectClient } from '../src/client';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
-import { parsePayloadKeys, type PayloadKey } from '../../src/config/payload-keys';
-import { migrate } from '../../src/db/migrate';
-import { createPool } from '../../src/db/pool';
+import { parsePayloadKeys, type PayloadKey } from '../src/config/payload-keys';
+import { migrate } from '../src/db/migrate';
+import { createPool } from '../src/db/pool';
 import { freePort } from './free-port';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/stack/embedded-postgres';
-import { findTemporalCli } from '../../src/stack/temporal-binaries';
-import { startTemporalDevServer, type DevServer } from '../../src/stack/temporal-dev-server';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/stack/embedded-postgres';
+import { findTemporalCli } from '../src/stack/temporal-binaries';
+import { startTemporalDevServer, type DevServer } from '../src/stack/temporal-dev-server';
 import { TemporalCluster } from './cluster';
-import { sleep, spawnTs, type Child } from './processes';
+import { sleep, spawnTs, WORKER_PROCESS, type Child } from './processes';
 import { RecordingReceiver, targetUrlVariables } from './receiver';
 
 /**
@@ -84,7 +84,7 @@ export class ProofStack {
   private postgresPort = 0;
   private temporalPort = 0;
   private gatewayPort = 0;
-  /** With `server: 'cluster'`: the topology's real Temporal server (tools/harness/cluster.ts). */
+  /** With `server: 'cluster'`: the topology's real Temporal server (testkit/cluster.ts). */
   cluster: TemporalCluster | undefined;
 
   /**
@@ -254,13 +254,13 @@ export class ProofStack {
   }
 
   /**
-   * A worker process (tools/harness/worker-process.ts); `extra` adds to its environment, `nodeArgs`
+   * A worker process (testkit/worker-process.ts); `extra` adds to its environment, `nodeArgs`
    * to Node's command line (flags NODE_OPTIONS refuses, such as --cpu-prof).
    */
   async startWorker(extra: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Child> {
     const worker = await spawnTs(
       `worker-${this.workers.length + 1}`,
-      [...nodeArgs, 'tools/harness/worker-process.ts'],
+      [...nodeArgs, WORKER_PROCESS],
       this.env(extra),
       (output) => output.includes('worker ready'),
     );

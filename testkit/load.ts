@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'node:http';
-import type { PaymentEvent, PaymentEventType } from '../../src/domain/payment-event';
-import { signWebhook } from '../../src/lib/webhook-signature';
+import type { PaymentEvent, PaymentEventType } from '../src/domain/payment-event';
+import { signWebhook } from '../src/lib/webhook-signature';
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 

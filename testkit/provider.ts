@@ -1,4 +1,4 @@
-import type { PaymentEvent } from '../../src/domain/payment-event';
+import type { PaymentEvent } from '../src/domain/payment-event';
 import { postEvent, type Reply } from './load';
 import { HANG_BOUND_MS, sleep } from './processes';
 import type { ProofStack } from './stack';

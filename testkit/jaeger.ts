@@ -15,10 +15,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { httpRequest } from './load';
 import type { Child } from './processes';
-import type { PaymentEvent } from '../../src/domain/payment-event';
-import { signWebhook } from '../../src/lib/webhook-signature';
-import { shortHash } from '../../src/lib/hash';
-import { PROJECT_ROOT } from '../../src/lib/paths';
+import type { PaymentEvent } from '../src/domain/payment-event';
+import { signWebhook } from '../src/lib/webhook-signature';
+import { shortHash } from '../src/lib/hash';
+import { PROJECT_ROOT } from '../src/lib/paths';
 import { buildInto } from './binaries';
 import { listening, pollUntil, PortPicker, startProgram } from './programs';
 

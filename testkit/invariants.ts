@@ -1,7 +1,7 @@
 import { ServiceError, WorkflowNotFoundError } from '@temporalio/client';
-import { paymentWorkflowId } from '../../src/domain/ids';
-import { deliveryTarget, downstreamIdempotencyKey, type OutboxTarget } from '../../src/domain/outbox';
-import { shortHash } from '../../src/lib/hash';
+import { paymentWorkflowId } from '../src/domain/ids';
+import { deliveryTarget, downstreamIdempotencyKey, type OutboxTarget } from '../src/domain/outbox';
+import { shortHash } from '../src/lib/hash';
 import { sleep } from './processes';
 import type { ProofStack } from './stack';
 import type { Provider } from './provider';

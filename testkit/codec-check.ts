@@ -12,10 +12,10 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
-import type { Queryable } from '../../src/db/pool';
-import { addShipments } from '../../src/db/shipments';
-import { paymentWorkflowId } from '../../src/domain/ids';
-import { ENCRYPTED_ENCODING } from '../../src/temporal/payload-codec';
+import type { Queryable } from '../src/db/pool';
+import { addShipments } from '../src/db/shipments';
+import { paymentWorkflowId } from '../src/domain/ids';
+import { ENCRYPTED_ENCODING } from '../src/temporal/payload-codec';
 import type { Provider } from './provider';
 import { makeEvent, shipmentFor } from './load';
 

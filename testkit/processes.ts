@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../../src/lib/paths';
+import { PROJECT_ROOT } from '../src/lib/paths';
 
 /**
  * The bound on a hang for every wait of the proof suites (a process start, a delivery after a fault, a
@@ -9,6 +9,9 @@ import { PROJECT_ROOT } from '../../src/lib/paths';
  * on a loaded shared machine; `npm test`'s harness uses the same bound.
  */
 export const HANG_BOUND_MS = 300_000;
+
+/** The worker process the stacks start (settle's worker, with the test interceptor): a path for `node --import tsx`. */
+export const WORKER_PROCESS = join(__dirname, 'worker-process.ts');
 
 /** Clock ticks per second of /proc/<pid>/stat times (USER_HZ, 100 on every Linux settle runs on). */
 const TICKS_PER_SECOND = 100;
@@ -105,7 +108,7 @@ export function childHandle(
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The stop path's bound on a wait (src/lib/shutdown.ts), for the proof suites' waits too. */
-export { within } from '../../src/lib/shutdown';
+export { within } from '../src/lib/shutdown';
 
 type ProcStat = {
   pid: number;

@@ -1,9 +1,9 @@
 import 'reflect-metadata';
 import { randomBytes, randomUUID, sign, webcrypto } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as x509 from '@peculiar/x509';
-import { paypalSignedText } from '../../src/providers/paypal';
+import { paypalSignedText } from '../src/providers/paypal';
+import { listenLocally } from './local-server';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -223,7 +223,6 @@ export async function startPaypalApi(options: { certificates: PaypalCertificates
   const faults: PaypalFault[] = [];
   const requests: PaypalRequest[] = [];
   const tokens = new Set<string>();
-  const sockets = new Set<Socket>();
   let seq = 0;
   const certs = options.certificates;
 
@@ -344,18 +343,12 @@ export async function startPaypalApi(options: { certificates: PaypalCertificates
     send(res, 200, { events: slice.map((s) => s.event), count: slice.length, links });
   };
 
-  const server: Server = createServer(handle);
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const server = await listenLocally(handle);
 
   return {
     clientId,
     clientSecret,
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     requests,
     /** Adds an event as PayPal would list it. */
     add(event: Record<string, unknown>) {
@@ -369,10 +362,7 @@ export async function startPaypalApi(options: { certificates: PaypalCertificates
     expireTokens() {
       tokens.clear();
     },
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: () => server.close(),
   };
 }
 

@@ -5,18 +5,19 @@ import { relative } from 'node:path';
 import { inspect } from 'node:util';
 import type { Client } from '@temporalio/client';
 import pg from 'pg';
-import { connectClient } from '../../src/client';
-import { loadConfig, type Config } from '../../src/config';
-import { createPool } from '../../src/db/pool';
-import { migrate } from '../../src/db/migrate';
-import type { PaymentEvent } from '../../src/domain/payment-event';
-import { providerRouteOptions } from '../../src/gateway/providers';
-import { buildGateway } from '../../src/gateway/server';
-import { signWebhook } from '../../src/lib/webhook-signature';
-import { logger } from '../../src/lib/logger';
-import { createWorker } from '../../src/worker-runtime/create-worker';
-import type { ActivityDependencies } from '../../src/activities';
+import { connectClient } from '../src/client';
+import { loadConfig, type Config } from '../src/config';
+import { createPool } from '../src/db/pool';
+import { migrate } from '../src/db/migrate';
+import type { PaymentEvent } from '../src/domain/payment-event';
+import { providerRouteOptions } from '../src/gateway/providers';
+import { buildGateway } from '../src/gateway/server';
+import { signWebhook } from '../src/lib/webhook-signature';
+import { logger } from '../src/lib/logger';
+import { createWorker } from '../src/worker-runtime/create-worker';
+import type { ActivityDependencies } from '../src/activities';
 import { afterReconcileCommit, type AfterCommit } from './after-commit';
+import { startReceiver, type Behaviour, type Receiver } from './receiver';
 
 export const TEMPORAL_ADDRESS = required('TEMPORAL_ADDRESS');
 const ADMIN_URL = required('SETTLE_TEST_ADMIN_DATABASE_URL');
@@ -76,20 +77,20 @@ export type TestStack = {
   close(): Promise<void>;
 };
 
+export type TestStackOptions = {
+  /** Runs after each reconcile attempt commits (see ./after-commit.ts). */
+  afterCommit?: AfterCommit;
+  temporalAddress?: string;
+  worker?: boolean;
+  /** Secrets accepted besides `secret`, as during a rotation. */
+  otherSecrets?: string[];
+  /** Overrides, e.g. downstream URLs and the outbound secret. */
+  config?: Partial<Config>;
+  tuning?: ActivityDependencies['tuning'];
+};
+
 /** A database, a worker and a gateway on a fresh task queue of the shared Temporal dev server. */
-export async function startTestStack(
-  options: {
-    /** Runs after each reconcile attempt commits (see ./after-commit.ts). */
-    afterCommit?: AfterCommit;
-    temporalAddress?: string;
-    worker?: boolean;
-    /** Secrets accepted besides `secret`, as during a rotation. */
-    otherSecrets?: string[];
-    /** Overrides, e.g. downstream URLs and the outbound secret. */
-    config?: Partial<Config>;
-    tuning?: ActivityDependencies['tuning'];
-  } = {},
-): Promise<TestStack> {
+export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const db = await createTestDatabase();
   const temporalAddress = options.temporalAddress ?? TEMPORAL_ADDRESS;
   const taskQueue = `settle-test-${randomUUID()}`;
@@ -163,6 +164,48 @@ export async function startTestStack(
   };
   if (options.worker !== false) await stack.startWorker(options.afterCommit);
   return stack;
+}
+
+/** A test stack whose carrier and ERP are recording receivers of its own, closed together. */
+export type StackWithReceivers = {
+  stack: TestStack;
+  carrier: Receiver;
+  erp: Receiver;
+  close(): Promise<void>;
+};
+
+/**
+ * Starts a carrier and an ERP receiver (each answering as its behaviour says) and a test stack that
+ * delivers to them; `stack` adds to the stack's options. `close()` closes the stack, then the receivers.
+ */
+export async function startStackWithReceivers(
+  options: { carrier?: Behaviour; erp?: Behaviour; stack?: TestStackOptions } = {},
+): Promise<StackWithReceivers> {
+  const carrier = await startReceiver(options.carrier);
+  const erp = await startReceiver(options.erp).catch(async (error: unknown) => {
+    await carrier.close();
+    throw error;
+  });
+  const closeReceivers = async () => {
+    await erp.close();
+    await carrier.close();
+  };
+  const stack = await startTestStack({
+    ...options.stack,
+    config: { carrierUrl: carrier.url, erpUrl: erp.url, ...options.stack?.config },
+  }).catch(async (error: unknown) => {
+    await closeReceivers();
+    throw error;
+  });
+  return {
+    stack,
+    carrier,
+    erp,
+    async close() {
+      await stack.close();
+      await closeReceivers();
+    },
+  };
 }
 
 let counter = 0;

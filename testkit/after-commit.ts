@@ -1,5 +1,5 @@
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
-import { subjectOfWorkflowId } from '../../src/domain/ids';
+import { subjectOfWorkflowId } from '../src/domain/ids';
 
 /** Runs after a reconcile attempt committed and before it reports completion; a throw loses the completion. */
 export type AfterCommit = (eventId: string, attempt: number) => void | Promise<void>;

@@ -18,9 +18,9 @@
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { loadConfig } from '../../src/config';
-import { installShutdown } from '../../src/lib/shutdown';
-import { runWorker } from '../../src/worker';
+import { loadConfig } from '../src/config';
+import { installShutdown } from '../src/lib/shutdown';
+import { runWorker } from '../src/worker';
 import { afterReconcileCommit } from './after-commit';
 import { benchWorkerOptions } from './worker-options';
 

@@ -1,7 +1,7 @@
 import { setWorkflowOptions, sleep } from '@temporalio/workflow';
-import { paymentWorkflow as releasedPaymentWorkflow } from '../../src/workflows';
-import { versioningBehavior } from '../../src/workflows/versioning-behaviors';
-import type { PaymentWorkflowInput } from '../../src/workflows';
+import { paymentWorkflow as releasedPaymentWorkflow } from '../src/workflows';
+import { versioningBehavior } from '../src/workflows/versioning-behaviors';
+import type { PaymentWorkflowInput } from '../src/workflows';
 
 export {
   cancelReminderSignal,
@@ -9,7 +9,7 @@ export {
   reconciledQuery,
   recoverySweepWorkflow,
   reminderWorkflow,
-} from '../../src/workflows';
+} from '../src/workflows';
 
 /**
  * The next build's payment workflow (test/worker-deployments.test.ts): a timer before the released

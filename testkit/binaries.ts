@@ -28,7 +28,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../../src/lib/paths';
+import { PROJECT_ROOT } from '../src/lib/paths';
 
 /** The Temporal server release the topology, docker-compose.yml and the docs pin. */
 export const TEMPORAL_SERVER_VERSION = '1.32.2';
