@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { WorkflowFailedError, WorkflowIdReusePolicy } from '@temporalio/client';
-import { admitThenStart } from '../src/app/admit-then-start';
+import { admitThenStart } from '../src/app/admit-payment-event';
 import { importReport } from '../src/app/import';
 import { replayEvent } from '../src/app/replay';
 import { runMarkKey } from '../src/app/run-marks';

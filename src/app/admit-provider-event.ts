@@ -4,8 +4,7 @@ import { recordProviderException } from '../db/provider-exceptions';
 import { takeTransmission } from '../db/transmissions';
 import { sha256Hex } from '../lib/hash';
 import type { AdaptedEvent, ProviderName } from '../providers/types';
-import { admitPaymentEvent, type IngestOutcome } from './admit-payment-event';
-import { refusedByDatabase } from './admit-then-start';
+import { admitPaymentEvent, refusedByDatabase, type IngestOutcome } from './admit-payment-event';
 import type { Services } from './services';
 
 export type ProviderOutcome =

@@ -16,7 +16,7 @@ import { assertPublicTarget } from '../lib/target-policy';
 import { startReminderWorkflow } from '../client';
 import { recordDisplacedRuns, runMarkKey } from './run-marks';
 import { cancelReminderSignal } from '../workflows/reminder';
-import { admitThenStart, refusedByDatabase, type Dependency } from './admit-then-start';
+import { admitThenStart, refusedByDatabase, type Dependency } from './admit-payment-event';
 import type { Services } from './services';
 
 export type ReminderAdmission =
