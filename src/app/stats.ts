@@ -1,6 +1,5 @@
-import type { ExceptionKind } from '../db/exceptions';
+import { listOpenTargets, type ExceptionKind } from '../db/exceptions';
 import { listRecoveryStatus } from '../db/recovery-cursor';
-import { listOpenTargets } from '../db/target-pressure';
 import { OUTBOX_TARGETS } from '../domain/outbox';
 import { computeSloFigures, outboxBacklog, reminderBacklog, type SloFigures } from '../db/slo';
 import { histogramQuantile, parsePrometheusText, sumOf } from '../metrics/prometheus-text';

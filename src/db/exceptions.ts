@@ -7,8 +7,8 @@ const TARGET_NAMES = OUTBOX_TARGETS;
 const TARGET_VARIABLES = OUTBOX_TARGETS.map((target) => DELIVERY_TARGETS[target].variable);
 
 /**
- * The condition on a target_pressure row (db/target-pressure.ts) that makes its target open: failing
- * without a success for its SETTLE_<TARGET>_OPEN_AFTER. Here, so `settle exceptions --help` loads no more.
+ * The condition on a target_pressure row (the target gate's, activities/target-gate.ts) that makes its
+ * target open: failing without a success for its SETTLE_<TARGET>_OPEN_AFTER.
  */
 export const OPEN_TARGET = `failing_since IS NOT NULL
         AND failing_since + open_after_ms * interval '1 millisecond' <= now()`;
@@ -275,3 +275,25 @@ export async function insertResolutions(
 
 /** An event without a claim this long after receipt is `failed` (workflow failed, or no worker). */
 export const DEFAULT_UNRECONCILED_AFTER_MS = 15 * 60_000;
+
+/** A target failing without a success for its SETTLE_<TARGET>_OPEN_AFTER. */
+export type OpenTarget = {
+  target: string;
+  failingSince: Date;
+  openedAt: Date;
+  failures: number;
+  lastError: string | null;
+};
+
+/** The targets open now (a probe has not yet succeeded), oldest first: the gauge, stats and exceptions read it. */
+export async function listOpenTargets(db: Queryable): Promise<OpenTarget[]> {
+  const { rows } = await db.query<OpenTarget>(
+    `SELECT target, failing_since AS "failingSince",
+            failing_since + open_after_ms * interval '1 millisecond' AS "openedAt",
+            failures, last_error AS "lastError"
+       FROM target_pressure
+      WHERE ${OPEN_TARGET}
+      ORDER BY failing_since`,
+  );
+  return rows;
+}
