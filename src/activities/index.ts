@@ -11,7 +11,7 @@ import type {
 import { createHttpClient, type HttpClient } from '../lib/http';
 import { traceDownstreamCall } from '../tracing/tracing';
 import { compensatePaymentEffects, undoDelivery } from './compensate-payment';
-import { deliverOutboxRow, deliverOutboxRowThenStart } from './deliver-outbox';
+import { deliverOutboxRow, deliverOutboxRowThenStart, reconcileAndDeliver } from './deliver-outbox';
 import { confirmReminderCancelled, deliverReminder, failReminder } from './deliver-reminder';
 import {
   DEFAULT_DELIVERY_TUNING,
@@ -19,7 +19,6 @@ import {
   type DeliveryTuning,
   type DownstreamConfig,
 } from './downstream';
-import { reconcileAndDeliver } from './reconcile-and-deliver';
 import { reconcilePayment } from './reconcile-payment';
 import { recordInvalidRun } from './record-invalid-run';
 import { OPEN_ACCOUNT_POLICY, type AccountPolicy } from '../domain/payment-rules';

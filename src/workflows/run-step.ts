@@ -67,7 +67,7 @@ const local = proxyLocalActivities<Activities>({
 });
 
 /**
- * The first pass (activities/reconcile-and-deliver.ts): the reconcile and each row's first delivery in
+ * The first pass (activities/deliver-outbox.ts): the reconcile and each row's first delivery in
  * one local activity, one attempt. Its time is a bound on a hang: it starts a delivery only while one
  * request's timeout still fits inside it, so a call it made has always ended when it gives up.
  */

@@ -1,16 +1,12 @@
 /**
- * The first pass (src/activities/reconcile-and-deliver.ts) over stub steps: which rows it attempts, in
+ * The first pass (src/activities/deliver-outbox.ts) over stub steps: which rows it attempts, in
  * which order, where it stops, and how much of its own time it keeps for a call it starts.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ApplicationFailure } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import {
-  DELIVERY_MARGIN_MS,
-  firstPass,
-  reconcileAndDeliver,
-} from '../../src/activities/reconcile-and-deliver';
+import { DELIVERY_MARGIN_MS, firstPass, reconcileAndDeliver } from '../../src/activities/deliver-outbox';
 import type { StartedOutboxRow } from '../../src/db/outbox';
 import { ErrorCode } from '../../src/domain/errors';
 import type { PaymentEvent } from '../../src/domain/payment-event';

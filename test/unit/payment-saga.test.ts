@@ -12,7 +12,7 @@ import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import type { Activities } from '../../src/activities';
-import { firstPass } from '../../src/activities/reconcile-and-deliver';
+import { firstPass } from '../../src/activities/deliver-outbox';
 import type { OutboxStatus } from '../../src/domain/outbox';
 import type {
   OutboxDeliveryResult,
