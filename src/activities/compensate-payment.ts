@@ -1,7 +1,12 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type pg from 'pg';
-import { lockEventId, updateClaimOutcome } from '../db/claims';
-import { appendLedgerEntry, listReversibleEntriesForEvent } from '../db/ledger';
+import {
+  appendLedgerEntry,
+  listReversibleEntriesForEvent,
+  lockEventId,
+  setHoldStatus,
+  updateClaimOutcome,
+} from '../db/claims';
 import {
   abandonPendingOutbox,
   findOutboxRow,
@@ -10,7 +15,6 @@ import {
   noteOutbox,
   outboxEntry,
 } from '../db/outbox';
-import { setHoldStatus } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
 import {
   callAudience,

@@ -4,13 +4,13 @@ import {
   findClaimAndLockShipment,
   insertClaimAndOutbox,
   lockEventId,
+  setPaymentStatusAndAppend,
   updateClaimOutcome,
+  type LockedShipment,
 } from '../db/claims';
 import { recordUnadmittedRun, type UnadmittedRun } from '../db/events';
-import { setPaymentStatusAndAppend } from '../db/ledger';
 import { insertOutboxRowsAndList, outboxEntry, type NewOutboxRow } from '../db/outbox';
 import { recordRepeatClaim } from '../db/repeats';
-import type { LockedShipment } from '../db/shipments';
 import { withTransaction } from '../db/transaction';
 import { paymentWorkflowId } from '../domain/ids';
 import {

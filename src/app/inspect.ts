@@ -1,8 +1,7 @@
 import type { Client, Connection } from '@temporalio/client';
 import type pg from 'pg';
-import { findClaim } from '../db/claims';
+import { findClaim, listLedgerForShipment } from '../db/claims';
 import { findEvent } from '../db/events';
-import { listLedgerForShipment } from '../db/ledger';
 import { listOutboxForEvent } from '../db/outbox';
 import { findShipment } from '../db/shipments';
 import { findStartOutcomeUnknown } from '../db/start-outcomes';

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { ReconcileOutcome } from '../domain/lifecycles';
-import type { Queryable } from './pool';
+import type { PaymentExpectation, PaymentStatus } from '../domain/payment-rules';
 import {
   INSERT_OUTBOX_ROWS,
   LIST_WITH_INSERTED,
@@ -8,12 +8,13 @@ import {
   type NewOutboxRow,
   type OutboxEntryRow,
 } from './outbox';
-import {
-  EXPECTING_COLUMNS,
-  lockedShipment,
-  type LockedShipment,
-  type ShipmentExpectingRow,
-} from './shipments';
+import type { Queryable } from './pool';
+import { shiftParameters } from './sql';
+
+// A payment event's claim and the effect it guards, committed together: the event ID's lock, the
+// claim with the shipment it locks, the shipment's payment status and hold, and the ledger entries.
+// The reconcile and its compensation run every statement here; `settle inspect` and `settle replay`
+// read the claim and the ledger.
 
 export type ClaimOutcome = ReconcileOutcome;
 
@@ -25,7 +26,7 @@ export type Claim = {
   claimedAt: Date;
 };
 
-const COLUMNS = `event_id AS "eventId", payload_sha256 AS "payloadSha256", outcome,
+const CLAIM_COLUMNS = `event_id AS "eventId", payload_sha256 AS "payloadSha256", outcome,
   shipment_id AS "shipmentId", claimed_at AS "claimedAt"`;
 
 /**
@@ -71,7 +72,7 @@ export function endTransaction(client: pg.PoolClient): void {
 export async function findClaim(db: Queryable, eventId: string): Promise<Claim | undefined> {
   const { rows } = await db.query<Claim>({
     name: 'claims.find',
-    text: `SELECT ${COLUMNS} FROM claims WHERE event_id = $1::text`,
+    text: `SELECT ${CLAIM_COLUMNS} FROM claims WHERE event_id = $1::text`,
     values: [eventId],
   });
   return rows[0];
@@ -185,4 +186,164 @@ export async function listReplayableUnmatched(db: Queryable): Promise<string[]> 
       ORDER BY c.claimed_at, c.event_id`,
   );
   return rows.map((row) => row.event_id);
+}
+
+// The shipment a claim locks, its payment status and its hold.
+
+export type Shipment = {
+  shipmentId: string;
+  paymentStatus: PaymentStatus;
+  paymentId: string | null;
+  holdStatus: 'held' | 'released';
+};
+
+/** A shipment's columns, as findShipment (shipments.ts) and the reconcile read them. */
+export const SHIPMENT_COLUMNS = `shipment_id AS "shipmentId", payment_status AS "paymentStatus", payment_id AS "paymentId",
+  hold_status AS "holdStatus"`;
+
+/** The shipment's columns with what it expects to be paid, as the reconcile reads it (findClaimAndLockShipment). */
+const EXPECTING_COLUMNS = `${SHIPMENT_COLUMNS}, expected_amount::text AS "expectedAmount",
+  expected_currency AS "expectedCurrency"`;
+
+/** A shipment read with EXPECTING_COLUMNS. */
+type ShipmentExpectingRow = Shipment & {
+  expectedAmount: string | null;
+  expectedCurrency: string | null;
+};
+
+/** A shipment locked for a reconcile, with what it expects to be paid. */
+export type LockedShipment = Shipment & { expected: PaymentExpectation };
+
+/** A row read with EXPECTING_COLUMNS, its expectation as numbers. */
+function lockedShipment(row: ShipmentExpectingRow): LockedShipment {
+  const { expectedAmount, expectedCurrency, ...shipment } = row;
+  return {
+    ...shipment,
+    expected: {
+      amount: expectedAmount === null ? null : Number(expectedAmount),
+      currency: expectedCurrency,
+    },
+  };
+}
+
+/** $1 the shipment, $2 its new payment status, $3 the payment, $4 the event that set it. */
+const SET_PAYMENT_STATUS = `UPDATE shipments
+              SET payment_status = $2::text, payment_id = COALESCE(payment_id, $3::text),
+                  status_event_id = $4::text, updated_at = now()
+            WHERE shipment_id = $1::text`;
+
+/** The carrier's hold as settle last saw it succeed: released by the release call, held again by its compensation. */
+export async function setHoldStatus(
+  db: Queryable,
+  shipmentId: string,
+  holdStatus: Shipment['holdStatus'],
+): Promise<void> {
+  await db.query(
+    `UPDATE shipments SET hold_status = $2::text, updated_at = now() WHERE shipment_id = $1::text`,
+    [shipmentId, holdStatus],
+  );
+}
+
+// The ledger: append-only entries (capture, refund, reversal).
+
+type LedgerKind = 'capture' | 'refund' | 'reversal';
+
+export type LedgerEntry = {
+  entryId: number;
+  kind: LedgerKind;
+  shipmentId: string;
+  paymentId: string;
+  eventId: string;
+  amount: number;
+  currency: string;
+  reversesEntryId: number | null;
+  createdAt: Date;
+};
+
+const LEDGER_COLUMNS = `entry_id AS "entryId", kind, shipment_id AS "shipmentId", payment_id AS "paymentId",
+  event_id AS "eventId", amount, currency, reverses_entry_id AS "reversesEntryId", created_at AS "createdAt"`;
+
+/**
+ * Appends an entry unless its uniqueness rule already holds one (one capture per payment, one refund
+ * per event and one per refund key, one reversal per entry); returns the new entry, or undefined when
+ * it already existed. `refundKey` names the provider's refund object (Stripe `re_…`), so two events
+ * reporting the same refund append one refund entry.
+ */
+export async function appendLedgerEntry(
+  db: Queryable,
+  entry: NewLedgerEntry,
+): Promise<LedgerEntry | undefined> {
+  const { rows } = await db.query<LedgerEntry>({
+    name: 'ledger.append',
+    text: INSERT_ENTRY,
+    values: entryValues(entry),
+  });
+  return rows[0];
+}
+
+export type NewLedgerEntry = Omit<LedgerEntry, 'entryId' | 'createdAt' | 'reversesEntryId'> & {
+  reversesEntryId?: number;
+  refundKey?: string;
+};
+
+/**
+ * A payment's new status on its (locked) shipment and the ledger entry it appends, if any, in one
+ * statement: both or neither. Returns the entry as appendLedgerEntry does.
+ */
+export async function setPaymentStatusAndAppend(
+  db: Queryable,
+  change: { shipmentId: string; paymentStatus: PaymentStatus; paymentId: string; eventId: string },
+  entry: NewLedgerEntry | undefined,
+): Promise<LedgerEntry | undefined> {
+  const values = [change.shipmentId, change.paymentStatus, change.paymentId, change.eventId];
+  if (!entry) {
+    await db.query({ name: 'shipments.set_payment_status', text: SET_PAYMENT_STATUS, values });
+    return undefined;
+  }
+  const { rows } = await db.query<LedgerEntry>({
+    name: 'ledger.append_with_status',
+    text: `WITH status AS (${STATUS_AFTER_ENTRY}) ${INSERT_ENTRY}`,
+    values: [...entryValues(entry), ...values],
+  });
+  return rows[0];
+}
+
+const INSERT_ENTRY = `INSERT INTO ledger_entries (kind, shipment_id, payment_id, event_id, amount, currency,
+             reverses_entry_id, refund_key)
+           VALUES ($1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text, $7::bigint, $8::text)
+           ON CONFLICT DO NOTHING
+           RETURNING ${LEDGER_COLUMNS}`;
+
+/** SET_PAYMENT_STATUS with its parameters numbered after the entry's eight. */
+const STATUS_AFTER_ENTRY = shiftParameters(SET_PAYMENT_STATUS, 8);
+
+function entryValues(entry: NewLedgerEntry) {
+  return [
+    entry.kind,
+    entry.shipmentId,
+    entry.paymentId,
+    entry.eventId,
+    entry.amount,
+    entry.currency,
+    entry.reversesEntryId ?? null,
+    entry.kind === 'refund' ? (entry.refundKey ?? null) : null,
+  ];
+}
+
+export async function listLedgerForShipment(db: Queryable, shipmentId: string): Promise<LedgerEntry[]> {
+  const { rows } = await db.query<LedgerEntry>(
+    `SELECT ${LEDGER_COLUMNS} FROM ledger_entries WHERE shipment_id = $1::text ORDER BY entry_id`,
+    [shipmentId],
+  );
+  return rows;
+}
+
+/** The money entries (capture, refund) an event itself appended; reversals are not reversed again. */
+export async function listReversibleEntriesForEvent(db: Queryable, eventId: string): Promise<LedgerEntry[]> {
+  const { rows } = await db.query<LedgerEntry>(
+    `SELECT ${LEDGER_COLUMNS} FROM ledger_entries
+      WHERE event_id = $1::text AND kind IN ('capture', 'refund') ORDER BY entry_id`,
+    [eventId],
+  );
+  return rows;
 }
