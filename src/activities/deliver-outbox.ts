@@ -154,6 +154,8 @@ function resultFor(row: OutboxRow, status: OutboxStatus): OutboxDeliveryResult {
   return { outboxId: row.outboxId, target: row.target, action: row.action, status };
 }
 
+// The first pass: the reconcile, then each row's first delivery, in one local activity.
+
 /** Room left, past one request's timeout, before a delivery may start: the rest of the step. */
 export const DELIVERY_MARGIN_MS = 5_000;
 

@@ -172,6 +172,8 @@ function startOutcomeUnknown(error: unknown): boolean {
   return code === GrpcStatus.UNAVAILABLE && !/No connection established|ECONNREFUSED|connect/i.test(details);
 }
 
+// Admit-then-start: the transaction every admission takes (a reminder's too, app/reminders.ts).
+
 /** The dependency that was down when an admission could not be made durable. */
 export type Dependency = 'temporal' | 'postgres';
 
