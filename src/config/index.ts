@@ -12,8 +12,6 @@ export {
   loadConfig,
   loadConfigPart,
   loadSettings,
-  PAYPAL_SIMULATOR_WEBHOOK_ID,
-  paypalWebhookIds,
   secretFileVariable,
 } from './load';
 export {

@@ -177,8 +177,11 @@ export type PurgeResult = {
 };
 
 /** The input of `recoverySweepWorkflow` and `sweepProviderEvents`: the provider whose events are listed. */
-/** A provider with an events API settle sweeps (src/providers/*-recovery.ts). */
-export type RecoveryProvider = 'stripe' | 'paypal';
+/**
+ * A provider with an events API settle sweeps: its name in the providers' table, whose module has a
+ * recovery source (src/providers/registry.ts; a plain string here, as workflow code reads no table).
+ */
+export type RecoveryProvider = string;
 
 export type RecoverySweepInput = { provider: RecoveryProvider };
 

@@ -3,7 +3,7 @@ import { randomBytes, randomUUID, sign, webcrypto } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import * as x509 from '@peculiar/x509';
-import { paypalSignedText } from '../../src/providers/paypal';
+import { paypalSignedText } from '../../src/providers/paypal/adapter';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 

@@ -4,7 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type pg from 'pg';
 import { paymentWorkflowId } from '../../src/domain/ids';
 import { payloadSha256 } from '../../src/lib/hash';
-import { adaptStripeEvent } from '../../src/providers/stripe';
+import { adaptStripeEvent } from '../../src/providers/stripe/adapter';
 
 /** What the next request gets instead of its page. */
 export type StripeFault =

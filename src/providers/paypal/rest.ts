@@ -1,7 +1,7 @@
-import { readBoundedText } from '../lib/bounded-text';
-import { retryAfterMs } from '../lib/retry-after';
-import { RecoveryFault } from './recovery';
-import { field } from './types';
+import { readBoundedText } from '../../lib/bounded-text';
+import { retryAfterMs } from '../../lib/retry-after';
+import { RecoveryFault } from '../recovery-source';
+import { field } from '../types';
 
 /** A page (or token answer) larger than this reads as an unavailable API. */
 const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;

@@ -1,13 +1,13 @@
-import { createPaypalAdapter, PAYPAL_ACTED_ON_TYPES } from './paypal';
-import { createPaypalRest, type PaypalRestOptions } from './paypal-rest';
+import { createPaypalAdapter, PAYPAL_ACTED_ON_TYPES } from './adapter';
+import { createPaypalRest, type PaypalRestOptions } from './rest';
 import {
   RecoveryFault,
   type ListedEvent,
   type RecoveryCursor,
   type ListStart,
   type RecoverySource,
-} from './recovery';
-import { field } from './types';
+} from '../recovery-source';
+import { field } from '../types';
 
 /** PayPal's largest page of webhook events. */
 const PAGE_SIZE = 300;
