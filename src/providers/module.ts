@@ -33,7 +33,7 @@ export type ProviderLogger = { warn(fields: object, message: string): void };
 export type SimulatedRequest = { path: string; body: string; headers: Record<string, string> };
 
 /**
- * How the provider's webhook route takes a request: `event`, one event per request (Stripe, PayPal);
+ * How the provider's webhook route takes a request: `event`, one event per request (Stripe);
  * `batch`, several items each admitted before the request is acknowledged with `accepted` (Adyen),
  * an unreadable item naming its place through `itemPath`.
  */
@@ -62,7 +62,7 @@ export type ProviderDeploy = {
 export interface ProviderModule<V extends ProviderVariables = ProviderVariables> {
   /** Its key in the registry: `/webhooks/<name>`, the `provider` column, the metrics label. */
   readonly name: string;
-  /** How messages and logs name it (`PayPal`). */
+  /** How messages and logs name it (`Stripe`). */
   readonly label: string;
   /** Its variables (src/providers/<name>/config.ts), declared as every variable is. */
   readonly variables: V;
