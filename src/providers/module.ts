@@ -87,8 +87,6 @@ export interface ProviderModule<V extends ProviderVariables = ProviderVariables>
   ): ProviderAdapter;
   /** The adapter `settle import --provider` reads the provider's own export with: no signature. */
   exportAdapter(): ProviderAdapter;
-  /** What its export file holds, for `settle import --help`. */
-  readonly exportFormat: string;
   /** Its route's OpenAPI path item(s), keyed by path, built with the document's own parts. */
   openapi(parts: OpenApiParts): Record<string, unknown>;
   /** Its events API, where it has one: the recovery sweep and `settle recover` read it. */
@@ -107,8 +105,6 @@ export interface ProviderModule<V extends ProviderVariables = ProviderVariables>
    * provider would send for a canonical event.
    */
   readonly simulator: {
-    /** What the simulator needs, for `settle simulate --help`. */
-    readonly needs: string;
     signer(
       config: ProviderConfigOf<V>,
       options: { signingKeyFile?: string },

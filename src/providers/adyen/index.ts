@@ -20,10 +20,8 @@ export const adyen = defineProvider({
   webhookAdapter: (config) =>
     createAdyenAdapter({ hmacKeys: config.adyenHmacKeys, basicAuth: config.adyenBasicAuth }),
   exportAdapter: () => createAdyenAdapter({ hmacKeys: [] }),
-  exportFormat: 'NotificationRequestItem objects or whole notification batches, one a line',
   openapi: adyenOpenApi,
   simulator: {
-    needs: 'the first of SETTLE_ADYEN_HMAC_KEYS (and SETTLE_ADYEN_BASIC_AUTH if set)',
     signer(config) {
       const hmacKey = config.adyenHmacKeys[0];
       if (!hmacKey) return { ok: false, message: '--provider adyen needs SETTLE_ADYEN_HMAC_KEYS.' };

@@ -76,7 +76,6 @@ export const paypal = defineProvider({
     });
   },
   exportAdapter: () => createPaypalAdapter({}),
-  exportFormat: 'PayPal webhook event objects, one a line (as its webhook-events API lists them)',
   openapi: paypalOpenApi,
   recovery: {
     credentials: 'SETTLE_PAYPAL_CLIENT_ID and SETTLE_PAYPAL_CLIENT_SECRET (or _FILE)',
@@ -91,9 +90,6 @@ export const paypal = defineProvider({
       }),
   },
   simulator: {
-    needs:
-      'the first of SETTLE_PAYPAL_WEBHOOK_ID and --signing-key, the private key of the certificate the ' +
-      'gateway verifies with (SETTLE_PAYPAL_CERT_PATH): only PayPal holds its own',
     signer(config, { signingKeyFile }) {
       const webhookId = paypalWebhookIds(config)[0];
       if (!webhookId) return { ok: false, message: '--provider paypal needs SETTLE_PAYPAL_WEBHOOK_ID.' };

@@ -16,7 +16,6 @@ export const stripe = defineProvider({
   route: { kind: 'event' },
   webhookAdapter: (config) => createStripeAdapter({ secrets: config.stripeWebhookSecrets }),
   exportAdapter: () => createStripeAdapter({ secrets: [] }),
-  exportFormat: 'Stripe event objects, one a line (as `stripe events list` prints them)',
   openapi: stripeOpenApi,
   recovery: {
     credentials: 'SETTLE_STRIPE_API_KEY (or _FILE; read access to Events is enough)',
@@ -27,7 +26,6 @@ export const stripe = defineProvider({
       createStripeRecoverySource({ apiKey: config.stripeApiKey!, apiBase: config.stripeApiBase }),
   },
   simulator: {
-    needs: 'the first of SETTLE_STRIPE_WEBHOOK_SECRETS',
     signer(config) {
       const secret = config.stripeWebhookSecrets[0];
       if (!secret) return { ok: false, message: '--provider stripe needs SETTLE_STRIPE_WEBHOOK_SECRETS.' };
