@@ -13,6 +13,8 @@ export {
   loadConfigPart,
   loadSettings,
   secretFileVariable,
+  withProviderDefaults,
+  type ProviderSettings,
 } from './load';
 export {
   configVariables,

@@ -214,14 +214,24 @@ export function combinationIssues(
     });
   }
   // Each provider's own (src/providers/<name>/config.ts), on its variables at their defaults where unset.
-  const providers = { ...PROVIDER_DEFAULTS, ...definedOnly(config) };
-  issues.push(...providerCombinationIssues(providers));
+  issues.push(...providerCombinationIssues(withProviderDefaults(config)));
   return issues;
 }
 
-/** The keys of `value` that are set. */
-function definedOnly<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+/** The providers' part of the configuration: every provider's variables and SETTLE_PROVIDER_MODE. */
+export type ProviderSettings = Pick<Config, keyof typeof PROVIDER_VARIABLES> &
+  Partial<Pick<Config, 'providerMode'>>;
+
+/**
+ * Every provider's variables as `config` sets them, at their defaults where it leaves them unset:
+ * what each provider module's hooks read (src/providers/module.ts), whatever part of the
+ * configuration a caller holds.
+ */
+export function withProviderDefaults(
+  config: Partial<Pick<Config, keyof typeof PROVIDER_VARIABLES | 'providerMode'>>,
+): ProviderSettings {
+  const set = Object.fromEntries(Object.entries(config).filter(([, value]) => value !== undefined));
+  return { ...PROVIDER_DEFAULTS, ...set } as ProviderSettings;
 }
 
 /**

@@ -20,7 +20,7 @@ import {
 } from '../providers/types';
 import type { ProviderModule } from '../providers/module';
 import { PROVIDER_NAMES, PROVIDER_VARIABLES, PROVIDERS, type ProviderName } from '../providers/registry';
-import { loadConfigPart, type Config } from '../config';
+import { withProviderDefaults, type Config } from '../config';
 import { shortHash } from '../lib/hash';
 import type { Logger } from '../lib/logger';
 import { answerAdmission, refuseOtherMethods, refuseUnavailable, reject } from './replies';
@@ -47,13 +47,6 @@ export type ProviderRouteDeps = Services & ProviderRouteOptions & { logger?: Log
  */
 export function providerRouteOptions(config: ProviderConfig): ProviderRouteOptions {
   return { providerConfig: config, providerMode: config.providerMode };
-}
-
-/** Each provider's variables at their defaults, then as configured. */
-export function providerConfigOf(config: ProviderConfig | undefined) {
-  const defaults = loadConfigPart(Object.keys(PROVIDER_VARIABLES) as (keyof typeof PROVIDER_VARIABLES)[], {});
-  const set = Object.fromEntries(Object.entries(config ?? {}).filter(([, value]) => value !== undefined));
-  return { ...defaults, ...set };
 }
 
 /**
@@ -219,7 +212,7 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
     refuseOtherMethods(app, path, ['POST']);
   };
 
-  const config = providerConfigOf(deps.providerConfig);
+  const config = withProviderDefaults(deps.providerConfig ?? {});
   for (const name of PROVIDER_NAMES) {
     const module: ProviderModule = PROVIDERS[name];
     const adapter = module.webhookAdapter(config, {

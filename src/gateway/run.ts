@@ -1,10 +1,10 @@
 import type { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
-import { combinationIssues, ConfigError, type Config } from '../config';
+import { combinationIssues, ConfigError, withProviderDefaults, type Config } from '../config';
 import { listeningOn } from '../config/port-in-use';
 import { logger } from '../lib/logger';
-import { providerConfigOf, providerRouteOptions, type ProviderConfig } from './providers';
+import { providerRouteOptions, type ProviderConfig } from './providers';
 import { PROVIDER_MODULES } from '../providers/registry';
 import { startMetricsServer } from '../metrics/metrics-server';
 import { operatorViews } from './operations';
@@ -19,7 +19,7 @@ export function missingWebhookSecrets(
 ): string | undefined {
   if (config.webhookSecrets.length > 0) return undefined;
   const modules = PROVIDER_MODULES;
-  const full = providerConfigOf(config);
+  const full = withProviderDefaults(config);
   if (modules.some((module) => module.takesWebhooks(full))) return undefined;
   return (
     `SETTLE_WEBHOOK_SECRETS is not set (nor any provider's: ${modules.map((m) => m.webhookVariables).join(', ')}): ` +

@@ -1,6 +1,6 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, type Client } from '@temporalio/client';
-import { CONFIG_DEFAULTS, type Config } from '../config';
-import type { ProviderConfigOf, ProviderModule, ProviderVariables } from '../providers/module';
+import { withProviderDefaults, type Config } from '../config';
+import type { ProviderModule } from '../providers/module';
 import {
   isProviderName,
   PROVIDERS,
@@ -28,12 +28,6 @@ function sweepOf(provider: RecoveryProvider) {
   return { name: module.label, ...module.recovery };
 }
 
-/** The configuration a provider's hooks read: its variables at their defaults where unset. */
-function withDefaults(config: RecoveryScheduleConfig): ProviderConfigOf<ProviderVariables> {
-  const set = Object.fromEntries(Object.entries(config).filter(([, value]) => value !== undefined));
-  return { ...CONFIG_DEFAULTS, ...set } as ProviderConfigOf<ProviderVariables>;
-}
-
 /**
  * With the provider's API credentials (its module's `recovery.on`), ensures its
  * sweep Schedule (every SETTLE_<PROVIDER>_SWEEP_EVERY, its interval brought up to date when the
@@ -48,7 +42,7 @@ export async function ensureRecoverySchedule(
   provider: RecoveryProvider,
 ): Promise<{ scheduleId: string; state: 'created' | 'updated' | 'unchanged' | 'off' }> {
   const sweep = sweepOf(provider);
-  const providerConfig = withDefaults(config);
+  const providerConfig = withProviderDefaults(config);
   const scheduleId = recoveryScheduleId(provider, config.taskQueue);
   const handle = client.schedule.getHandle(scheduleId);
   if (!sweep.on(providerConfig)) {
@@ -100,7 +94,11 @@ export async function prepareRecovery(
         );
       } else {
         logger.info(
-          { component: 'recovery', ...schedule, every: formatDuration(sweep.everyMs(withDefaults(config))) },
+          {
+            component: 'recovery',
+            ...schedule,
+            every: formatDuration(sweep.everyMs(withProviderDefaults(config))),
+          },
           `${sweep.name} recovery sweep schedule ready`,
         );
       }

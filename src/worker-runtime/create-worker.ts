@@ -13,7 +13,7 @@ import { signingSecrets, targetUrls, type TargetConfigKey, type TargetSecretKey 
 import { targetLimitsConfig, type TargetLimitKey } from '../domain/target-limits';
 import { createPurgeActivities } from '../activities/purge';
 import { createRecoveryActivities } from '../activities/recovery-sweep-events';
-import { CONFIG_DEFAULTS, loadSettings, type Config } from '../config';
+import { CONFIG_DEFAULTS, loadSettings, withProviderDefaults, type Config } from '../config';
 import type { RecoverySource } from '../providers/recovery-source';
 import type { ProviderConfigOf, ProviderModule, ProviderVariables } from '../providers/module';
 import {
@@ -211,10 +211,7 @@ export class SettleWorker {
 
 /** The providers this worker can sweep: those with API credentials (src/temporal/recovery-schedule.ts). */
 function recoverySources(config: WorkerOptions['config']) {
-  const providerConfig = {
-    ...CONFIG_DEFAULTS,
-    ...definedOnly(config),
-  } as ProviderConfigOf<ProviderVariables>;
+  const providerConfig = withProviderDefaults(config) as ProviderConfigOf<ProviderVariables>;
   const sources: Partial<Record<RecoveryProvider, RecoverySource>> = {};
   for (const name of RECOVERY_PROVIDER_NAMES) {
     const recovery = (PROVIDERS[name] as ProviderModule).recovery;
@@ -225,20 +222,12 @@ function recoverySources(config: WorkerOptions['config']) {
 
 /** Each provider's account rule, from its module and the configuration. */
 function accountPolicy(config: WorkerOptions['config']): AccountPolicy {
-  const providerConfig = {
-    ...CONFIG_DEFAULTS,
-    ...definedOnly(config),
-  } as ProviderConfigOf<ProviderVariables>;
+  const providerConfig = withProviderDefaults(config) as ProviderConfigOf<ProviderVariables>;
   const rules = PROVIDER_NAMES.flatMap((name) => {
     const rule = (PROVIDERS[name] as ProviderModule).accountRule?.(providerConfig);
     return rule ? [[name, rule] as const] : [];
   });
   return Object.fromEntries(rules);
-}
-
-/** The keys of `value` that are set. */
-function definedOnly<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 /** The settle worker (live and bulk, polling settle's task queues); the caller runs it and closes the connection. */
