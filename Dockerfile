@@ -59,6 +59,7 @@ COPY --from=deps /app/node_modules ./node_modules
 # package-lock.json stays: it is part of the workflow bundle's key (src/worker-runtime/workflow-bundle.ts).
 COPY package.json package-lock.json ./
 COPY bin ./bin
+COPY migrations ./migrations
 COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 8080 9464

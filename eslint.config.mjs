@@ -200,16 +200,16 @@ function houseRules() {
  * translate, roles (and src/worker.ts, the worker role) wire them into the processes settle runs,
  * and the composition roots (stack, cli) call roles; stack also holds the developer tools (settle
  * simulate, settle example, the stack's state file), which call the use cases. The use cases (app)
- * and side effects (activities) sit on the SQL, Temporal (src/client.ts, and src/temporal/ with the
- * Schedules, search attributes and Worker Deployments settle prepares) and provider modules, so
- * neither Temporal's set-up nor a use case can reach the developer tools; domain, lib and config are
- * the floor. Cycles, within a layer too, are refused by tools/ci/check-cycles.ts
+ * and side effects (activities) sit on the SQL and Temporal (src/client.ts, and src/temporal/ with the
+ * Schedules, search attributes and Worker Deployments settle prepares), so neither Temporal's set-up
+ * nor a use case can reach the developer tools; domain, lib, config and the providers' table (every
+ * layer above reads it, the configuration its variables) are the floor. Cycles, within a layer too, are refused by tools/ci/check-cycles.ts
  * (`npm run lint` runs both).
  */
 function layerRules() {
   const layers = [
-    ['domain', 'lib', 'config'],
-    ['db', 'temporal', 'client', 'workflows', 'providers', 'metrics', 'tracing'],
+    ['domain', 'lib', 'config', 'providers'],
+    ['db', 'temporal', 'client', 'workflows', 'metrics', 'tracing'],
     ['app', 'activities'],
     ['gateway', 'worker-runtime', 'codec'],
     ['roles', 'worker'],
@@ -218,12 +218,13 @@ function layerRules() {
   /** Narrower than the layer: what a folder must not import even though the layer would allow it. */
   const alsoForbidden = {
     // Pure rules, safe inside workflows: nothing with I/O, no configuration.
-    domain: ['lib', 'config'],
+    domain: ['lib', 'config', 'providers'],
     // Helpers with no business: they know none of settle's rules (domain).
     lib: ['domain'],
-    // Temporal's side only: the connection and what settle prepares in Temporal, no SQL, no provider,
-    // no counters (the use cases and the roles put those together with it).
-    temporal: ['db', 'providers', 'metrics', 'tracing', 'client'],
+    // Temporal's side only: the connection and what settle prepares in Temporal (the recovery
+    // Schedules read the providers' table), no SQL, no counters (the use cases and the roles put
+    // those together with it).
+    temporal: ['db', 'metrics', 'tracing', 'client'],
     // The edges do not reach into each other: only roles/ wires them (one function per role), and
     // the composition roots reach them through it.
     gateway: ['worker-runtime', 'codec'],

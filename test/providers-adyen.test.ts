@@ -7,7 +7,7 @@ import { WorkflowIdReusePolicy } from '@temporalio/client';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { freePort } from '../testkit/free-port';
-import { adaptAdyenItem } from '../src/providers/adyen';
+import { adaptAdyenItem } from '../src/providers/adyen/adapter';
 import { startTemporalDevServer, type DevServer } from '../src/stack/temporal-dev-server';
 import type { PaymentWorkflowResult } from '../src/workflows';
 import { countRows, startTestStack, uniqueId, waitFor, type TestStack } from '../testkit/harness';

@@ -8,7 +8,7 @@ import { crc32 } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
-import { recoverMissedEvents } from '../src/app/recovery';
+import { recoverMissedEvents } from '../src/app/recovery-missed-events';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { providerRouteOptions } from '../src/gateway/providers';
@@ -16,9 +16,9 @@ import { buildGateway } from '../src/gateway/server';
 import pino from 'pino';
 import { shortHash } from '../src/lib/hash';
 import { providerDeliveriesRefusedTotal } from '../src/metrics/settle-metrics';
-import { createPaypalAdapter } from '../src/providers/paypal';
-import { createPaypalRecoverySource } from '../src/providers/paypal-recovery';
-import { RecoveryFault } from '../src/providers/recovery';
+import { createPaypalAdapter } from '../src/providers/paypal/adapter';
+import { createPaypalRecoverySource } from '../src/providers/paypal/recovery-source';
+import { RecoveryFault } from '../src/providers/recovery-source';
 import { countRows, startTestStack, uniqueId, waitFor, type TestStack } from '../testkit/harness';
 import { forceCrc32, PAD_PLACEHOLDER } from './support/crc32-twin';
 import {
@@ -143,8 +143,7 @@ async function gatewayWithoutApi(): Promise<{ url: string; app: FastifyInstance;
     taskQueue: stack.taskQueue,
     webhookSecrets: stack.config.webhookSecrets,
     ...providerRouteOptions({ ...stack.config, paypalCertPath: undefined, paypalClientId: undefined }),
-    paypalCertOrigin: api.url,
-    paypalTrustedCas: [certs.ca],
+    providerTesting: { paypal: { certOrigin: api.url, trustedCas: [certs.ca] } },
     apiToken: stack.apiToken,
     logger: captured,
   });

@@ -4,7 +4,7 @@ import { WorkflowIdReusePolicy } from '@temporalio/client';
 import { listExceptions } from '../src/db/exceptions';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
-import { adaptStripeEvent } from '../src/providers/stripe';
+import { adaptStripeEvent } from '../src/providers/stripe/adapter';
 import type { PaymentWorkflowResult } from '../src/workflows';
 import { countRows, uniqueId } from '../testkit/harness';
 import { useTestStack } from '../testkit/hooks';

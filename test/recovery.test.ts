@@ -9,15 +9,19 @@ import {
   type Client,
 } from '@temporalio/client';
 import { openExceptions } from '../src/app/exceptions';
-import { DEFAULT_RECOVERY_LOOKBACK_MS, recoverMissedEvents, summaryOfFault } from '../src/app/recovery';
+import {
+  DEFAULT_RECOVERY_LOOKBACK_MS,
+  recoverMissedEvents,
+  summaryOfFault,
+} from '../src/app/recovery-missed-events';
 import { ensureRecoverySchedule, recoveryScheduleId } from '../src/temporal/recovery-schedule';
 import { advanceRecoveryCursor } from '../src/db/recovery-cursor';
 import { addShipments } from '../src/db/shipments';
 import { freePort } from '../testkit/free-port';
 import { recoverySweepFailuresTotal } from '../src/metrics/settle-metrics';
-import { RecoveryFault } from '../src/providers/recovery';
-import { STRIPE_ACTED_ON_TYPES } from '../src/providers/stripe';
-import { createStripeRecoverySource } from '../src/providers/stripe-recovery';
+import { RecoveryFault } from '../src/providers/recovery-source';
+import { STRIPE_ACTED_ON_TYPES } from '../src/providers/stripe/adapter';
+import { createStripeRecoverySource } from '../src/providers/stripe/recovery-source';
 import { connectClient } from '../src/client';
 import type { RecoverySweepResult } from '../src/domain/workflow-contracts';
 import { startTestStack, uniqueId, waitFor, type TestStack } from '../testkit/harness';
@@ -92,7 +96,7 @@ async function sweepOnce(client: Client = stack.client): Promise<RecoverySweepRe
 
 describe('the recovery sweep on its Schedule', () => {
   before(async () => {
-    await ensureRecoverySchedule(stack.client, stack.config);
+    await ensureRecoverySchedule(stack.client, stack.config, 'stripe');
   });
 
   test('after an outage every event the webhooks never brought is applied exactly once, the cursor at the newest', async () => {
@@ -228,11 +232,11 @@ describe('the recovery sweep on its Schedule', () => {
 test('the recovery Schedule exists only while a Stripe API key is set', async () => {
   const config = { ...stack.config, taskQueue: `settle-test-schedule-${uniqueId('q')}` };
   const handle = stack.client.schedule.getHandle(recoveryScheduleId('stripe', config.taskQueue));
-  const off = await ensureRecoverySchedule(stack.client, { ...config, stripeApiKey: undefined });
+  const off = await ensureRecoverySchedule(stack.client, { ...config, stripeApiKey: undefined }, 'stripe');
   assert.equal(off.state, 'off');
   await assert.rejects(handle.describe(), ScheduleNotFoundError);
   try {
-    assert.equal((await ensureRecoverySchedule(stack.client, config)).state, 'created');
+    assert.equal((await ensureRecoverySchedule(stack.client, config, 'stripe')).state, 'created');
     const described = await handle.describe();
     assert.equal(described.spec.intervals?.[0]?.every, 15 * 60_000);
     assert.equal(described.policies.overlap, 'SKIP');
@@ -240,17 +244,21 @@ test('the recovery Schedule exists only while a Stripe API key is set', async ()
       described.action.type === 'startWorkflow' && described.action.workflowType,
       'recoverySweepWorkflow',
     );
-    assert.equal((await ensureRecoverySchedule(stack.client, config)).state, 'unchanged');
+    assert.equal((await ensureRecoverySchedule(stack.client, config, 'stripe')).state, 'unchanged');
     // A changed SETTLE_STRIPE_SWEEP_EVERY is taken up by the next start.
-    const updated = await ensureRecoverySchedule(stack.client, {
-      ...config,
-      stripeSweepEveryMs: 30 * 60_000,
-    });
+    const updated = await ensureRecoverySchedule(
+      stack.client,
+      {
+        ...config,
+        stripeSweepEveryMs: 30 * 60_000,
+      },
+      'stripe',
+    );
     assert.equal(updated.state, 'updated');
     assert.equal((await handle.describe()).spec.intervals?.[0]?.every, 30 * 60_000);
     // The key removed: the Schedule goes, so no run fails for want of it.
     assert.equal(
-      (await ensureRecoverySchedule(stack.client, { ...config, stripeApiKey: undefined })).state,
+      (await ensureRecoverySchedule(stack.client, { ...config, stripeApiKey: undefined }, 'stripe')).state,
       'off',
     );
     await assert.rejects(handle.describe(), ScheduleNotFoundError);

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { randomBytes, randomUUID, sign, webcrypto } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as x509 from '@peculiar/x509';
-import { paypalSignedText } from '../src/providers/paypal';
+import { paypalSignedText } from '../src/providers/paypal/adapter';
 import { listenLocally } from './local-server';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);

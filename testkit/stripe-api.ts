@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type pg from 'pg';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { payloadSha256 } from '../src/lib/hash';
-import { adaptStripeEvent } from '../src/providers/stripe';
+import { adaptStripeEvent } from '../src/providers/stripe/adapter';
 import { listenLocally } from './local-server';
 
 /** What the next request gets instead of its page. */

@@ -3,7 +3,7 @@ import type { FieldIssue } from '../domain/untrusted-json';
 import { recordProviderException } from '../db/provider-exceptions';
 import { takeTransmission } from '../db/transmissions';
 import { sha256Hex } from '../lib/hash';
-import type { AdaptedEvent, ProviderName } from '../providers/types';
+import type { AdaptedEvent } from '../providers/types';
 import { admitPaymentEvent, refusedByDatabase, type IngestOutcome } from './admit-payment-event';
 import type { Services } from './services';
 
@@ -21,7 +21,7 @@ export type ProviderOutcome =
  */
 export async function admitProviderEvent(
   deps: Services,
-  provider: ProviderName,
+  provider: string,
   adapted: AdaptedEvent,
   source: EventSource = 'webhook',
 ): Promise<ProviderOutcome> {
@@ -60,7 +60,7 @@ export async function admitProviderEvent(
  */
 export async function admitProviderBatch(
   deps: Services,
-  provider: ProviderName,
+  provider: string,
   batch: readonly AdaptedEvent[],
 ): Promise<
   | { status: 'admitted'; counts: Record<string, number> }
@@ -79,11 +79,11 @@ export async function admitProviderBatch(
  * Takes a signed delivery's transmission ID once, with the SHA-256 of its raw body, before anything of
  * it is admitted (and whatever it is answered: the signature is spent on that body). `taken`: first
  * seen, or seen with the same body (the delivery again); `reused`: seen with another body, which the
- * signature cannot tell apart (PayPal's covers a CRC32 of it); `unavailable`: PostgreSQL is down.
+ * signature cannot tell apart (one that covers only a checksum of it); `unavailable`: PostgreSQL is down.
  */
 export async function takeProviderTransmission(
   deps: Pick<Services, 'pool'>,
-  provider: ProviderName,
+  provider: string,
   transmission: { id: string; header: string },
   rawBody: string,
 ): Promise<

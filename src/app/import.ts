@@ -6,8 +6,8 @@ import { describeIssues, readPaymentEvent } from '../domain/payment-event';
 import { parseUntrustedJson } from '../domain/untrusted-json';
 import { ErrorCode } from '../domain/errors';
 import { DEFAULT_MAX_BACKLOG, ImportPace } from './import-pace';
-import { exportAdapter } from '../providers';
-import { inMode, type ProviderMode, type ProviderName } from '../providers/types';
+import { PROVIDERS, type ProviderName } from '../providers/registry';
+import { inMode, type ProviderMode } from '../providers/types';
 import type { Services } from './services';
 
 export type ImportCounts = {
@@ -156,7 +156,7 @@ async function importLine(
     // The same edge rule as every route (unstorable text, nesting depth) before the provider's adapter.
     const parsed = parseUntrustedJson(text);
     if (!parsed.ok) return refuse(null, describeIssues([parsed.issue]));
-    const adapter = exportAdapter(provider);
+    const adapter = PROVIDERS[provider].exportAdapter();
     const adapted = inMode(
       adapter.adapt(adapter.exportItems(parsed.value)[0]),
       providerMode,

@@ -7,7 +7,7 @@ import { registerImport } from './commands/import';
 import { registerInspect } from './commands/inspect';
 import { registerMigrate } from './commands/migrate';
 import { registerPurge } from './commands/purge';
-import { registerRecover } from './commands/recovery';
+import { registerRecover } from './commands/recover';
 import { registerReplay } from './commands/replay';
 import { registerRoles } from './commands/roles';
 import { registerShipments } from './commands/shipments';

@@ -1,9 +1,1 @@
-/** A bad or missing variable; the message names every one, so the process can stop with it. */
-export class ConfigError extends Error {
-  constructor(readonly issues: { variable: string; message: string }[]) {
-    super(
-      `Invalid configuration:\n${issues.map((issue) => `  ${issue.variable}: ${issue.message}`).join('\n')}`,
-    );
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError, type ConfigIssue } from '../domain/config-error';

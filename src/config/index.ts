@@ -12,9 +12,9 @@ export {
   loadConfig,
   loadConfigPart,
   loadSettings,
-  PAYPAL_SIMULATOR_WEBHOOK_ID,
-  paypalWebhookIds,
   secretFileVariable,
+  withProviderDefaults,
+  type ProviderSettings,
 } from './load';
 export {
   configVariables,

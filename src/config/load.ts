@@ -11,6 +11,7 @@ import {
   type Variable,
 } from './schema';
 import { loadTemporalProfile, type TemporalSettings } from './temporal-profile';
+import { providerCombinationIssues, PROVIDER_VARIABLES } from '../providers/configuration';
 import { REMINDER_SECRET_VARIABLE, TARGET_SECRET_KEYS, type SigningSecrets } from '../domain/outbox';
 
 type Variables = Record<string, Variable>;
@@ -194,20 +195,7 @@ export function loadConfig(
  * applies it; so does the gateway's start, for a configuration built by other means.
  */
 export function combinationIssues(
-  config: Pick<Config, 'adyenHmacKeys' | 'adyenBasicAuth' | 'adyenAllowNoBasicAuth'> &
-    SigningSecrets &
-    Partial<
-      Pick<
-        Config,
-        | 'providerMode'
-        | 'stripeApiKey'
-        | 'paypalClientId'
-        | 'paypalClientSecret'
-        | 'paypalApiBase'
-        | 'paypalWebhookId'
-        | 'paypalWebhookIds'
-      >
-    >,
+  config: SigningSecrets & Partial<Pick<Config, keyof typeof PROVIDER_VARIABLES | 'providerMode'>>,
 ): ConfigError['issues'] {
   const issues: ConfigError['issues'] = [];
   // Every customer verifying a reminder holds SETTLE_REMINDER_SECRET: shared with the carrier's or the
@@ -225,71 +213,25 @@ export function combinationIssues(
         'secret, so it must be one of its own (generate one)',
     });
   }
-  // A key of the other mode lists only events SETTLE_PROVIDER_MODE ignores: every sweep would admit
-  // nothing, silently. Refused at start, naming both variables.
-  const keyMode = /^(?:sk|rk)_(live|test)_/.exec(config.stripeApiKey ?? '')?.[1];
-  if (config.providerMode && keyMode && keyMode !== config.providerMode) {
-    issues.push({
-      variable: 'SETTLE_STRIPE_API_KEY',
-      message:
-        `is a ${keyMode}-mode key, but SETTLE_PROVIDER_MODE is ${config.providerMode}: set a ` +
-        `${config.providerMode}-mode key (…_${config.providerMode}_…) or change SETTLE_PROVIDER_MODE`,
-    });
-  }
-  const paypalMode = config.paypalApiBase ? paypalApiMode(config.paypalApiBase) : undefined;
-  if (config.paypalClientId && config.providerMode && paypalMode && paypalMode !== config.providerMode) {
-    issues.push({
-      variable: 'SETTLE_PAYPAL_API_BASE',
-      message:
-        `is PayPal's ${paypalMode === 'test' ? 'sandbox' : 'live'} API, but SETTLE_PROVIDER_MODE is ` +
-        `${config.providerMode}: set ${config.providerMode === 'live' ? 'https://api-m.paypal.com' : 'https://api-m.sandbox.paypal.com'} or change SETTLE_PROVIDER_MODE`,
-    });
-  }
-  // Anyone can have PayPal's simulator sign a mock delivery for its webhook ID, and then send a body of
-  // their own under it (the signature covers a CRC32 of the body): never in live mode.
-  if (config.providerMode === 'live' && paypalWebhookIds(config).includes(PAYPAL_SIMULATOR_WEBHOOK_ID)) {
-    issues.push({
-      variable: config.paypalWebhookIds?.includes(PAYPAL_SIMULATOR_WEBHOOK_ID)
-        ? 'SETTLE_PAYPAL_WEBHOOK_IDS'
-        : 'SETTLE_PAYPAL_WEBHOOK_ID',
-      message:
-        `lists ${PAYPAL_SIMULATOR_WEBHOOK_ID}, PayPal's webhooks simulator's ID, which anyone can have ` +
-        'PayPal sign a delivery for, but SETTLE_PROVIDER_MODE is live: remove it (docs/providers.md)',
-    });
-  }
-  // The HMAC covers only some fields of an item, and none of the batch: basic auth keeps everyone
-  // but Adyen from sending at all, so going without it is an operator's explicit choice.
-  if (config.adyenHmacKeys.length > 0 && !config.adyenBasicAuth && !config.adyenAllowNoBasicAuth) {
-    issues.push({
-      variable: 'SETTLE_ADYEN_BASIC_AUTH',
-      message:
-        'is not set, but SETTLE_ADYEN_HMAC_KEYS is: set it to the user:password of the Adyen webhook ' +
-        '(docs/providers.md), or SETTLE_ADYEN_ALLOW_NO_BASIC_AUTH=true to take notifications on their HMAC alone',
-    });
-  }
+  // Each provider's own (src/providers/<name>/config.ts), on its variables at their defaults where unset.
+  issues.push(...providerCombinationIssues(withProviderDefaults(config)));
   return issues;
 }
 
-/** The webhook IDs whose PayPal deliveries are taken: SETTLE_PAYPAL_WEBHOOK_ID (one, or a list) and SETTLE_PAYPAL_WEBHOOK_IDS. */
-export function paypalWebhookIds(
-  config: Partial<Pick<Config, 'paypalWebhookId' | 'paypalWebhookIds'>>,
-): string[] {
-  const single = (config.paypalWebhookId ?? '')
-    .split(',')
-    .map((id) => id.trim())
-    .filter(Boolean);
-  return [...new Set([...single, ...(config.paypalWebhookIds ?? [])])];
-}
+/** The providers' part of the configuration: every provider's variables and SETTLE_PROVIDER_MODE. */
+export type ProviderSettings = Pick<Config, keyof typeof PROVIDER_VARIABLES> &
+  Partial<Pick<Config, 'providerMode'>>;
 
-/** The webhook ID PayPal's webhooks simulator signs its mock events for. */
-export const PAYPAL_SIMULATOR_WEBHOOK_ID = 'WEBHOOK_ID';
-
-/** PayPal's sandbox API is test mode, its live API live; another host (a proxy, a stand-in): unknown. */
-function paypalApiMode(base: string): 'live' | 'test' | undefined {
-  const host = new URL(base).hostname;
-  if (/(^|\.)sandbox\.paypal\.com$/.test(host)) return 'test';
-  if (/(^|\.)paypal\.com$/.test(host)) return 'live';
-  return undefined;
+/**
+ * Every provider's variables as `config` sets them, at their defaults where it leaves them unset:
+ * what each provider module's hooks read (src/providers/module.ts), whatever part of the
+ * configuration a caller holds.
+ */
+export function withProviderDefaults(
+  config: Partial<Pick<Config, keyof typeof PROVIDER_VARIABLES | 'providerMode'>>,
+): ProviderSettings {
+  const set = Object.fromEntries(Object.entries(config).filter(([, value]) => value !== undefined));
+  return { ...PROVIDER_DEFAULTS, ...set } as ProviderSettings;
 }
 
 /**
@@ -317,6 +259,9 @@ export const CONFIG_DEFAULTS = Object.fromEntries(
 
 /** Where settle listens when HOST is unset: this machine only. */
 export const DEFAULT_HOST = CONFIG_DEFAULTS.host!;
+
+/** Every provider's variables at their defaults, for a check handed only some of them. */
+const PROVIDER_DEFAULTS = parseVariables(PROVIDER_VARIABLES, {}, noFiles({}));
 
 /** SETTLE_DELIVERY_STUCK_AFTER's default, for code handed no configuration. */
 export const DEFAULT_DELIVERY_STUCK_AFTER_MS = CONFIG_DEFAULTS.deliveryStuckAfterMs!;

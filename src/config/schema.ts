@@ -1,6 +1,14 @@
 import type { TLSConfig } from '@temporalio/client';
 import { z } from 'zod';
-import { parseDuration } from '../domain/duration';
+import {
+  booleanFlag,
+  duration,
+  httpUrl,
+  secretList,
+  varied,
+  variable,
+  type Variable,
+} from '../domain/env-variables';
 import {
   DELIVERY_TARGETS,
   OUTBOX_TARGETS,
@@ -17,7 +25,7 @@ import {
   type TargetLimit,
 } from '../domain/target-limits';
 import { parsePayloadKeys } from './payload-keys';
-import { varied } from './secret-strength';
+import { PROVIDER_VARIABLES } from '../providers/configuration';
 
 // Every environment variable settle reads is declared here, once; the `Config` and `Settings` types
 // are inferred from these declarations. A new variable is one entry below, plus its row in the
@@ -25,45 +33,14 @@ import { varied } from './secret-strength';
 // A variable holding a secret says `secret: true`: it then also reads from <NAME>_FILE, refuses a value
 // published as an example (example-secrets.ts), and its schema sets a minimum strength (below).
 
-/**
- * One environment variable: its name, the zod schema its text is parsed with, and the default
- * applied when it is unset or empty, written as a person would set it (so the README and
- * .env.example can show it as is).
- */
-export type Variable<S extends z.ZodType = z.ZodType> = {
-  name: string;
-  schema: S;
-  default?: string;
-  /** Set by the operating system, not by an operator: named in the README, not in .env.example. */
-  system?: boolean;
-  /**
-   * Holds a secret: <NAME>_FILE may name a file holding it instead (a mounted Secret; load.ts), a
-   * value published as an example is refused (example-secrets.ts), and no message prints it.
-   */
-  secret?: boolean;
-};
-
-function variable<S extends z.ZodType>(
-  name: string,
-  schema: S,
-  options: { default?: string; system?: boolean; secret?: boolean } = {},
-): Variable<S> {
-  return { name, schema, ...options };
-}
-
 // Minimum strengths (README, "Secrets"). Each message says what is expected, never what was given.
 
 /** Standard Webhooks secrets: whsec_ and the base64 of at least this many random bytes (the spec's floor). */
 export const STANDARD_WEBHOOKS_MIN_BYTES = 24;
-/** Stripe endpoint secrets: whsec_ and at least this many letters and digits (Stripe issues longer ones). */
-export const STRIPE_SECRET_MIN_CHARACTERS = 24;
-/** Adyen HMAC keys: exactly this many hex digits (the 32-byte key the Customer Area generates). */
-export const ADYEN_HMAC_KEY_HEX_DIGITS = 64;
 /** Bearer tokens (SETTLE_API_TOKEN, SETTLE_CODEC_TOKEN): at least this long. */
 export const TOKEN_MIN_CHARACTERS = 32;
-export { SECRET_MIN_DISTINCT } from './secret-strength';
-/** Adyen's basic-auth password: at least this long. */
-export const BASIC_AUTH_PASSWORD_MIN_CHARACTERS = 16;
+export { SECRET_MIN_DISTINCT } from '../domain/env-variables';
+export { isLoopbackHost, type Variable } from '../domain/env-variables';
 
 const GENERATE_WHSEC = `node -e "console.log('whsec_' + require('crypto').randomBytes(32).toString('base64'))"`;
 
@@ -73,21 +50,6 @@ function isStandardWebhooksSecret(item: string): boolean {
     !!match && Buffer.from(match[1]!, 'base64').length >= STANDARD_WEBHOOKS_MIN_BYTES && varied(match[1]!)
   );
 }
-
-const secretList = (message: string, valid: (item: string) => boolean) =>
-  z
-    .string()
-    .optional()
-    .transform((value) =>
-      (value ?? '')
-        .split(',')
-        .map((item) => item.trim())
-        .filter(Boolean),
-    )
-    .refine((items) => items.every(valid), { message });
-
-/** A comma-separated list that is not secret (account IDs): empty when unset. */
-const accountList = secretList;
 
 /** Standard Webhooks secrets, comma-separated (the first signs where settle signs). */
 const standardWebhooksSecrets = secretList(
@@ -102,50 +64,12 @@ const token = z
     `must be at least ${TOKEN_MIN_CHARACTERS} random characters, no spaces (openssl rand -hex 24)`,
   );
 
-const booleanFlag = z
-  .enum(['true', 'false', '1', '0'], { message: 'must be true or false' })
-  .transform((value) => value === 'true' || value === '1');
-
-const httpUrl = z
-  .string()
-  .url()
-  .refine((value) => /^https?:\/\//.test(value), 'must be an http(s) URL');
-
-/** A loopback host: 127.0.0.0/8, ::1 or localhost (a local stand-in for a provider's API). */
-export function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '');
-  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-}
-
-/**
- * A provider's API, scheme://host[:port] with no path. https only, but for a loopback address: the
- * API key travels in every request, and what the API lists is admitted without a signature.
- */
-const providerApiBase = httpUrl
-  .refine((value) => {
-    const url = new URL(value);
-    return url.pathname === '/' && !url.search && !url.hash && value.replace(/\/$/, '') === url.origin;
-  }, 'must be scheme://host[:port], with no path')
-  .refine((value) => {
-    const url = new URL(value);
-    return url.protocol === 'https:' || isLoopbackHost(url.hostname);
-  }, 'must be https:// (http:// only for a loopback address such as 127.0.0.1)');
-
 const port = (min: number) =>
   z.coerce
     .number({ message: 'must be a port number' })
     .int('must be a port number')
     .min(min, 'must be a port number')
     .max(65535, 'must be a port number');
-
-const duration = z.string().transform((value, ctx) => {
-  const ms = parseDuration(value);
-  if (ms === undefined) {
-    ctx.addIssue({ code: 'custom', message: 'must be a duration such as 90d, 36h, 30m or 45s' });
-    return z.NEVER;
-  }
-  return ms;
-});
 
 /** A duration of at least one second: a listener's timeout of 0 would mean none. */
 const timeout = duration.refine((ms) => ms >= 1000, 'must be at least 1s');
@@ -311,164 +235,8 @@ export const configVariables = {
   port: variable('PORT', port(0), { default: '8080' }),
   /** Standard Webhooks secrets (whsec_<base64>), comma-separated; more than one while rotating. */
   webhookSecrets: variable('SETTLE_WEBHOOK_SECRETS', standardWebhooksSecrets, { secret: true }),
-  /** Stripe webhook endpoint signing secrets (whsec_…), comma-separated; more than one while rolling. */
-  stripeWebhookSecrets: variable(
-    'SETTLE_STRIPE_WEBHOOK_SECRETS',
-    secretList(
-      `each secret must be whsec_ and at least ${STRIPE_SECRET_MIN_CHARACTERS} letters and digits (the endpoint secret from the Stripe dashboard)`,
-      (item) =>
-        new RegExp(`^whsec_[A-Za-z0-9]{${STRIPE_SECRET_MIN_CHARACTERS},}$`).test(item) &&
-        varied(item.slice(6)),
-    ),
-    { secret: true },
-  ),
-  /**
-   * Stripe API key the recovery sweep lists events with (a restricted key with read access to Events
-   * is enough). Unset: no sweep, no recovery Schedule.
-   */
-  stripeApiKey: variable(
-    'SETTLE_STRIPE_API_KEY',
-    z
-      .string()
-      .refine(
-        (value) => /^(sk|rk)_(live|test)_[A-Za-z0-9]{24,}$/.test(value) && varied(value.slice(8)),
-        'must be a Stripe secret or restricted key (sk_live_…, rk_live_…, or their _test_ forms)',
-      )
-      .optional(),
-    { secret: true },
-  ),
-  /**
-   * Stripe's API, scheme://host[:port] (no path): a test server or an egress proxy in its place. https
-   * only, but for a loopback address (a local stand-in): the key travels in every request.
-   */
-  stripeApiBase: variable('SETTLE_STRIPE_API_BASE', providerApiBase, { default: 'https://api.stripe.com' }),
-  /** How often the recovery Schedule sweeps Stripe's events for what was never delivered (ms). */
-  stripeSweepEveryMs: variable(
-    'SETTLE_STRIPE_SWEEP_EVERY',
-    duration.pipe(z.number().min(60_000, 'must be at least 1m')),
-    { default: '15m' },
-  ),
-  /**
-   * The ID PayPal gave the webhook (Developer Dashboard): part of the string every delivery's
-   * signature covers, so a delivery signed for another webhook is refused. A comma-separated list is
-   * taken too. Unset (and no SETTLE_PAYPAL_WEBHOOK_IDS): every PayPal request is refused (401).
-   */
-  paypalWebhookId: variable(
-    'SETTLE_PAYPAL_WEBHOOK_ID',
-    z
-      .string()
-      .regex(
-        /^\s*[A-Za-z0-9_-]{1,64}\s*(?:,\s*[A-Za-z0-9_-]{1,64}\s*)*$/,
-        "must be the webhook's ID as PayPal shows it (letters, digits, _ and -), or several comma-separated",
-      )
-      .optional(),
-  ),
-  /**
-   * More PayPal webhook IDs whose deliveries are taken, comma-separated: the old and the new webhook
-   * while rotating, or PayPal's simulator's `WEBHOOK_ID` (test only: refused with
-   * SETTLE_PROVIDER_MODE=live).
-   */
-  paypalWebhookIds: variable(
-    'SETTLE_PAYPAL_WEBHOOK_IDS',
-    accountList("each ID must be a webhook's ID as PayPal shows it (letters, digits, _ and -)", (item) =>
-      /^[A-Za-z0-9_-]{1,64}$/.test(item),
-    ),
-  ),
-  /**
-   * A PEM certificate to verify PayPal's signatures with instead of fetching PAYPAL-CERT-URL (offline
-   * verification: tests, or a deployment without egress to PayPal). Not `_FILE`: it is a path, and
-   * a certificate is no secret.
-   */
-  paypalCertPath: variable('SETTLE_PAYPAL_CERT_PATH', z.string().min(1).optional()),
-  /** PayPal REST app's client ID, for the recovery sweep (OAuth2 client credentials). */
-  paypalClientId: variable(
-    'SETTLE_PAYPAL_CLIENT_ID',
-    z
-      .string()
-      .regex(/^[A-Za-z0-9_-]{16,128}$/, "must be the REST app's client ID from the PayPal dashboard")
-      .optional(),
-  ),
-  /** PayPal REST app's secret, with SETTLE_PAYPAL_CLIENT_ID. Unset: no PayPal sweep. */
-  paypalClientSecret: variable(
-    'SETTLE_PAYPAL_CLIENT_SECRET',
-    z
-      .string()
-      .refine(
-        (value) => /^[A-Za-z0-9_-]{32,}$/.test(value) && varied(value),
-        "must be the REST app's secret from the PayPal dashboard (at least 32 letters, digits, _ or -)",
-      )
-      .optional(),
-    { secret: true },
-  ),
-  /** PayPal's REST API, scheme://host[:port]: https only but for a loopback address. */
-  paypalApiBase: variable('SETTLE_PAYPAL_API_BASE', providerApiBase, { default: 'https://api-m.paypal.com' }),
-  /** How often the recovery Schedule sweeps PayPal's webhook events (ms). */
-  paypalSweepEveryMs: variable(
-    'SETTLE_PAYPAL_SWEEP_EVERY',
-    duration.pipe(z.number().min(60_000, 'must be at least 1m')),
-    { default: '15m' },
-  ),
-  /** Adyen HMAC keys (hex), comma-separated; more than one while rotating. */
-  adyenHmacKeys: variable(
-    'SETTLE_ADYEN_HMAC_KEYS',
-    secretList(
-      `each key must be the ${ADYEN_HMAC_KEY_HEX_DIGITS} hex digits of an HMAC key from the Adyen Customer Area`,
-      (item) =>
-        new RegExp(`^[0-9A-Fa-f]{${ADYEN_HMAC_KEY_HEX_DIGITS}}$`).test(item) && varied(item.toUpperCase()),
-    ),
-    { secret: true },
-  ),
-  /**
-   * Basic auth Adyen must present on /webhooks/adyen, as user:password. Required with
-   * SETTLE_ADYEN_HMAC_KEYS (load.ts) unless SETTLE_ADYEN_ALLOW_NO_BASIC_AUTH is true.
-   */
-  adyenBasicAuth: variable(
-    'SETTLE_ADYEN_BASIC_AUTH',
-    z
-      .string()
-      .refine(
-        (value) =>
-          new RegExp(`^[^:]+:.{${BASIC_AUTH_PASSWORD_MIN_CHARACTERS},}$`).test(value) &&
-          varied(value.slice(value.indexOf(':') + 1)),
-        `must be user:password, the password at least ${BASIC_AUTH_PASSWORD_MIN_CHARACTERS} random characters`,
-      )
-      .optional(),
-    { secret: true },
-  ),
-  /**
-   * Connected Stripe accounts (acct_…) whose payments settle applies, comma-separated. A Connect event
-   * names its account in the signed `account` field; one without is the platform's own and always
-   * taken. Unset: the platform account only; any other account's payment is `needs_review`.
-   */
-  stripeAccounts: variable(
-    'SETTLE_STRIPE_ACCOUNTS',
-    accountList('each account must be a Stripe account ID, acct_ and letters and digits', (item) =>
-      /^acct_[A-Za-z0-9]{1,64}$/.test(item),
-    ),
-  ),
-  /**
-   * Adyen merchant accounts whose payments settle applies, comma-separated (each item's
-   * merchantAccountCode, which its HMAC signs). Unset: any merchant account the HMAC keys sign for.
-   */
-  adyenMerchantAccounts: variable(
-    'SETTLE_ADYEN_MERCHANT_ACCOUNTS',
-    accountList('each account must be an Adyen merchant account code, letters, digits, _ . and -', (item) =>
-      /^[A-Za-z0-9_.-]{1,80}$/.test(item),
-    ),
-  ),
-  /**
-   * PayPal merchant IDs whose payments settle applies, comma-separated (a capture's
-   * `payee.merchant_id`, a refund's `payer.merchant_id`, a dispute's seller): for a platform that
-   * receives its sellers' events. Unset: any merchant the webhook receives events for.
-   */
-  paypalMerchantIds: variable(
-    'SETTLE_PAYPAL_MERCHANT_IDS',
-    accountList('each ID must be a PayPal merchant ID (13 letters and digits as PayPal shows it)', (item) =>
-      /^[A-Za-z0-9]{1,64}$/.test(item),
-    ),
-  ),
-  /** true: take Adyen notifications on their HMAC alone, with no basic auth (an operator's choice). */
-  adyenAllowNoBasicAuth: variable('SETTLE_ADYEN_ALLOW_NO_BASIC_AUTH', booleanFlag, { default: 'false' }),
+  // Each provider's variables, declared in its module (src/providers/<name>/config.ts).
+  ...PROVIDER_VARIABLES,
   /**
    * `live` or `test`: provider events of the other mode (Stripe `livemode`, Adyen `live`) are
    * acknowledged as ignored and change nothing. Unset: both are taken.

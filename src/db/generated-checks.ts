@@ -1,16 +1,20 @@
 import { RECONCILE_OUTCOMES, REMINDER_STATES } from '../domain/lifecycles';
 import { OUTBOX_TARGETS } from '../domain/outbox';
+import { PROVIDER_NAMES } from '../providers/registry';
 import type { Queryable } from './pool';
 
 /**
  * Columns whose allowed values a TypeScript list owns: the migrator writes each one's CHECK from the
  * list, so the database, the types and the API never disagree. Adding a delivery target to
- * DELIVERY_TARGETS is then all it takes for the outbox to accept it (no migration).
+ * DELIVERY_TARGETS is then all it takes for the outbox to accept it (no migration), and so is adding
+ * a provider to the providers' table (src/providers/registry.ts) for its exceptions and its cursor.
  */
 export const GENERATED_CHECKS = [
   { table: 'claims', column: 'outcome', values: RECONCILE_OUTCOMES },
   { table: 'outbox', column: 'target', values: OUTBOX_TARGETS },
   { table: 'reminders', column: 'state', values: REMINDER_STATES },
+  { table: 'provider_exceptions', column: 'provider', values: PROVIDER_NAMES },
+  { table: 'recovery_cursors', column: 'provider', values: PROVIDER_NAMES },
 ] as const satisfies readonly { table: string; column: string; values: readonly string[] }[];
 
 /** The constraint's name: PostgreSQL's own for a column CHECK, as the first migrations created them. */

@@ -1,10 +1,13 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type pg from 'pg';
+import { PROJECT_ROOT } from '../lib/paths';
 import { syncGeneratedChecks } from './generated-checks';
 import { withTransaction } from './transaction';
 
-const MIGRATIONS_DIR = join(__dirname, 'migrations');
+// At the top of the checkout (and of the image), beside src/: the numbered files are data, and the
+// first ones name providers, which src/ keeps to the providers' table.
+const MIGRATIONS_DIR = join(PROJECT_ROOT, 'migrations');
 /** Any constant works; it only has to be the same for every settle process. */
 const MIGRATION_LOCK_ID = 7_420_391;
 

@@ -176,7 +176,7 @@ export async function purgeExpiredClaims(
   // Runs started around settle's door, refused: kept as long as a claim would be, so a flood of them
   // does not grow the table without end.
   await pool.query(`DELETE FROM unadmitted_runs WHERE last_at < $1::timestamptz`, [cutoff]);
-  // Transmission IDs taken once (PayPal's): a signature older than its window is refused anyway.
+  // Transmission IDs taken once (a provider's weak-binding signature): a signature older than its window is refused anyway.
   await pool.query(`DELETE FROM provider_transmissions WHERE first_seen_at < $1::timestamptz`, [cutoff]);
   // The record of settle's own runs goes with the claims (one row per start): in batches, by index.
   for (;;) {

@@ -1,4 +1,4 @@
-import type { RecoveryCursor } from '../providers/recovery';
+import type { RecoveryCursor } from '../providers/recovery-source';
 import type { Queryable } from './pool';
 
 export type RecoveryStatus = {

@@ -52,17 +52,17 @@ export const ErrorCode = {
   /** PostgreSQL refused a value (SQLSTATE class 22 data exception, 54 program limit): retrying cannot help. */
   InvalidData: 'invalid_data',
   /**
-   * A provider transmission ID (PayPal's, whose signature covers only a CRC32 of the body) already
+   * A provider transmission ID (of a provider whose signature binds the body only weakly) already
    * taken with another body: the first stands, this one is refused (HTTP 409) and counted.
    */
   TransmissionReused: 'transmission_reused',
   /**
-   * The provider's API (PayPal's, with SETTLE_PAYPAL_CLIENT_ID) has no such event, or one that decides
+   * The provider's API (where settle holds its credentials) has no such event, or one that decides
    * otherwise: refused (HTTP 422) and counted, nothing admitted.
    */
   EventNotConfirmed: 'event_not_confirmed',
   /**
-   * What verifying or confirming a provider's delivery needs from the provider (PayPal's certificate,
+   * What verifying or confirming a provider's delivery needs from the provider (a signing certificate,
    * its API) could not be had: HTTP 503 with Retry-After, nothing acknowledged.
    */
   ProviderUnavailable: 'provider_unavailable',

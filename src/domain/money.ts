@@ -57,7 +57,7 @@ export function fromProviderUnits(value: number, decimals: number, currency: str
 const DECIMAL_TEXT = /^(\d{1,15})(?:\.(\d{1,15}))?$/;
 
 /**
- * Decimal text of major units (PayPal's `"100"` TWD, `"10.99"` USD) as the integer it counts and the
+ * Decimal text of major units (`"100"` TWD, `"10.99"` USD, as some providers state amounts) as the integer it counts and the
  * number of decimals it counts them in (10000 with 2 → 100.00), or undefined when it is not such text
  * or has more than 15 significant digits (beyond them a JavaScript number is no longer exact).
  */

@@ -58,18 +58,23 @@ export function capturesMoney(to: PaymentStatus): boolean {
 export type PaymentExpectation = { amount: number | null; currency: string | null };
 
 /**
- * The provider accounts whose payments settle applies (SETTLE_STRIPE_ACCOUNTS,
- * SETTLE_ADYEN_MERCHANT_ACCOUNTS). Stripe: an event with no `account` is the platform's own and always
- * taken; an empty list takes no connected account. Adyen: an empty list takes every merchant account.
+ * The accounts of one provider whose payments settle applies (its module's `accountRule`, from a
+ * variable such as SETTLE_STRIPE_ACCOUNTS). `platform`: an event naming no account is the platform's
+ * own and always taken, one naming an account only if it is listed (an empty list takes no other
+ * account). `listed`: an empty list takes every account, else the event's account must be listed.
  */
-export type AccountPolicy = {
-  stripeAccounts: readonly string[];
-  adyenMerchantAccounts: readonly string[];
-  /** SETTLE_PAYPAL_MERCHANT_IDS, as Adyen's: empty or unset takes every merchant. */
-  paypalMerchantIds?: readonly string[];
+export type AccountRule = {
+  kind: 'platform' | 'listed';
+  accounts: readonly string[];
+  /** How the refusal names an account (`Stripe account`) and where it is listed (the variable). */
+  noun: string;
+  variable: string;
 };
 
-export const OPEN_ACCOUNT_POLICY: AccountPolicy = { stripeAccounts: [], adyenMerchantAccounts: [] };
+/** Each provider's account rule, by its name; a provider without one takes every account. */
+export type AccountPolicy = Readonly<Record<string, AccountRule>>;
+
+export const OPEN_ACCOUNT_POLICY: AccountPolicy = {};
 
 export const MISMATCH_REASONS = [
   'amount_short',
@@ -114,27 +119,11 @@ export function paymentMismatch(
   accounts: AccountPolicy,
 ): Mismatch | undefined {
   const account = typeof facts.provider_account === 'string' ? facts.provider_account : undefined;
-  if (facts.provider === 'stripe' && account !== undefined && !accounts.stripeAccounts.includes(account)) {
+  const rule = typeof facts.provider === 'string' ? accounts[facts.provider] : undefined;
+  if (rule && !accountAllowed(rule, account)) {
     return {
       reason: 'account_not_allowed',
-      detail: `Stripe account ${account} is not in SETTLE_STRIPE_ACCOUNTS`,
-    };
-  }
-  if (
-    facts.provider === 'adyen' &&
-    accounts.adyenMerchantAccounts.length > 0 &&
-    (account === undefined || !accounts.adyenMerchantAccounts.includes(account))
-  ) {
-    return {
-      reason: 'account_not_allowed',
-      detail: `Adyen merchant account ${account ?? '(none)'} is not in SETTLE_ADYEN_MERCHANT_ACCOUNTS`,
-    };
-  }
-  const paypalMerchants = accounts.paypalMerchantIds ?? [];
-  if (facts.provider === 'paypal' && paypalMerchants.length > 0 && !paypalMerchants.includes(account ?? '')) {
-    return {
-      reason: 'account_not_allowed',
-      detail: `PayPal merchant ${account ?? '(none)'} is not in SETTLE_PAYPAL_MERCHANT_IDS`,
+      detail: `${rule.noun} ${account ?? '(none)'} is not in ${rule.variable}`,
     };
   }
   if (facts.amount_decimals !== undefined) {
@@ -170,4 +159,9 @@ function inexactDetail(facts: PaymentFacts): string {
       ? `ISO 4217 does not list ${facts.currency}`
       : `ISO 4217 gives ${facts.currency} ${digits} decimal(s)`;
   return `paid ${stated}: inexact, ${iso}; nothing was rounded`;
+}
+
+function accountAllowed(rule: AccountRule, account: string | undefined): boolean {
+  if (rule.kind === 'platform') return account === undefined || rule.accounts.includes(account);
+  return rule.accounts.length === 0 || (account !== undefined && rule.accounts.includes(account));
 }

@@ -180,8 +180,11 @@ export type PurgeResult = {
 };
 
 /** The input of `recoverySweepWorkflow` and `sweepProviderEvents`: the provider whose events are listed. */
-/** A provider with an events API settle sweeps (src/providers/*-recovery.ts). */
-export type RecoveryProvider = 'stripe' | 'paypal';
+/**
+ * A provider with an events API settle sweeps: its name in the providers' table, whose module has a
+ * recovery source (src/providers/registry.ts; a plain string here, as workflow code reads no table).
+ */
+export type RecoveryProvider = string;
 
 export type RecoverySweepInput = { provider: RecoveryProvider };
 
@@ -202,7 +205,7 @@ export type RecoverySweepResult = {
 };
 
 /**
- * The recovery sweep's activity as its workflow sees it (src/activities/recovery.ts
+ * The recovery sweep's activity as its workflow sees it (src/activities/recovery-sweep-events.ts
  * implements it): declared here so that workflow code reaches no use-case module, even as a type.
  */
 export type RecoveryActivities = {

@@ -3,7 +3,7 @@ import { deliveryIdSchema } from '../domain/reminder';
 import { eventIdSchema } from '../domain/payment-event';
 import { MAX_HEADER_BYTES } from '../lib/listener-limits';
 import { MAX_BODY_BYTES, MAX_PARAM_LENGTH } from './limits';
-import { providerPaths } from './openapi-providers';
+import { PROVIDER_MODULES } from '../providers/registry';
 import { componentSchemas, idSchema, json, ref, rejected, unavailable } from './openapi-schemas';
 
 const bearer = [{ bearerToken: [] }];
@@ -97,7 +97,11 @@ export const openApiDocument = {
         },
       },
     },
-    ...providerPaths(everyRoute),
+    // Each provider's route, from its module (src/providers/<name>/openapi.ts).
+    ...Object.assign(
+      {},
+      ...PROVIDER_MODULES.map((module) => module.openapi({ everyRoute, json, ref, rejected, unavailable })),
+    ),
     '/reminders': {
       post: {
         operationId: 'scheduleReminder',

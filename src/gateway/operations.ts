@@ -13,6 +13,7 @@ import {
 } from '../metrics/settle-metrics';
 import { writeDeliveryStuckAfter } from '../db/settings';
 import { openApiDocument } from './openapi';
+import { PROVIDER_NAMES } from '../providers/registry';
 import type { Services } from '../app/services';
 
 declare module 'fastify' {
@@ -25,9 +26,7 @@ declare module 'fastify' {
 /** The webhook routes counted by settle_webhooks_total and settle_webhook_ack_seconds (label `route`). */
 const WEBHOOK_ROUTES: ReadonlySet<string> = new Set([
   '/webhooks/payments',
-  '/webhooks/stripe',
-  '/webhooks/adyen',
-  '/webhooks/paypal',
+  ...PROVIDER_NAMES.map((name) => `/webhooks/${name}`),
 ]);
 
 /**

@@ -10,50 +10,31 @@ import { providerDeliveriesRefusedTotal } from '../metrics/settle-metrics';
 import { describeIssues } from '../domain/payment-event';
 import { parseUntrustedJson } from '../domain/untrusted-json';
 import { ErrorCode } from '../domain/errors';
-import { ADYEN_ACCEPTED, createAdyenAdapter } from '../providers/adyen';
-import { createPaypalAdapter } from '../providers/paypal';
-import { createStripeAdapter } from '../providers/stripe';
 import {
   inMode,
   type AdaptedEvent,
   type ProviderAdapter,
   type ProviderMode,
-  type ProviderName,
   type ProviderRequest,
   type Verification,
 } from '../providers/types';
-import { readFileSync } from 'node:fs';
-import { CONFIG_DEFAULTS, ConfigError, paypalWebhookIds, type Config } from '../config';
-import { createPaypalRest, type PaypalRest } from '../providers/paypal-rest';
+import type { ProviderModule } from '../providers/module';
+import { PROVIDER_NAMES, PROVIDER_VARIABLES, PROVIDERS, type ProviderName } from '../providers/registry';
+import { withProviderDefaults, type Config } from '../config';
 import { shortHash } from '../lib/hash';
 import type { Logger } from '../lib/logger';
 import { answerAdmission, refuseOtherMethods, refuseUnavailable, reject } from './replies';
 import type { Services } from '../app/services';
 
+/** The providers' part of the configuration: each provider's variables, and SETTLE_PROVIDER_MODE. */
+export type ProviderConfig = Partial<Pick<Config, keyof typeof PROVIDER_VARIABLES | 'providerMode'>>;
+
 /** What the provider routes take from the configuration. */
 export type ProviderRouteOptions = {
-  /** SETTLE_STRIPE_WEBHOOK_SECRETS; none configured: every Stripe request is refused (401). */
-  stripeWebhookSecrets?: string[];
-  /** SETTLE_ADYEN_HMAC_KEYS (hex); none configured: every Adyen request is refused (401). */
-  adyenHmacKeys?: string[];
-  /**
-   * SETTLE_ADYEN_BASIC_AUTH as user:password; unset: no basic auth is asked (the configuration
-   * refuses HMAC keys without it unless SETTLE_ADYEN_ALLOW_NO_BASIC_AUTH is true).
-   */
-  adyenBasicAuth?: string;
-  /** SETTLE_PAYPAL_WEBHOOK_ID and SETTLE_PAYPAL_WEBHOOK_IDS; none: every PayPal request is refused (401). */
-  paypalWebhookIds?: string[];
-  /** SETTLE_PAYPAL_CERT_PATH's PEM: PayPal's signatures are verified with it, nothing is fetched. */
-  paypalCertificatePem?: string;
-  /** Tests only: where PayPal certificate URLs are fetched from (a loopback stand-in; src/providers/paypal.ts). */
-  paypalCertOrigin?: string;
-  /** Tests only: the roots a fetched PayPal chain must end in (default: Node's bundled ones). */
-  paypalTrustedCas?: string[];
-  /**
-   * PayPal's REST API with the recovery sweep's credentials (SETTLE_PAYPAL_CLIENT_ID and _SECRET):
-   * every PayPal event is confirmed there before it is admitted. Unset: the residual risk is logged.
-   */
-  paypalApi?: PaypalRest;
+  /** Each provider's variables; unset ones take their defaults (no credentials: every request refused, 401). */
+  providerConfig?: ProviderConfig;
+  /** Tests only: options a provider's adapter takes beyond its variables (a loopback certificate origin, test roots). */
+  providerTesting?: Partial<Record<ProviderName, Record<string, unknown>>>;
   /** SETTLE_PROVIDER_MODE; unset: events of either mode are taken. */
   providerMode?: ProviderMode;
 };
@@ -64,74 +45,17 @@ export type ProviderRouteDeps = Services & ProviderRouteOptions & { logger?: Log
  * The provider routes' part of the configuration. The gateway hands its whole dependencies to
  * registerProviderRoutes, so a caller spreads this into them and every option arrives.
  */
-export function providerRouteOptions(
-  config: Pick<Config, 'stripeWebhookSecrets' | 'adyenHmacKeys' | 'adyenBasicAuth' | 'providerMode'> &
-    Partial<
-      Pick<
-        Config,
-        | 'paypalWebhookId'
-        | 'paypalWebhookIds'
-        | 'paypalCertPath'
-        | 'paypalClientId'
-        | 'paypalClientSecret'
-        | 'paypalApiBase'
-      >
-    >,
-): ProviderRouteOptions {
-  return {
-    stripeWebhookSecrets: config.stripeWebhookSecrets,
-    adyenHmacKeys: config.adyenHmacKeys,
-    adyenBasicAuth: config.adyenBasicAuth,
-    paypalWebhookIds: paypalWebhookIds(config),
-    ...(config.paypalClientId && config.paypalClientSecret
-      ? {
-          paypalApi: createPaypalRest({
-            clientId: config.paypalClientId,
-            clientSecret: config.paypalClientSecret,
-            apiBase: config.paypalApiBase ?? CONFIG_DEFAULTS.paypalApiBase!,
-            timeoutMs: PAYPAL_CONFIRM_TIMEOUT_MS,
-          }),
-        }
-      : {}),
-    // Read once at start: a path that cannot be read stops the gateway, naming the variable.
-    paypalCertificatePem: config.paypalCertPath ? readPaypalCertificate(config.paypalCertPath) : undefined,
-    providerMode: config.providerMode,
-  };
+export function providerRouteOptions(config: ProviderConfig): ProviderRouteOptions {
+  return { providerConfig: config, providerMode: config.providerMode };
 }
 
 /**
- * One confirmation request's limit at PayPal's API, well inside a provider's patience for an answer:
- * past it the delivery is a 503 and PayPal retries it.
- */
-const PAYPAL_CONFIRM_TIMEOUT_MS = 5_000;
-
-function readPaypalCertificate(path: string): string {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
-    throw new ConfigError([
-      { variable: 'SETTLE_PAYPAL_CERT_PATH', message: `cannot be read: ${code} (${path})` },
-    ]);
-  }
-  if (!text.includes('-----BEGIN CERTIFICATE-----')) {
-    throw new ConfigError([
-      { variable: 'SETTLE_PAYPAL_CERT_PATH', message: `holds no PEM certificate (${path})` },
-    ]);
-  }
-  return text;
-}
-
-/**
- * `POST /webhooks/stripe`, `POST /webhooks/adyen` and `POST /webhooks/paypal`: the provider's adapter verifies and translates,
- * then every payment event takes the path of `/webhooks/payments` (src/app/admit-payment-event.ts). Under
- * SETTLE_PROVIDER_MODE, a verified event of the other mode is acknowledged as ignored and writes
- * nothing.
+ * `POST /webhooks/<provider>` for every provider in the table (src/providers/registry.ts): the
+ * provider's adapter verifies and translates, then every payment event takes the path of
+ * `/webhooks/payments` (src/app/admit-payment-event.ts). Under SETTLE_PROVIDER_MODE, a verified event of
+ * the other mode is acknowledged as ignored and writes nothing.
  */
 export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRouteDeps) {
-  const stripe = createStripeAdapter({ secrets: deps.stripeWebhookSecrets ?? [] });
-  const adyen = createAdyenAdapter({ hmacKeys: deps.adyenHmacKeys ?? [], basicAuth: deps.adyenBasicAuth });
   const takenInMode = (provider: string, adapted: AdaptedEvent, stated: ProviderMode | undefined) => {
     const taken = inMode(adapted, deps.providerMode, stated);
     if (taken !== adapted && taken.kind === 'ignored') {
@@ -144,11 +68,11 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
   };
 
   /**
-   * A provider that posts one event per request (Stripe, PayPal): verify, hold to the edge rule,
+   * A provider that posts one event per request: verify, hold to the edge rule,
    * confirm with the provider's API (where the adapter can), take the transmission once (where the
    * signature binds the body only weakly), admit.
    */
-  const singleEventRoute = (provider: 'stripe' | 'paypal', label: string, adapter: ProviderAdapter) => {
+  const singleEventRoute = (provider: ProviderName, label: string, adapter: ProviderAdapter) => {
     const path = `/webhooks/${provider}`;
     app.post(path, async (request, reply) => {
       const received = providerRequest(request);
@@ -248,55 +172,56 @@ export function registerProviderRoutes(app: FastifyInstance, deps: ProviderRoute
     return true;
   };
 
-  singleEventRoute('stripe', 'Stripe', stripe);
+  /**
+   * A provider that posts a batch: translate the whole batch first (an item settle cannot read refuses
+   * the batch before any admission), then acknowledge with the provider's `accepted` only once every
+   * item is durably admitted (src/app/admit-provider-event.ts). The batch's mode is every item's.
+   */
+  const batchRoute = (
+    provider: ProviderName,
+    label: string,
+    adapter: ProviderAdapter,
+    route: Extract<ProviderModule['route'], { kind: 'batch' }>,
+  ) => {
+    const path = `/webhooks/${provider}`;
+    app.post(path, async (request, reply) => {
+      const verified = await adapter.verify(providerRequest(request));
+      if (!verified.ok) return refuseVerification(reply, label, verified);
+      // Signed, then held to the edge rule before anything is admitted (the order of /webhooks/payments).
+      const unreadable = refuseUnreadableBody(request, reply);
+      if (unreadable) return unreadable;
+      const batch = verified.items.map((item) => takenInMode(label, adapter.adapt(item), verified.mode));
+      const bad = batch.findIndex((item) => item.kind === 'invalid');
+      if (bad >= 0) {
+        const item = batch[bad] as Extract<AdaptedEvent, { kind: 'invalid' }>;
+        const itemPath = route.itemPath(bad, item.path);
+        return reject(reply, 400, ErrorCode.InvalidEvent, `${itemPath}: ${item.message}`, {
+          issues: [{ path: itemPath, message: item.message }],
+        });
+      }
+      const admitted = await admitProviderBatch(deps, provider, batch);
+      if (admitted.status === 'unavailable') {
+        request.ingestOutcome = 'unavailable';
+        return refuseUnavailable(reply, admitted.dependency);
+      }
+      request.ingestOutcome = Object.entries(admitted.counts)
+        .map(([status, n]) => `${status}:${n}`)
+        .join(',');
+      return reply.code(200).type('text/plain; charset=utf-8').send(route.accepted);
+    });
+    refuseOtherMethods(app, path, ['POST']);
+  };
 
-  app.post('/webhooks/adyen', async (request, reply) => {
-    const verified = await adyen.verify(providerRequest(request));
-    if (!verified.ok) return refuseVerification(reply, 'Adyen', verified);
-    // Signed, then held to the edge rule before anything is admitted (the order of /webhooks/payments).
-    const unreadable = refuseUnreadableBody(request, reply);
-    if (unreadable) return unreadable;
-    // Translate the whole batch first: an item settle cannot read refuses the batch before any admission.
-    // The batch's `live` is the mode of every item in it.
-    const batch = verified.items.map((item) => takenInMode('Adyen', adyen.adapt(item), verified.mode));
-    const bad = batch.findIndex((item) => item.kind === 'invalid');
-    if (bad >= 0) {
-      const item = batch[bad] as Extract<AdaptedEvent, { kind: 'invalid' }>;
-      const path = `notificationItems.${bad}.NotificationRequestItem.${item.path}`;
-      return reject(reply, 400, ErrorCode.InvalidEvent, `${path}: ${item.message}`, {
-        issues: [{ path, message: item.message }],
-      });
-    }
-    // `[accepted]` only once every item is durably admitted (src/app/admit-provider-event.ts).
-    const admitted = await admitProviderBatch(deps, 'adyen', batch);
-    if (admitted.status === 'unavailable') {
-      request.ingestOutcome = 'unavailable';
-      return refuseUnavailable(reply, admitted.dependency);
-    }
-    request.ingestOutcome = Object.entries(admitted.counts)
-      .map(([status, n]) => `${status}:${n}`)
-      .join(',');
-    return reply.code(200).type('text/plain; charset=utf-8').send(ADYEN_ACCEPTED);
-  });
-  refuseOtherMethods(app, '/webhooks/adyen', ['POST']);
-
-  const paypal = createPaypalAdapter({
-    webhookIds: deps.paypalWebhookIds,
-    certificatePem: deps.paypalCertificatePem,
-    certOrigin: deps.paypalCertOrigin,
-    trustedCas: deps.paypalTrustedCas,
-    api: deps.paypalApi,
-  });
-  if ((deps.paypalWebhookIds ?? []).length > 0 && !deps.paypalApi) {
-    deps.logger?.warn(
-      { provider: 'paypal' },
-      'PayPal webhooks are taken on their signature alone, which covers only a CRC32 of the body: each ' +
-        'transmission ID is taken once, but a body forged to the same CRC32 under a transmission settle has ' +
-        'not seen yet would take effect. Set SETTLE_PAYPAL_CLIENT_ID and SETTLE_PAYPAL_CLIENT_SECRET to confirm ' +
-        "every event with PayPal's API (docs/providers.md)",
-    );
+  const config = withProviderDefaults(deps.providerConfig ?? {});
+  for (const name of PROVIDER_NAMES) {
+    const module: ProviderModule = PROVIDERS[name];
+    const adapter = module.webhookAdapter(config, {
+      logger: deps.logger,
+      testing: deps.providerTesting?.[name],
+    });
+    if (module.route.kind === 'batch') batchRoute(name, module.label, adapter, module.route);
+    else singleEventRoute(name, module.label, adapter);
   }
-  singleEventRoute('paypal', 'PayPal', paypal);
 }
 
 /**

@@ -1,22 +1,28 @@
 import type { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
-import { combinationIssues, ConfigError, type Config } from '../config';
+import { combinationIssues, ConfigError, withProviderDefaults, type Config } from '../config';
 import { listeningOn } from '../config/port-in-use';
 import { logger } from '../lib/logger';
-import { providerRouteOptions } from './providers';
+import { providerRouteOptions, type ProviderConfig } from './providers';
+import { PROVIDER_MODULES } from '../providers/registry';
 import { startMetricsServer } from '../metrics/metrics-server';
 import { operatorViews } from './operations';
 import { buildGateway } from './server';
 
-/** Why a gateway with this configuration could verify no payment webhook, or undefined. */
+/**
+ * Why a gateway with this configuration could verify no payment webhook, or undefined: it needs
+ * SETTLE_WEBHOOK_SECRETS or any one provider's webhook credentials (src/providers/registry.ts).
+ */
 export function missingWebhookSecrets(
-  config: Pick<Config, 'webhookSecrets' | 'stripeWebhookSecrets' | 'adyenHmacKeys'>,
+  config: Pick<Config, 'webhookSecrets'> & ProviderConfig,
 ): string | undefined {
-  const providerSecrets = config.stripeWebhookSecrets.length + config.adyenHmacKeys.length;
-  if (config.webhookSecrets.length > 0 || providerSecrets > 0) return undefined;
+  if (config.webhookSecrets.length > 0) return undefined;
+  const modules = PROVIDER_MODULES;
+  const full = withProviderDefaults(config);
+  if (modules.some((module) => module.takesWebhooks(full))) return undefined;
   return (
-    'SETTLE_WEBHOOK_SECRETS is not set (nor SETTLE_STRIPE_WEBHOOK_SECRETS or SETTLE_ADYEN_HMAC_KEYS): ' +
+    `SETTLE_WEBHOOK_SECRETS is not set (nor any provider's: ${modules.map((m) => m.webhookVariables).join(', ')}): ` +
     'the gateway cannot verify payment webhooks without it.'
   );
 }

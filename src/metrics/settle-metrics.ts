@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { PROVIDER_NAMES } from '../providers/registry';
 import { renderTemporalMetrics } from './temporal-metrics';
 
 /** One registry per process: a `settle start` process serves gateway and worker figures together. */
@@ -15,7 +16,7 @@ export type WebhookOutcome =
 export const webhooksTotal = new Counter({
   name: 'settle_webhooks_total',
   help:
-    'Webhook requests by route (/webhooks/payments, /webhooks/stripe, /webhooks/adyen, /webhooks/paypal) and outcome; ' +
+    `Webhook requests by route (/webhooks/payments, ${PROVIDER_NAMES.map((name) => `/webhooks/${name}`).join(', ')}) and outcome; ` +
     '`error` is the stable error code of refusals.',
   labelNames: ['route', 'outcome', 'error'] as const,
   registers: [registry],
@@ -86,8 +87,8 @@ export const providerDeliveriesRefusedTotal = new Counter({
   name: 'settle_provider_deliveries_refused_total',
   help:
     'Signed provider deliveries refused as not what the provider sent, by provider and reason: ' +
-    'transmission_reused (another body under a transmission ID already taken: PayPal signs only a CRC32 ' +
-    "of the body), event_not_confirmed (the provider's API has no such event, or one that decides " +
+    'transmission_reused (another body under a transmission ID already taken: a provider whose signature ' +
+    "binds the body only weakly), event_not_confirmed (the provider's API has no such event, or one that decides " +
     'otherwise). Nothing of them was admitted; each is worth a look (docs/operations.md).',
   labelNames: ['provider', 'reason'] as const,
   registers: [registry],

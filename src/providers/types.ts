@@ -2,11 +2,9 @@ import { isIsoCurrency, NOT_ISO_CURRENCY } from '../domain/money';
 import { fieldIssues, paymentEventSchema, type PaymentEvent } from '../domain/payment-event';
 import { findUnstorableJson } from '../domain/untrusted-json';
 
-export type ProviderName = 'stripe' | 'adyen' | 'paypal';
-
 /**
  * The provider's environment an event belongs to: Stripe's `livemode` (signed, in the body), Adyen's
- * batch `live` (`"true"`/`"false"`, outside every item's HMAC), PayPal's sandbox or live host in the
+ * batch `live` (`"true"`/`"false"`, outside every item's HMAC), a provider's sandbox or live host in the
  * event's own links (signed body). SETTLE_PROVIDER_MODE picks one.
  */
 export type ProviderMode = 'live' | 'test';
@@ -42,14 +40,14 @@ export type Verification =
       items: unknown[];
       mode: ProviderMode | undefined;
       /**
-       * The delivery's own ID, when the signature binds the body only weakly (PayPal's covers a CRC32
+       * The delivery's own ID, when the signature binds the body only weakly (one covering only a CRC32
        * of it): the route takes it once with the body's SHA-256, so no second body passes under it.
        */
       transmission?: { id: string; header: string };
     }
   /** `unauthorized`: basic auth refused; `signature`: a signature refused; `malformed`: not the provider's shape. */
   | { ok: false; kind: 'unauthorized' | 'signature' | 'malformed'; reason: string }
-  /** What verifying needs from the provider (PayPal's certificate) could not be had: a 503, retried. */
+  /** What verifying needs from the provider (a signing certificate) could not be had: a 503, retried. */
   | { ok: false; kind: 'unavailable'; reason: string; retryAfterSeconds: number };
 
 /**
@@ -68,10 +66,11 @@ export type Confirmation =
  * adapter is the admission path every event takes (src/app/admit-payment-event.ts).
  */
 export interface ProviderAdapter {
-  readonly name: ProviderName;
+  /** The provider's key in the registry (src/providers/registry.ts). */
+  readonly name: string;
   /**
-   * Checks the request's signature(s); a refusal says why, never which secret was close. PayPal's
-   * may fetch (and cache) the signing certificate, so it answers a promise.
+   * Checks the request's signature(s); a refusal says why, never which secret was close. An adapter
+   * may fetch (and cache) a signing certificate, so it answers a promise.
    */
   verify(request: ProviderRequest): Verification | Promise<Verification>;
   /** The items of one line of the provider's own export (`settle import --provider`); no signature. */
@@ -82,7 +81,7 @@ export interface ProviderAdapter {
   adapt(item: unknown): AdaptedEvent;
   /**
    * Set where the signature alone does not fix the deciding fields and settle holds API credentials
-   * (PayPal's): asks the provider's API for the event and compares what decides. Only for a webhook.
+   * (a weakly bound signature): asks the provider's API for the event and compares what decides. Only for a webhook.
    */
   confirm?(adapted: Extract<AdaptedEvent, { kind: 'payment' | 'unmatched' }>): Promise<Confirmation>;
 }

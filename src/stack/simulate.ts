@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { PaymentEvent, PaymentEventType } from '../domain/payment-event';
 import { signWebhook } from '../lib/webhook-signature';
-import { providerRequestFor, type ProviderSigning } from './simulate-provider';
+import type { SimulatedRequest } from '../providers/module';
 
 export type SimulateOptions = {
   gatewayUrl: string;
@@ -23,10 +23,10 @@ export type SimulateOptions = {
   concurrency?: number;
   signal?: AbortSignal;
   /**
-   * Send as a payment provider instead (its own event shape, signed with its own library), to
-   * /webhooks/stripe or /webhooks/adyen; each payment is authorized, captured, then refunded.
+   * Send as a payment provider instead (its own event shape, signed as the provider signs), to its
+   * route; each payment is authorized, captured, then refunded. From the provider's module.
    */
-  provider?: ProviderSigning;
+  provider?: { sign(event: PaymentEvent): SimulatedRequest };
 };
 
 export type SimulateSummary = {
@@ -180,7 +180,7 @@ export async function simulateTraffic(options: SimulateOptions): Promise<Simulat
 
 async function deliver(options: SimulateOptions, event: PaymentEvent): Promise<string> {
   const request = options.provider
-    ? providerRequestFor(options.provider, event)
+    ? options.provider.sign(event)
     : standardWebhooksRequest(options.secret, event);
   try {
     const response = await fetch(`${options.gatewayUrl}${request.path}`, {

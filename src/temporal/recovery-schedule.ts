@@ -1,5 +1,12 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, type Client } from '@temporalio/client';
-import type { Config } from '../config';
+import { withProviderDefaults, type Config } from '../config';
+import type { ProviderModule } from '../providers/module';
+import {
+  isProviderName,
+  PROVIDERS,
+  RECOVERY_PROVIDER_NAMES,
+  type PROVIDER_VARIABLES,
+} from '../providers/registry';
 import { formatDuration } from '../domain/duration';
 import type { Logger } from '../lib/logger';
 import type { recoverySweepWorkflow } from '../workflows';
@@ -10,35 +17,19 @@ export function recoveryScheduleId(provider: RecoveryProvider, taskQueue: string
   return `settle-recovery-sweep:${provider}:${taskQueue}`;
 }
 
-export type RecoveryScheduleConfig = Pick<Config, 'taskQueue' | 'stripeApiKey' | 'stripeSweepEveryMs'> &
-  Partial<Pick<Config, 'paypalClientId' | 'paypalClientSecret' | 'paypalSweepEveryMs'>>;
+/** The configuration the Schedules read: the task queue and every provider's variables. */
+export type RecoveryScheduleConfig = Pick<Config, 'taskQueue'> &
+  Partial<Pick<Config, keyof typeof PROVIDER_VARIABLES>>;
 
-/** Each provider's sweep: on while its credentials are set, every its own interval. */
-const SWEEPS: Record<
-  RecoveryProvider,
-  {
-    on: (config: RecoveryScheduleConfig) => boolean;
-    every: (config: RecoveryScheduleConfig) => number;
-    credentials: string;
-    name: string;
-  }
-> = {
-  stripe: {
-    on: (config) => !!config.stripeApiKey,
-    every: (config) => config.stripeSweepEveryMs,
-    credentials: 'SETTLE_STRIPE_API_KEY (or _FILE)',
-    name: 'Stripe',
-  },
-  paypal: {
-    on: (config) => !!config.paypalClientId && !!config.paypalClientSecret,
-    every: (config) => config.paypalSweepEveryMs ?? 15 * 60_000,
-    credentials: 'SETTLE_PAYPAL_CLIENT_ID and SETTLE_PAYPAL_CLIENT_SECRET (or _FILE)',
-    name: 'PayPal',
-  },
-};
+/** A provider's sweep (its module's `recovery`): on while its credentials are set, every its own interval. */
+function sweepOf(provider: RecoveryProvider) {
+  const module: ProviderModule | undefined = isProviderName(provider) ? PROVIDERS[provider] : undefined;
+  if (!module?.recovery) throw new Error(`${provider} has no events API to sweep`);
+  return { name: module.label, ...module.recovery };
+}
 
 /**
- * With the provider's API credentials (Stripe's key; PayPal's client ID and secret), ensures its
+ * With the provider's API credentials (its module's `recovery.on`), ensures its
  * sweep Schedule (every SETTLE_<PROVIDER>_SWEEP_EVERY, its interval brought up to date when the
  * Schedule exists); without them, removes a Schedule left from when they were set, so no run fails
  * for want of them. Several processes starting at once all succeed. A run still going when the
@@ -48,18 +39,19 @@ const SWEEPS: Record<
 export async function ensureRecoverySchedule(
   client: Client,
   config: RecoveryScheduleConfig,
-  provider: RecoveryProvider = 'stripe',
+  provider: RecoveryProvider,
 ): Promise<{ scheduleId: string; state: 'created' | 'updated' | 'unchanged' | 'off' }> {
-  const sweep = SWEEPS[provider];
+  const sweep = sweepOf(provider);
+  const providerConfig = withProviderDefaults(config);
   const scheduleId = recoveryScheduleId(provider, config.taskQueue);
   const handle = client.schedule.getHandle(scheduleId);
-  if (!sweep.on(config)) {
+  if (!sweep.on(providerConfig)) {
     await handle.delete().catch((error: unknown) => {
       if (!(error instanceof ScheduleNotFoundError)) throw error;
     });
     return { scheduleId, state: 'off' };
   }
-  const every = sweep.every(config);
+  const every = sweep.everyMs(providerConfig);
   const spec = { intervals: [{ every }] };
   try {
     await client.schedule.create<typeof recoverySweepWorkflow>({
@@ -91,8 +83,8 @@ export async function prepareRecovery(
   config: RecoveryScheduleConfig,
   logger: Logger,
 ): Promise<void> {
-  for (const provider of Object.keys(SWEEPS) as RecoveryProvider[]) {
-    const sweep = SWEEPS[provider];
+  for (const provider of RECOVERY_PROVIDER_NAMES) {
+    const sweep = sweepOf(provider);
     try {
       const schedule = await ensureRecoverySchedule(client, config, provider);
       if (schedule.state === 'off') {
@@ -102,7 +94,11 @@ export async function prepareRecovery(
         );
       } else {
         logger.info(
-          { component: 'recovery', ...schedule, every: formatDuration(sweep.every(config)) },
+          {
+            component: 'recovery',
+            ...schedule,
+            every: formatDuration(sweep.everyMs(withProviderDefaults(config))),
+          },
           `${sweep.name} recovery sweep schedule ready`,
         );
       }

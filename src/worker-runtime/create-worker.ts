@@ -12,11 +12,17 @@ import { activityOutcomeInterceptor } from './outcome-interceptor';
 import { signingSecrets, targetUrls, type TargetConfigKey, type TargetSecretKey } from '../domain/outbox';
 import { targetLimitsConfig, type TargetLimitKey } from '../domain/target-limits';
 import { createPurgeActivities } from '../activities/purge';
-import { createRecoveryActivities } from '../activities/recovery';
-import { CONFIG_DEFAULTS, loadSettings, type Config } from '../config';
-import { createPaypalRecoverySource } from '../providers/paypal-recovery';
-import type { RecoverySource } from '../providers/recovery';
-import { createStripeRecoverySource } from '../providers/stripe-recovery';
+import { createRecoveryActivities } from '../activities/recovery-sweep-events';
+import { CONFIG_DEFAULTS, loadSettings, withProviderDefaults, type Config } from '../config';
+import type { RecoverySource } from '../providers/recovery-source';
+import type { ProviderConfigOf, ProviderModule, ProviderVariables } from '../providers/module';
+import {
+  PROVIDER_NAMES,
+  PROVIDERS,
+  RECOVERY_PROVIDER_NAMES,
+  type PROVIDER_VARIABLES,
+} from '../providers/registry';
+import type { AccountPolicy } from '../domain/payment-rules';
 import type { RecoveryProvider } from '../domain/workflow-contracts';
 import { clientOnWorkerConnection } from '../client';
 import { logger } from '../lib/logger';
@@ -93,15 +99,8 @@ export type WorkerOptions = {
         | 'maxCachedWorkflows'
         | 'bulkConcurrency'
         | 'payloadKeys'
-        | 'stripeApiKey'
-        | 'stripeApiBase'
-        | 'paypalClientId'
-        | 'paypalClientSecret'
-        | 'paypalApiBase'
         | 'providerMode'
-        | 'stripeAccounts'
-        | 'adyenMerchantAccounts'
-        | 'paypalMerchantIds'
+        | keyof typeof PROVIDER_VARIABLES
       >
     >;
   pool: pg.Pool;
@@ -210,22 +209,25 @@ export class SettleWorker {
   }
 }
 
-/** The providers this worker can sweep: those with an API key (src/temporal/recovery-schedule.ts). */
+/** The providers this worker can sweep: those with API credentials (src/temporal/recovery-schedule.ts). */
 function recoverySources(config: WorkerOptions['config']) {
+  const providerConfig = withProviderDefaults(config) as ProviderConfigOf<ProviderVariables>;
   const sources: Partial<Record<RecoveryProvider, RecoverySource>> = {};
-  const apiKey = config.stripeApiKey;
-  if (apiKey) {
-    const apiBase = config.stripeApiBase ?? CONFIG_DEFAULTS.stripeApiBase!;
-    sources.stripe = createStripeRecoverySource({ apiKey, apiBase });
-  }
-  if (config.paypalClientId && config.paypalClientSecret) {
-    sources.paypal = createPaypalRecoverySource({
-      clientId: config.paypalClientId,
-      clientSecret: config.paypalClientSecret,
-      apiBase: config.paypalApiBase ?? CONFIG_DEFAULTS.paypalApiBase!,
-    });
+  for (const name of RECOVERY_PROVIDER_NAMES) {
+    const recovery = (PROVIDERS[name] as ProviderModule).recovery;
+    if (recovery?.on(providerConfig)) sources[name] = recovery.source(providerConfig);
   }
   return sources;
+}
+
+/** Each provider's account rule, from its module and the configuration. */
+function accountPolicy(config: WorkerOptions['config']): AccountPolicy {
+  const providerConfig = withProviderDefaults(config) as ProviderConfigOf<ProviderVariables>;
+  const rules = PROVIDER_NAMES.flatMap((name) => {
+    const rule = (PROVIDERS[name] as ProviderModule).accountRule?.(providerConfig);
+    return rule ? [[name, rule] as const] : [];
+  });
+  return Object.fromEntries(rules);
 }
 
 /** The settle worker (live and bulk, polling settle's task queues); the caller runs it and closes the connection. */
@@ -254,11 +256,7 @@ export async function createWorker({
     ...createActivities({
       pool,
       tuning,
-      accounts: {
-        stripeAccounts: config.stripeAccounts ?? [],
-        adyenMerchantAccounts: config.adyenMerchantAccounts ?? [],
-        paypalMerchantIds: config.paypalMerchantIds ?? [],
-      },
+      accounts: accountPolicy(config),
       config: {
         ...targetUrls(config),
         ...signingSecrets(config),

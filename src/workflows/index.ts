@@ -2,7 +2,7 @@
 import './versioning-behaviors';
 export { paymentWorkflow, reconciledQuery } from './payment';
 export { purgeClaimsWorkflow } from './purge';
-export { recoverySweepWorkflow } from './recovery';
+export { recoverySweepWorkflow } from './recovery-sweep';
 export type { PaymentWorkflowInput, PaymentWorkflowResult } from './payment';
 export { cancelReminderSignal, reminderWorkflow } from './reminder';
 export type { ReminderWorkflowInput, ReminderWorkflowResult } from './reminder';

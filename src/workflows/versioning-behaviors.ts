@@ -2,7 +2,7 @@ import type { VersioningBehavior } from '@temporalio/common';
 import { setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
 import { paymentWorkflow } from './payment';
 import { purgeClaimsWorkflow } from './purge';
-import { recoverySweepWorkflow } from './recovery';
+import { recoverySweepWorkflow } from './recovery-sweep';
 import { reminderWorkflow } from './reminder';
 
 /**

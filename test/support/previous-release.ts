@@ -10,7 +10,7 @@ import { PROJECT_ROOT } from '../../src/lib/paths';
  * `lastMigration` to the last migration file it has.
  */
 export const PREVIOUS_RELEASE = {
-  /** The last commit before migration 017 (`git log -- src/db/migrations/017_claim_partitions.sql`). */
+  /** The last commit before migration 017 (`git log -- src/db/migrations/017_claim_partitions.sql`, where the migrations were then). */
   commit: '0e71551ad8c2ad88a71de1e4243076ddb4d970bf',
   lastMigration: '016_foreign_runs.sql',
 } as const;

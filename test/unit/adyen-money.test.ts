@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { adaptAdyenItem } from '../../src/providers/adyen';
+import { adaptAdyenItem } from '../../src/providers/adyen/adapter';
 import type { AdaptedEvent } from '../../src/providers/types';
 import { adaptedAmount as amountOf } from '../support/providers';
 

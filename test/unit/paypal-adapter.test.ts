@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type pg from 'pg';
 import { takeProviderTransmission } from '../../src/app/admit-provider-event';
-import { ConfigError, loadConfig, paypalWebhookIds } from '../../src/config';
+import { CONFIG_DEFAULTS, ConfigError, loadConfig } from '../../src/config';
+import { paypalWebhookIds } from '../../src/providers/paypal/config';
 import { OPEN_ACCOUNT_POLICY, paymentMismatch } from '../../src/domain/payment-rules';
-import { adaptPaypalEvent } from '../../src/providers/paypal';
+import { PROVIDERS } from '../../src/providers/registry';
+import { adaptPaypalEvent } from '../../src/providers/paypal/adapter';
 import { paypalCapture, paypalEvent, paypalRefund } from '../../testkit/paypal-api';
 
 const MERCHANT = 'MERCHANT7EK3Q';
@@ -82,7 +84,9 @@ describe('the PayPal merchant (SETTLE_PAYPAL_MERCHANT_IDS)', () => {
       ...(account ? { provider_account: account } : {}),
     });
     const expected = { amount: null, currency: null };
-    const allowed = { ...OPEN_ACCOUNT_POLICY, paypalMerchantIds: [MERCHANT] };
+    const allowed = {
+      paypal: PROVIDERS.paypal.accountRule!({ ...CONFIG_DEFAULTS, paypalMerchantIds: [MERCHANT] } as never),
+    };
     assert.equal(paymentMismatch(facts(MERCHANT), expected, allowed), undefined);
     assert.deepEqual(paymentMismatch(facts('OTHERMERCHANT'), expected, allowed), {
       reason: 'account_not_allowed',

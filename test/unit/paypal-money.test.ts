@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { adaptPaypalEvent } from '../../src/providers/paypal';
+import { adaptPaypalEvent } from '../../src/providers/paypal/adapter';
 import type { AdaptedEvent } from '../../src/providers/types';
 import { adaptedAmount as amountOf } from '../support/providers';
 

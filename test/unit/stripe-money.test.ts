@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { isoMinorDigits } from '../../src/domain/money';
-import { adaptStripeEvent } from '../../src/providers/stripe';
+import { adaptStripeEvent } from '../../src/providers/stripe/adapter';
 import type { AdaptedEvent } from '../../src/providers/types';
 import { adaptedAmount as amountOf } from '../support/providers';
 

@@ -85,9 +85,10 @@ const purgeResult = z.strictObject({
   keptExceptions: z.number(),
   dryRun: z.boolean(),
 });
-const recoverySweepInput = z.strictObject({ provider: z.enum(['stripe', 'paypal']) });
+// A provider's name in the providers' table (src/providers/registry.ts); workflow code reads no table.
+const recoverySweepInput = z.strictObject({ provider: z.string() });
 const recoverySweepResult = z.strictObject({
-  provider: z.enum(['stripe', 'paypal']),
+  provider: z.string(),
   listed: z.number(),
   alreadyHad: z.number(),
   admitted: z.number(),

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { recoverMissedEvents } from '../../src/app/recovery';
+import { recoverMissedEvents } from '../../src/app/recovery-missed-events';
 import { advanceRecoveryCursor } from '../../src/db/recovery-cursor';
 import { addShipments } from '../../src/db/shipments';
-import { createStripeRecoverySource } from '../../src/providers/stripe-recovery';
+import { createStripeRecoverySource } from '../../src/providers/stripe/recovery-source';
 import type { ProofStack } from '../../testkit/stack';
 import { startStripeApi, storeAsAdmitted, type StripeApi } from '../../testkit/stripe-api';
 import type { RowRun } from './context';

@@ -56,10 +56,19 @@ function area(file: string): string {
   return top === 'tools' ? `tools/${second}` : top!;
 }
 
-/** A src/ file's room: `src/<folder>`, or `src/<file>.ts` for a file at the top of src/. */
+/**
+ * A src/ file's room: `src/<folder>`, or `src/<file>.ts` for a file at the top of src/. The providers'
+ * configuration (src/providers/configuration.ts and each provider's config.ts: variables and their
+ * cross-checks, importing only domain/) is a room of its own, beneath src/config/ that reads it, so
+ * the configuration does not sit on the adapters' helpers (src/lib/, which reads the configuration).
+ */
 function room(file: string): string | undefined {
-  const [top, second] = relative(ROOT, file).split(sep);
-  return top === 'src' ? `src/${second}` : undefined;
+  const parts = relative(ROOT, file).split(sep);
+  if (parts[0] !== 'src') return undefined;
+  if (/^src\/providers\/(configuration\.ts|[^/]+\/config\.ts)$/.test(parts.join('/'))) {
+    return 'src/providers/configuration';
+  }
+  return `src/${parts[1]}`;
 }
 
 /** Whether an import from area `from` to area `to` points down (or stays in its folder). */

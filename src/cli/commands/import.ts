@@ -16,9 +16,9 @@ export function registerImport(program: Command) {
     .argument('<file.jsonl>', 'the report: one event per line, as the provider sends them')
     .option(
       '--provider <name>',
-      "stripe or adyen: the file is that provider's own export (Stripe event objects, Adyen " +
-        'NotificationRequestItems, one a line), read through the same adapter as /webhooks/stripe or /webhooks/adyen; ' +
-        'under SETTLE_PROVIDER_MODE an event of the other mode is ignored',
+      "a provider's name (docs/providers.md): the file is that provider's own export, one event a line, " +
+        'read through the same adapter as its /webhooks/<name> route; under SETTLE_PROVIDER_MODE an event of ' +
+        'the other mode is ignored',
     )
     .option('--concurrency <n>', 'lines in flight at once', parseCount, 4)
     .option(
@@ -64,9 +64,7 @@ async function importReportFile(
   file: string,
   options: { concurrency: number; maxBacklog: number; json?: boolean; provider?: string },
 ): Promise<void> {
-  if (options.provider !== undefined && options.provider !== 'stripe' && options.provider !== 'adyen')
-    throw new CliError('--provider must be stripe or adyen');
-  const provider = options.provider as 'stripe' | 'adyen' | undefined;
+  const provider = options.provider === undefined ? undefined : await providerOf(options.provider);
   if (!existsSync(file)) throw new CliError(`cannot read ${file}`);
   const [{ SingleBar }, { importReport }, { output, withServices }] = await Promise.all([
     import('cli-progress'),
@@ -170,4 +168,11 @@ function renderSummary(s: ImportSummary): string {
   if (s.interrupted || s.unavailable.length)
     lines.push('', `Run the same command again to apply what is missing.`);
   return lines.join('\n');
+}
+
+/** `--provider <name>`: a name in the providers' table, or a CliError listing them. */
+async function providerOf(name: string) {
+  const { isProviderName, PROVIDER_NAMES } = await import('../../providers/registry.js');
+  if (!isProviderName(name)) throw new CliError(`--provider must be one of ${PROVIDER_NAMES.join(', ')}`);
+  return name;
 }

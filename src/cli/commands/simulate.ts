@@ -2,9 +2,9 @@ import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { SimulateSummary } from '../../stack/simulate';
 import { ConfigError } from '../../config/error';
+import type { ProviderModule } from '../../providers/module';
 import { parseDuration } from '../../domain/duration';
 import { onShutdown, stopping } from '../../lib/shutdown';
-import type { ProviderSigning } from '../../stack/simulate-provider';
 import { CliError, importDevTool } from '../errors';
 
 export function registerSimulate(program: Command) {
@@ -14,11 +14,15 @@ export function registerSimulate(program: Command) {
       'A payment provider simulator: signed events (authorized, captured, settled per payment) at a chosen ' +
         'rate against any gateway, with shares of immediate duplicates, late replays and out-of-order events. ' +
         'Signs with the first of SETTLE_WEBHOOK_SECRETS (the running stack’s development secret by default). ' +
-        'With --provider stripe|adyen it sends that provider’s own events (authorized, captured, refunded per ' +
-        'payment) to /webhooks/stripe or /webhooks/adyen, signed with the provider’s library and the first of ' +
-        'SETTLE_STRIPE_WEBHOOK_SECRETS or SETTLE_ADYEN_HMAC_KEYS (and SETTLE_ADYEN_BASIC_AUTH if set).',
+        'With --provider <name> it sends that provider’s own events (authorized, captured, refunded per ' +
+        'payment) to /webhooks/<name>, signed as the provider signs, with what the provider’s row of ' +
+        'docs/providers.md names (its webhook secret, or for a certificate signature --signing-key).',
     )
-    .option('--provider <name>', 'send as stripe or adyen instead of Standard Webhooks')
+    .option('--provider <name>', 'send as that provider instead of Standard Webhooks (docs/providers.md)')
+    .option(
+      '--signing-key <key.pem>',
+      'for a provider that signs with a certificate: the private key of the certificate the gateway verifies with',
+    )
     .option('--gateway <url>', 'gateway base URL (default: the running stack’s, or http://127.0.0.1:$PORT)')
     .option('--count <n>', 'distinct events to send', '300')
     .option('--rate <per-second>', 'requests per second, repeats included', '20')
@@ -52,13 +56,14 @@ type SimulateOptions = {
   addShipments?: boolean;
   out?: string;
   provider?: string;
+  signingKey?: string;
   json?: boolean;
 };
 
 async function simulate(options: SimulateOptions): Promise<void> {
   if (options.out) return writeReport(options, options.out);
   const config = await simulatorConfig();
-  const provider = providerSigning(options.provider, config);
+  const provider = await providerSigner(options, config);
   const secret = config.webhookSecrets[0] ?? '';
   if (!secret && !provider)
     throw new CliError('SETTLE_WEBHOOK_SECRETS is not set and no development secret exists.');
@@ -112,20 +117,20 @@ async function simulate(options: SimulateOptions): Promise<void> {
 
 /**
  * What the simulator signs with and sends to: the running stack's gateway and, as for `settle
- * example`, the development secrets when no secret is set.
+ * example`, the development secrets when no secret is set; every provider's variables.
  */
 async function simulatorConfig() {
-  const [{ loadConfigPart, loadSettings }, { resolveEnvironment, withDevSecrets }] = await Promise.all([
-    import('../../config/index.js'),
-    import('../../config/dev-state.js'),
-  ]);
+  const [{ loadConfigPart, loadSettings }, { resolveEnvironment, withDevSecrets }, { PROVIDER_VARIABLES }] =
+    await Promise.all([
+      import('../../config/index.js'),
+      import('../../config/dev-state.js'),
+      import('../../providers/registry.js'),
+    ]);
   const env = withDevSecrets(resolveEnvironment());
+  const providerKeys = Object.keys(PROVIDER_VARIABLES) as (keyof typeof PROVIDER_VARIABLES)[];
   try {
     return {
-      ...loadConfigPart(
-        ['webhookSecrets', 'stripeWebhookSecrets', 'adyenHmacKeys', 'adyenBasicAuth', 'port'],
-        env,
-      ),
+      ...loadConfigPart(['webhookSecrets', 'port', 'providerMode', ...providerKeys], env),
       gatewayUrl: loadSettings(env).gatewayUrl,
     };
   } catch (error) {
@@ -134,22 +139,26 @@ async function simulatorConfig() {
   }
 }
 
-function providerSigning(
-  name: string | undefined,
-  secrets: Awaited<ReturnType<typeof simulatorConfig>>,
-): ProviderSigning | undefined {
-  if (name === undefined) return undefined;
-  if (name === 'stripe') {
-    const secret = secrets.stripeWebhookSecrets[0];
-    if (!secret) throw new CliError('--provider stripe needs SETTLE_STRIPE_WEBHOOK_SECRETS.');
-    return { name, secret };
+/** `--provider <name>`: the provider module's signer, or a message saying what to set. */
+async function providerSigner(
+  options: Pick<SimulateOptions, 'provider' | 'signingKey'>,
+  config: Awaited<ReturnType<typeof simulatorConfig>>,
+) {
+  if (options.provider === undefined) return undefined;
+  const { PROVIDERS, PROVIDER_NAMES, isProviderName } = await import('../../providers/registry.js');
+  if (!isProviderName(options.provider)) {
+    throw new CliError(`--provider must be one of ${PROVIDER_NAMES.join(', ')}`);
   }
-  if (name === 'adyen') {
-    const hmacKey = secrets.adyenHmacKeys[0];
-    if (!hmacKey) throw new CliError('--provider adyen needs SETTLE_ADYEN_HMAC_KEYS.');
-    return { name, hmacKey, basicAuth: secrets.adyenBasicAuth };
+  const module: ProviderModule = PROVIDERS[options.provider];
+  let signer: ReturnType<ProviderModule['simulator']['signer']>;
+  try {
+    signer = module.simulator.signer(config, { signingKeyFile: options.signingKey });
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CliError(error.message);
+    throw error;
   }
-  throw new CliError('--provider must be stripe or adyen');
+  if (!signer.ok) throw new CliError(signer.message);
+  return signer;
 }
 
 function number(flag: string, value: string, min: number, max: number): number {

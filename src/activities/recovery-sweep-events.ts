@@ -1,9 +1,11 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { recoverMissedEvents, summaryOfFault } from '../app/recovery';
+import { recoverMissedEvents, summaryOfFault } from '../app/recovery-missed-events';
 import type { Services } from '../app/services';
 import { logger } from '../lib/logger';
 import { recoverySweepFailuresTotal } from '../metrics/settle-metrics';
-import { RecoveryFault, type RecoverySource } from '../providers/recovery';
+import type { ProviderModule } from '../providers/module';
+import { isProviderName, PROVIDERS } from '../providers/registry';
+import { RecoveryFault, type RecoverySource } from '../providers/recovery-source';
 import { untilDrained } from '../lib/shutdown';
 import type { ProviderMode } from '../providers/types';
 import type {
@@ -13,12 +15,12 @@ import type {
   RecoverySweepResult,
 } from '../domain/workflow-contracts';
 
-/** Well inside the workflow's heartbeat timeout (src/workflows/recovery.ts), and above one request's. */
+/** Well inside the workflow's heartbeat timeout (src/workflows/recovery-sweep.ts), and above one request's. */
 const HEARTBEAT_EVERY_MS = 10_000;
 
 /**
  * ApplicationFailure types of a sweep that ended on a fault; the workflow's retry policy does not
- * retry the first two (src/workflows/recovery.ts).
+ * retry the first two (src/workflows/recovery-sweep.ts).
  */
 export const RecoveryFailureType = {
   /** The provider refused the API key (revoked, expired, lacking read access): an operator must act. */
@@ -31,7 +33,7 @@ export const RecoveryFailureType = {
 
 /**
  * The recovery sweep, run by the recovery Schedule: lists the provider's events from the durable
- * cursor and admits each through the webhook's door (src/app/recovery.ts). The worker's own
+ * cursor and admits each through the webhook's door (src/app/recovery-missed-events.ts). The worker's own
  * configuration holds the key, so nothing secret is in the Schedule or in history. Safe to retry:
  * each attempt resumes from the cursor, and what an earlier attempt admitted is a duplicate.
  */
@@ -47,11 +49,7 @@ export function createRecoveryActivities(
       const source = deps.sources[input.provider];
       if (!source) {
         throw ApplicationFailure.nonRetryable(
-          `this worker has no ${input.provider} API credentials (${
-            input.provider === 'paypal'
-              ? 'SETTLE_PAYPAL_CLIENT_ID and SETTLE_PAYPAL_CLIENT_SECRET'
-              : 'SETTLE_STRIPE_API_KEY'
-          }): it cannot sweep`,
+          `this worker has no ${input.provider} API credentials (${recoveryCredentials(input.provider)}): it cannot sweep`,
           RecoveryFailureType.authRefused,
         );
       }
@@ -130,4 +128,10 @@ function sweepFailure(provider: string, error: unknown): unknown {
         nextRetryDelay: error.retryAfterMs,
       });
   }
+}
+
+/** The variables a provider's sweep needs, as its module names them. */
+function recoveryCredentials(provider: string): string {
+  const module: ProviderModule | undefined = isProviderName(provider) ? PROVIDERS[provider] : undefined;
+  return module?.recovery?.credentials ?? 'none: it has no events API';
 }

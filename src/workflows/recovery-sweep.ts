@@ -24,7 +24,7 @@ const { sweepProviderEvents } = proxyActivities<RecoveryActivities>({
   },
 });
 
-/** Started every SETTLE_STRIPE_SWEEP_EVERY (PayPal: SETTLE_PAYPAL_SWEEP_EVERY) by the recovery Schedule (ID `settle-recovery-sweep:<provider>:<task queue>`). */
+/** Started every SETTLE_<PROVIDER>_SWEEP_EVERY by the provider's recovery Schedule (ID `settle-recovery-sweep:<provider>:<task queue>`). */
 export async function recoverySweepWorkflow(input: RecoverySweepInput): Promise<RecoverySweepResult> {
   return sweepProviderEvents(input);
 }

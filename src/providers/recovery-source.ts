@@ -1,4 +1,4 @@
-import type { ProviderAdapter, ProviderName } from './types';
+import type { ProviderAdapter } from './types';
 
 /**
  * A place in a provider's list of events: the event and its creation time. Stored per provider as the
@@ -36,7 +36,8 @@ export class RecoveryFault extends Error {
  * recover` read to admit what never arrived. A second provider is one file implementing this.
  */
 export interface RecoverySource {
-  readonly provider: ProviderName;
+  /** The provider's key in the registry. */
+  readonly provider: string;
   /** Reads each listed event into settle's terms, exactly as the provider's webhook route does. */
   readonly adapter: ProviderAdapter;
   /**

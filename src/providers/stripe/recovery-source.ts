@@ -1,13 +1,13 @@
 import Stripe from 'stripe';
-import { retryAfterMs } from '../lib/retry-after';
+import { retryAfterMs } from '../../lib/retry-after';
 import {
   RecoveryFault,
   type ListedEvent,
   type RecoveryCursor,
   type ListStart,
   type RecoverySource,
-} from './recovery';
-import { createStripeAdapter, STRIPE_ACTED_ON_TYPES } from './stripe';
+} from '../recovery-source';
+import { createStripeAdapter, STRIPE_ACTED_ON_TYPES } from './adapter';
 
 /** Stripe's largest page. */
 const PAGE_SIZE = 100;

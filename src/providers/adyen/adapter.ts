@@ -3,16 +3,11 @@ import { timingSafeEqual } from 'node:crypto';
 // would slow the gateway's start (docs/performance.md, "Figures moved from src/ comments"); the
 // package declares no `exports`, so this path is public to Node.
 import HmacValidator from '@adyen/api-library/lib/src/utils/hmacValidator';
-import { isEventId } from '../domain/ids';
-import {
-  fromProviderUnits,
-  isIsoCurrency,
-  isUnitCount,
-  NOT_ISO_CURRENCY,
-  type CanonicalAmount,
-} from '../domain/money';
-import type { PaymentEventType } from '../domain/payment-event';
-import { sha256Hex } from '../lib/hash';
+import { isEventId } from '../../domain/ids';
+import { isIsoCurrency, isUnitCount, NOT_ISO_CURRENCY } from '../../domain/money';
+import { adyenToIso } from './units';
+import type { PaymentEventType } from '../../domain/payment-event';
+import { sha256Hex } from '../../lib/hash';
 import {
   adaptedPaymentEvent,
   field,
@@ -22,26 +17,9 @@ import {
   type ProviderMode,
   type ProviderRequest,
   type Verification,
-} from './types';
+} from '../types';
 
 const validator = new HmacValidator();
-
-/**
- * Adyen's units (docs/providers.md, "Money units"; docs.adyen.com/development-resources/currency-codes):
- * ISO 4217's minor units but for the currencies its table marks "differs from standard".
- */
-const ADYEN_DECIMALS_OTHER_THAN_ISO: Readonly<Record<string, number>> = {
-  CLP: 2, // ISO: 0
-  CVE: 0, // ISO: 2
-  IDR: 0, // ISO: 2
-  ISK: 2, // ISO: 0
-};
-
-/** An Adyen `amount.value` of an ISO currency as ISO minor units (or as stated, if inexact). */
-function adyenToIso(value: number, currency: string): CanonicalAmount {
-  const decimals = ADYEN_DECIMALS_OTHER_THAN_ISO[currency];
-  return decimals === undefined ? { amount: value } : fromProviderUnits(value, decimals, currency);
-}
 
 /** The body Adyen answers every acknowledged batch with (its documented acknowledgement). */
 export const ADYEN_ACCEPTED = '[accepted]';

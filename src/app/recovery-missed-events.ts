@@ -9,7 +9,7 @@ import {
   type ListStart,
   type RecoveryCursor,
   type RecoverySource,
-} from '../providers/recovery';
+} from '../providers/recovery-source';
 import { inMode, type AdaptedEvent, type ProviderMode } from '../providers/types';
 import { admitProviderEvent } from './admit-provider-event';
 import type { Services } from './services';

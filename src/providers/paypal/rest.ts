@@ -1,7 +1,7 @@
-import { readBoundedText } from '../lib/bounded-text';
-import { retryAfterMs } from '../lib/retry-after';
-import { RecoveryFault } from './recovery';
-import { field } from './types';
+import { readBoundedText } from '../../lib/bounded-text';
+import { retryAfterMs } from '../../lib/retry-after';
+import { RecoveryFault } from '../recovery-source';
+import { field } from '../types';
 
 /** A page (or token answer) larger than this reads as an unavailable API. */
 const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
@@ -33,7 +33,7 @@ export type PaypalRest = {
 
 /**
  * PayPal's REST API with an OAuth2 client-credentials token (`POST /v1/oauth2/token`), kept until
- * shortly before PayPal says it expires. Shared by the recovery sweep (paypal-recovery.ts) and the
+ * shortly before PayPal says it expires. Shared by the recovery sweep (recovery-source.ts) and the
  * webhook's confirmation of a delivered event (paypal.ts).
  */
 export function createPaypalRest(options: PaypalRestOptions): PaypalRest {

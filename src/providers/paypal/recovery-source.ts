@@ -1,13 +1,13 @@
-import { createPaypalAdapter, PAYPAL_ACTED_ON_TYPES } from './paypal';
-import { createPaypalRest, type PaypalRestOptions } from './paypal-rest';
+import { createPaypalAdapter, PAYPAL_ACTED_ON_TYPES } from './adapter';
+import { createPaypalRest, type PaypalRestOptions } from './rest';
 import {
   RecoveryFault,
   type ListedEvent,
   type RecoveryCursor,
   type ListStart,
   type RecoverySource,
-} from './recovery';
-import { field } from './types';
+} from '../recovery-source';
+import { field } from '../types';
 
 /** PayPal's largest page of webhook events. */
 const PAGE_SIZE = 300;
@@ -25,7 +25,7 @@ type Listed = { item: Record<string, unknown>; position: RecoveryCursor };
 
 /**
  * PayPal's webhook events API (`GET /v1/notifications/webhooks-events`, start_time/end_time,
- * page_size, paging by the `next` link), through the REST client of paypal-rest.ts (an OAuth2
+ * page_size, paging by the `next` link), through the REST client of rest.ts (an OAuth2
  * client-credentials token renewed before it expires). PayPal pages newest first and states no
  * order within a page, so the window is read in six-hour slices, each read whole and handed out
  * oldest first (create_time, then ID): an event is handed out only after every older one. A `next`

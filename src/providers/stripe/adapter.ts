@@ -1,7 +1,8 @@
 import Stripe from 'stripe';
-import { isEventId } from '../domain/ids';
-import { fromProviderUnits, isIsoCurrency, isUnitCount, NOT_ISO_CURRENCY } from '../domain/money';
-import type { PaymentEventType } from '../domain/payment-event';
+import { isEventId } from '../../domain/ids';
+import { fromProviderUnits, isIsoCurrency, isUnitCount, NOT_ISO_CURRENCY } from '../../domain/money';
+import { stripeDecimals } from './units';
+import type { PaymentEventType } from '../../domain/payment-event';
 import {
   adaptedPaymentEvent,
   field,
@@ -10,7 +11,7 @@ import {
   type ProviderAdapter,
   type ProviderMode,
   type ProviderRequest,
-} from './types';
+} from '../types';
 
 /** Stripe's own default: a signature older than five minutes is refused (replay protection). */
 const STRIPE_TOLERANCE_SECONDS = 300;
@@ -25,46 +26,8 @@ const STRIPE_EVENT_TYPES: Record<string, PaymentEventType> = {
   'payment_intent.payment_failed': 'payment.failed',
 };
 
-/** The types the recovery sweep lists (src/providers/stripe-recovery.ts): the ones settle acts on. */
+/** The types the recovery sweep lists (src/providers/stripe/recovery-source.ts): the ones settle acts on. */
 export const STRIPE_ACTED_ON_TYPES: readonly string[] = Object.keys(STRIPE_EVENT_TYPES);
-
-/**
- * Stripe's units (docs/providers.md, "Money units"; docs.stripe.com/currencies): an amount counts
- * hundredths of every currency but these. Stripe's own rule, not ISO's: its zero-decimal list has MGA
- * (ISO: 2), and ISK, HUF and TWD stay two-decimal in its API (ISK is 0 in ISO), special cases that
- * only constrain which amounts Stripe accepts (whole krónur; whole forints and dollars in payouts).
- */
-const STRIPE_DECIMALS: Readonly<Record<string, number>> = {
-  // Zero-decimal currencies.
-  BIF: 0,
-  CLP: 0,
-  DJF: 0,
-  GNF: 0,
-  JPY: 0,
-  KMF: 0,
-  KRW: 0,
-  MGA: 0,
-  PYG: 0,
-  RWF: 0,
-  UGX: 0,
-  VND: 0,
-  VUV: 0,
-  XAF: 0,
-  XOF: 0,
-  XPF: 0,
-  // Three-decimal currencies.
-  BHD: 3,
-  JOD: 3,
-  KWD: 3,
-  OMR: 3,
-  TND: 3,
-};
-const STRIPE_DEFAULT_DECIMALS = 2;
-
-/** How many decimals Stripe counts `currency` (upper case) in. */
-function stripeDecimals(currency: string): number {
-  return STRIPE_DECIMALS[currency] ?? STRIPE_DEFAULT_DECIMALS;
-}
 
 // Webhook verification and test signing need no API key and make no network call.
 const stripe = new Stripe('sk_settle_webhook_verification_only');

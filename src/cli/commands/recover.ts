@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
-import type { RecoverySummary } from '../../app/recovery';
+import type { RecoverySummary } from '../../app/recovery-missed-events';
 import type { Config } from '../../config';
 import { parseDuration } from '../../domain/duration';
 import { onShutdown, stopping } from '../../lib/shutdown';
-import type { RecoverySource } from '../../providers/recovery';
+import type { ProviderConfigOf, ProviderModule, ProviderVariables } from '../../providers/module';
+import type { RecoverySource } from '../../providers/recovery-source';
 import { CliError } from '../errors';
 
 export function registerRecover(program: Command) {
@@ -12,15 +13,11 @@ export function registerRecover(program: Command) {
     .description(
       "List a provider's events and admit every one settle never received, through the same path as its " +
         'webhook: an event already admitted is a duplicate and changes nothing. Without --since it lists from ' +
-        "the recovery sweep's durable cursor (what the Schedule does every SETTLE_STRIPE_SWEEP_EVERY or " +
-        'SETTLE_PAYPAL_SWEEP_EVERY). Stripe needs SETTLE_STRIPE_API_KEY (or _FILE; read access to Events is ' +
-        'enough), PayPal SETTLE_PAYPAL_CLIENT_ID and SETTLE_PAYPAL_CLIENT_SECRET. SETTLE_PROVIDER_MODE applies ' +
-        'to every listed event. Ctrl-C stops between events and prints the summary.',
+        "the recovery sweep's durable cursor (what the Schedule does every SETTLE_<PROVIDER>_SWEEP_EVERY). " +
+        'Each provider with an events API needs its API credentials (docs/providers.md names them). ' +
+        'SETTLE_PROVIDER_MODE applies to every listed event. Ctrl-C stops between events and prints the summary.',
     )
-    .requiredOption(
-      '--provider <name>',
-      'stripe or paypal (the providers with an events API; docs/providers.md)',
-    )
+    .requiredOption('--provider <name>', 'a provider with an events API (docs/providers.md)')
     .option(
       '--since <duration>',
       'list the events created in this window (e.g. 72h; Stripe lists 30 days) instead of from the cursor; ' +
@@ -66,12 +63,15 @@ async function recover(options: {
   json?: boolean;
   maxRetries?: string;
 }): Promise<void> {
-  if (options.provider !== 'stripe' && options.provider !== 'paypal') {
+  const { PROVIDERS, RECOVERY_PROVIDER_NAMES } = await import('../../providers/registry.js');
+  const provider = RECOVERY_PROVIDER_NAMES.find((name) => name === options.provider);
+  if (provider === undefined) {
     throw new CliError(
-      '--provider must be stripe or paypal: Adyen has no events API (docs/providers.md: import its settlement report)',
+      `--provider must be ${RECOVERY_PROVIDER_NAMES.join(' or ')}: the providers with an events API ` +
+        '(docs/providers.md: import the others’ reports with settle import --provider)',
     );
   }
-  const provider = options.provider;
+  const module: ProviderModule = PROVIDERS[provider];
   const maxRetries = options.maxRetries === undefined ? DEFAULT_MAX_RETRIES : Number(options.maxRetries);
   if (!Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > 100) {
     throw new CliError('--max-retries must be a whole number from 0 to 100');
@@ -87,8 +87,8 @@ async function recover(options: {
     { output, withServices },
   ] = await Promise.all([
     import('cli-progress'),
-    import('../../app/recovery.js'),
-    import('../../providers/recovery.js'),
+    import('../../app/recovery-missed-events.js'),
+    import('../../providers/recovery-source.js'),
     import('../context.js'),
   ]);
   // Ctrl-C or SIGTERM (lib/shutdown.ts) stops between events; the summary is still printed.
@@ -121,7 +121,7 @@ async function recover(options: {
   let barStarted = false;
   try {
     const result = await withServices(async ({ pool, client, config }) => {
-      const source = await recoverySource(provider, config);
+      const source = recoverySource(module, config);
       const since = sinceMs === undefined ? undefined : new Date(Date.now() - sinceMs);
       try {
         return {
@@ -196,30 +196,15 @@ async function recover(options: {
 }
 
 /** The provider's recovery source, or a CliError naming the variables it needs. */
-async function recoverySource(provider: 'stripe' | 'paypal', config: Config): Promise<RecoverySource> {
-  if (provider === 'paypal') {
-    if (!config.paypalClientId || !config.paypalClientSecret) {
-      throw new CliError(
-        'SETTLE_PAYPAL_CLIENT_ID and SETTLE_PAYPAL_CLIENT_SECRET (or _FILE) are not both set: settle recover ' +
-          "lists PayPal's webhook events with the REST app's credentials",
-      );
-    }
-    const { createPaypalRecoverySource } = await import('../../providers/paypal-recovery.js');
-    return createPaypalRecoverySource({
-      clientId: config.paypalClientId,
-      clientSecret: config.paypalClientSecret,
-      apiBase: config.paypalApiBase,
-    });
-  }
-  const apiKey = config.stripeApiKey;
-  if (!apiKey) {
+function recoverySource(module: ProviderModule, config: Config): RecoverySource {
+  const recovery = module.recovery!;
+  const providerConfig = config as unknown as ProviderConfigOf<ProviderVariables>;
+  if (!recovery.on(providerConfig)) {
     throw new CliError(
-      'SETTLE_STRIPE_API_KEY (or SETTLE_STRIPE_API_KEY_FILE) is not set: settle recover lists ' +
-        "Stripe's events with it (a restricted key with read access to Events is enough)",
+      `${recovery.credentials} is not set: settle recover lists ${module.label}'s events with it`,
     );
   }
-  const { createStripeRecoverySource } = await import('../../providers/stripe-recovery.js');
-  return createStripeRecoverySource({ apiKey, apiBase: config.stripeApiBase });
+  return recovery.source(providerConfig);
 }
 
 function render(s: RecoverySummary & { error: string | null }): string {

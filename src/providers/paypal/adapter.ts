@@ -1,13 +1,13 @@
 import { X509Certificate, verify as verifySignature } from 'node:crypto';
 import { rootCertificates } from 'node:tls';
 import { crc32 } from 'node:zlib';
-import { isEventId } from '../domain/ids';
-import { fromProviderUnits, isIsoCurrency, NOT_ISO_CURRENCY, readDecimalText } from '../domain/money';
-import type { PaymentEventType } from '../domain/payment-event';
-import { readBoundedText } from '../lib/bounded-text';
-import { canonicalJson } from '../lib/canonical-json';
-import type { PaypalRest } from './paypal-rest';
-import { RecoveryFault } from './recovery';
+import { isEventId } from '../../domain/ids';
+import { fromProviderUnits, isIsoCurrency, NOT_ISO_CURRENCY, readDecimalText } from '../../domain/money';
+import type { PaymentEventType } from '../../domain/payment-event';
+import { readBoundedText } from '../../lib/bounded-text';
+import { canonicalJson } from '../../lib/canonical-json';
+import type { PaypalRest } from './rest';
+import { RecoveryFault } from '../recovery-source';
 import {
   adaptedPaymentEvent,
   field,
@@ -18,7 +18,7 @@ import {
   type ProviderMode,
   type ProviderRequest,
   type Verification,
-} from './types';
+} from '../types';
 
 /** The same replay window as Stripe's: a transmission more than five minutes from now is refused. */
 export const PAYPAL_TOLERANCE_SECONDS = 300;
@@ -73,7 +73,7 @@ function said(value: unknown): string {
   return typeof value === 'string' && /^[A-Z0-9_]{1,64}$/.test(value) ? value : 'none given';
 }
 
-/** The types the recovery sweep keeps from PayPal's list (src/providers/paypal-recovery.ts). */
+/** The types the recovery sweep keeps from PayPal's list (src/providers/paypal/recovery-source.ts). */
 export const PAYPAL_ACTED_ON_TYPES: readonly string[] = Object.keys(PAYPAL_EVENT_TYPES);
 
 export type PaypalAdapterOptions = {
