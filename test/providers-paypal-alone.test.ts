@@ -7,15 +7,15 @@ import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import type { ImportSummary } from '../src/app/import';
 import type { SimulateSummary } from '../src/stack/simulate';
-import { freePort } from '../tools/harness/free-port';
-import { startTestStack, uniqueId, waitFor, type TestStack } from '../tools/harness/harness';
+import { freePort } from '../testkit/free-port';
+import { startTestStack, uniqueId, waitFor, type TestStack } from '../testkit/harness';
 import {
   createPaypalCertificates,
   paypalCapture,
   paypalEvent,
   signPaypal,
   type PaypalCertificates,
-} from '../tools/harness/paypal-api';
+} from '../testkit/paypal-api';
 import { ledgerOf, paymentStatusOf } from './support/providers';
 import { finished, runSettle, spawnSettle, stackEnv, watchOutput } from './support/settle-cli';
 
@@ -113,7 +113,10 @@ describe('PayPal alone', () => {
     assert.equal(run.code, 0, run.stderr);
     const summary = JSON.parse(run.stdout) as ImportSummary;
     assert.deepEqual(summary.counts, { accepted: 1, duplicate: 1, ignored: 1, rejected: 0, unavailable: 0 });
-    await waitFor('the imported capture', async () => (await paymentStatusOf(stack, shipmentId)) === 'captured');
+    await waitFor(
+      'the imported capture',
+      async () => (await paymentStatusOf(stack, shipmentId)) === 'captured',
+    );
     assert.deepEqual(
       (await ledgerOf(stack, shipmentId)).map((entry) => [entry.kind, entry.amount, entry.currency]),
       [['capture', 1000, 'USD']],
