@@ -18,7 +18,7 @@ import pg from 'pg';
 import { checkInvariants } from '../../testkit/invariants';
 import { storedHistoryIsEncrypted } from '../../testkit/codec-check';
 import { Provider } from '../../testkit/provider';
-import { makeEvent, newRunId, shipmentFor } from '../../testkit/load';
+import { cappedLoad, makeEvent, newRunId, shipmentFor } from '../../testkit/load';
 import { addShipments } from '../../src/db/shipments';
 import { createPool } from '../../src/db/pool';
 import { paymentWorkflowId } from '../../src/domain/ids';
@@ -28,8 +28,9 @@ import { PROJECT_ROOT } from '../../src/lib/paths';
 import { parsePayloadKeys } from '../../src/config/payload-keys';
 import { settleDataConverter } from '../../src/temporal/data-converter';
 import { targetUrlVariables, type KeyRecord, type RecordingReceiver } from '../../testkit/receiver';
-import { pollUntil } from '../../testkit/programs';
-import { sendTracedWebhook, settleTraceId, traceFailures, waitForTrace } from '../../testkit/jaeger';
+import { sleep } from '../../testkit/processes';
+import { Checks, runMain } from '../../testkit/checks';
+import { tracedWebhookArrivesWhole } from '../../testkit/jaeger';
 import type { KeyRecordJson } from './compose-check-receiver';
 import {
   buildSettleImage,
@@ -85,42 +86,10 @@ const SETTLE_TIMEOUT_MS = 300_000;
 /** The worker's documented grace (stop_grace_period of docker-compose.yml's x-worker). */
 const WORKER_GRACE_S = 60;
 
-type Outcome = { name: string; ok: boolean };
-const outcomes: Outcome[] = [];
+const checks = new Checks();
+const check = checks.run.bind(checks);
 const timings: string[] = [];
-/** Set on SIGINT/SIGTERM: no further check starts while the projects go down. */
-let interrupted = false;
 
-function summary(): void {
-  const failed = outcomes.filter((outcome) => !outcome.ok).length;
-  process.stdout.write(`\n${outcomes.length - failed} passed, ${failed} failed\n`);
-}
-
-/** Runs one check: a thrown error or a non-empty failure list is a FAIL. Prints it at once. */
-async function check(
-  name: string,
-  body: () => Promise<{ failures: string[]; detail: string }>,
-): Promise<boolean> {
-  if (interrupted) return false;
-  const started = Date.now();
-  let failures: string[];
-  let detail = '';
-  try {
-    ({ failures, detail } = await body());
-  } catch (error) {
-    failures = [`threw: ${error instanceof Error ? error.message : String(error)}`];
-  }
-  const ok = failures.length === 0;
-  outcomes.push({ name, ok });
-  process.stdout.write(
-    `${ok ? 'PASS' : 'FAIL'}  ${name} (${((Date.now() - started) / 1000).toFixed(1)} s)\n`,
-  );
-  if (detail) process.stdout.write(`        ${detail}\n`);
-  for (const failure of failures) process.stdout.write(`        ✗ ${failure}\n`);
-  return ok;
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const seconds = (since: number) => Math.round((Date.now() - since) / 100) / 10;
 
 /** What `docker compose ps --format json` says of a container. */
@@ -459,40 +428,13 @@ async function containerSettings(project: Project) {
   };
 }
 
-/**
- * Signed events at RATE per second (24 in flight at most) until `stop` resolves; the provider
- * retries a 5xx or a refused connection (as a real one does) and remembers every acknowledgement.
- */
-function stream(project: Project, provider: Provider, runId: string, from: number, stop: Promise<void>) {
-  let sent = 0;
-  let acknowledged = 0;
-  let stopped = false;
-  void stop.then(() => (stopped = true));
-  const inFlight: Promise<void>[] = [];
-  const done = (async () => {
-    let pending = 0;
-    let next = performance.now();
-    while (!stopped) {
-      while (pending >= 24 && !stopped) await sleep(50);
-      const wait = next - performance.now();
-      if (wait > 1) await sleep(wait);
-      next = Math.max(next + 1000 / RATE, performance.now());
-      if (stopped) break;
-      const event = makeEvent(runId, from + sent);
-      sent += 1;
-      pending += 1;
-      inFlight.push(
-        provider.deliver(event, 180_000).then((reply) => {
-          pending -= 1;
-          if (reply.status >= 200 && reply.status < 300) acknowledged += 1;
-        }),
-      );
-    }
-    await Promise.all(inFlight);
-    return { sent: () => sent, acknowledged: () => acknowledged };
-  })();
-  return { done, sent: () => sent };
-}
+/** Signed events at RATE per second (24 in flight at most) from event `from` on, until stopped. */
+const stream = (provider: Provider, runId: string, from: number) =>
+  cappedLoad({
+    rate: RATE,
+    maxInFlight: 24,
+    send: (i) => provider.deliver(makeEvent(runId, from + i), 180_000),
+  });
 
 /**
  * After the faults: every acknowledged event completed with one claim and one effect per key
@@ -541,10 +483,8 @@ async function exactlyOnce(project: Project, provider: Provider) {
 }
 
 async function loadWithWorkerFaults(project: Project, provider: Provider, runId: string) {
-  const failures: string[] = [];
   const faults: string[] = [];
-  let release!: () => void;
-  const load = stream(project, provider, runId, 0, new Promise<void>((resolve) => (release = resolve)));
+  const load = stream(provider, runId, 0);
   await sleep(6_000);
   const killed = await project.container('worker-1');
   await must('docker', ['kill', killed]);
@@ -562,12 +502,7 @@ async function loadWithWorkerFaults(project: Project, provider: Provider, runId:
     faults.push('docker start worker-1');
   }
   await sleep(6_000);
-  release();
-  const result = await load.done;
-  const sent = result.sent();
-  const acknowledged = result.acknowledged();
-  if (acknowledged !== sent)
-    failures.push(`${sent - acknowledged} of ${sent} events were never acknowledged`);
+  const { sent, acknowledged, failures } = await load.stop();
   const healthy = await waitHealthy(project, 120_000);
   for (const entry of healthy.waiting.filter((e) => e.Service.startsWith('worker')))
     failures.push(`${entry.Service} is ${entry.State}/${entry.Health} after the faults`);
@@ -617,9 +552,7 @@ async function stopWhileBusy(
   service: string,
   limitS: number,
 ) {
-  const failures: string[] = [];
-  let release!: () => void;
-  const load = stream(project, provider, runId, from, new Promise<void>((resolve) => (release = resolve)));
+  const load = stream(provider, runId, from);
   await sleep(4_000);
   const id = await project.container(service);
   const grace = await project.inspect<number | null>(service, '.Config.StopTimeout');
@@ -628,16 +561,11 @@ async function stopWhileBusy(
   const took = seconds(at);
   const state = await project.inspect<{ ExitCode: number; OOMKilled: boolean }>(service, '.State');
   const logs = await run('docker', ['logs', '--tail', '20', id]);
-  if (state.ExitCode !== 0) failures.push(`${service} exited ${state.ExitCode} (137 is SIGKILL), not 0`);
-  if (took > limitS) failures.push(`${service} took ${took} s to stop, more than ${limitS} s`);
   await must('docker', ['start', id]);
   await sleep(2_000);
-  release();
-  const result = await load.done;
-  const sent = result.sent();
-  const acknowledged = result.acknowledged();
-  if (acknowledged !== sent)
-    failures.push(`${sent - acknowledged} of ${sent} events were never acknowledged`);
+  const { sent, acknowledged, failures } = await load.stop();
+  if (state.ExitCode !== 0) failures.push(`${service} exited ${state.ExitCode} (137 is SIGKILL), not 0`);
+  if (took > limitS) failures.push(`${service} took ${took} s to stop, more than ${limitS} s`);
   const healthy = await waitHealthy(project, 120_000);
   const entry = healthy.entries.find((e) => e.Service === service);
   if (entry?.State !== 'running' || (entry.Health && entry.Health !== 'healthy'))
@@ -722,39 +650,21 @@ async function scenario(project: Project, receiverDir: string): Promise<void> {
 }
 
 /**
- * A signed webhook with a sampled `traceparent` through the gateway's published port: the jaeger
- * service (profile `tracing`) must hold its whole trace, the receiver container's carrier and ERP
- * requests must carry its trace ID, and no span may hold the raw event ID or a secret
- * (testkit/jaeger.ts, `traceFailures`, as the topology run checks it).
+ * The jaeger service (profile `tracing`) holds a traced webhook's whole trace, and the receiver
+ * container's carrier and ERP requests carry its ID (testkit/jaeger.ts, as the topology run checks it).
  */
 async function traceArrivesWhole(project: Project, runId: string) {
-  const event = makeEvent(runId, 200_000);
   await addShipments(project.pool, [shipmentFor(runId, 200_000)]);
-  const sent = await sendTracedWebhook(project.gatewayUrl, project.secret, event);
-  if (sent.reply.status !== 202)
-    return { failures: [`the webhook answered ${sent.reply.status}: ${sent.reply.body}`], detail: '' };
-  const jaeger = `http://127.0.0.1:${project.ports.SETTLE_JAEGER_PORT}`;
-  const keys = await pollUntil(
-    "the receiver's carrier and ERP requests of the traced event",
-    async () => (await project.receiverRecords()).filter((record) => record.key.startsWith(`${event.id}:`)),
-    (records) => records.length >= 2,
-    180_000,
-  );
-  const downstream = keys.flatMap((record) =>
-    record.traceparents.map((traceparent) => ({ path: record.path, traceparent: traceparent || undefined })),
-  );
-  // The webhook starts settle's own trace (its traceparent a link): found by what the carrier got.
-  const traceId = settleTraceId(downstream);
-  if (!traceId) return { failures: ['the carrier and the ERP got no traceparent'], detail: '' };
-  const spans = await waitForTrace(jaeger, traceId);
-  return traceFailures({
-    ...sent,
-    traceId,
-    providerTraceId: sent.traceId,
-    spans,
-    held: await (await fetch(`${jaeger}/api/traces/${traceId}`)).text(),
-    eventId: event.id,
-    downstream,
+  const event = makeEvent(runId, 200_000);
+  return tracedWebhookArrivesWhole({
+    gatewayUrl: project.gatewayUrl,
+    secret: project.secret,
+    jaegerUrl: `http://127.0.0.1:${project.ports.SETTLE_JAEGER_PORT}`,
+    event,
+    downstream: async () =>
+      (await project.receiverRecords())
+        .filter((record) => record.key.startsWith(`${event.id}:`))
+        .flatMap((record) => record.traceparents.map((traceparent) => ({ path: record.path, traceparent }))),
     secrets: {
       'the webhook secret': project.secret,
       'the API token': project.apiToken,
@@ -784,12 +694,12 @@ async function main() {
   const projects: Project[] = [];
   for (const signal of ['SIGINT', 'SIGTERM'] as const)
     process.once(signal, () => {
-      if (interrupted) return;
-      interrupted = true;
+      if (checks.stopped) return;
+      checks.stopped = true;
       log(`${signal}: docker compose down -v for every project this run started`);
       void Promise.all(projects.map((project) => project.down())).finally(() => {
-        outcomes.push({ name: `interrupted by ${signal}`, ok: false });
-        summary();
+        checks.record(`interrupted by ${signal}`, { failures: ['interrupted'] });
+        checks.summary();
         process.exit(130);
       });
     });
@@ -828,7 +738,7 @@ async function main() {
     for (const tls of withTls ? [false, true] : [false]) {
       const project = new Project(tls);
       projects.push(project);
-      const before = outcomes.filter((o) => !o.ok).length;
+      const before = checks.failed;
       try {
         await scenario(project, receiverDir);
       } catch (error) {
@@ -836,7 +746,7 @@ async function main() {
           throw error;
         });
       } finally {
-        const failedNow = outcomes.filter((o) => !o.ok).length > before;
+        const failedNow = checks.failed > before;
         if (failedNow || keepLogs) {
           await project.saveLogs();
           log(`logs of ${project.name} kept in ${project.scratch}/logs`);
@@ -864,16 +774,8 @@ async function main() {
     rmSync(receiverDir, { recursive: true, force: true });
     timings.push(`whole check ${seconds(started)} s`);
     log(`timings: ${timings.join('; ')}; load ${loadavg()[0]!.toFixed(2)}`);
-    if (!interrupted) {
-      summary();
-      if (outcomes.some((outcome) => !outcome.ok) || !outcomes.length) process.exitCode = 1;
-    }
+    if (!checks.stopped) checks.summary();
   }
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(
-    `compose-check failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-  );
-  process.exitCode = 1;
-});
+runMain('compose-check', main);

@@ -17,7 +17,8 @@ import pg from 'pg';
 import { RecordingReceiver } from '../../testkit/receiver';
 import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../../testkit/codec-check';
 import { findChromium, viewPage } from '../../testkit/ui-browser';
-import { erpKey, makeEvent, newRunId, shipmentFor } from '../../testkit/load';
+import { cappedLoad, erpKey, makeEvent, newRunId, shipmentFor } from '../../testkit/load';
+import { Checks, errorText } from '../../testkit/checks';
 import { sleep, within, type Child } from '../../testkit/processes';
 import { settleProcessEnv } from '../../testkit/stack';
 import { checkInvariants } from '../../testkit/invariants';
@@ -30,16 +31,8 @@ import { logger } from '../../src/lib/logger';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { EncryptionCodec, StaticKeySource } from '../../src/temporal/payload-codec';
 import { TemporalCluster, type Identity } from '../../testkit/cluster';
-import {
-  ensureJaeger,
-  sendTracedWebhook,
-  settleTraceId,
-  startJaeger,
-  traceFailures,
-  waitForTrace,
-  type Jaeger,
-} from '../../testkit/jaeger';
-import { pollUntil, startProgram } from '../../testkit/programs';
+import { ensureJaeger, startJaeger, tracedWebhookArrivesWhole, type Jaeger } from '../../testkit/jaeger';
+import { startProgram } from '../../testkit/programs';
 import { rolloutUnderLoad } from './rollout';
 
 const short = process.argv.includes('--short');
@@ -78,29 +71,11 @@ const MAX_IN_FLIGHT = 24;
 /** Time for everything acknowledged to finish after the faults (a killed attempt waits 30 s). */
 const SETTLE_TIMEOUT_MS = 300_000;
 
-type Outcome = { name: string; ok: boolean; detail: string; seconds: number };
-const outcomes: Outcome[] = [];
+const checks = new Checks();
+const check = checks.run.bind(checks);
 
 function log(message: string) {
   process.stderr.write(`topology: ${message}\n`);
-}
-
-/** Runs one check: a thrown error or a non-empty failure list is a FAIL. Prints it at once. */
-async function check(name: string, body: () => Promise<{ failures: string[]; detail: string }>) {
-  const started = Date.now();
-  let failures: string[];
-  let detail = '';
-  try {
-    ({ failures, detail } = await body());
-  } catch (error) {
-    failures = [`threw: ${error instanceof Error ? error.message : String(error)}`];
-  }
-  const outcome = { name, ok: !failures.length, detail, seconds: (Date.now() - started) / 1000 };
-  outcomes.push(outcome);
-  process.stdout.write(`${outcome.ok ? 'PASS' : 'FAIL'}  ${name} (${outcome.seconds.toFixed(1)} s)\n`);
-  if (detail) process.stdout.write(`        ${detail}\n`);
-  for (const failure of failures) process.stdout.write(`        ✗ ${failure}\n`);
-  return outcome.ok;
 }
 
 class Topology {
@@ -427,12 +402,10 @@ async function main() {
       );
   } finally {
     await topology.close();
-    const failed = outcomes.filter((outcome) => !outcome.ok).length;
-    if (failed) log(`logs of the Temporal processes kept in ${topology.scratch}/logs`);
+    if (checks.failed) log(`logs of the Temporal processes kept in ${topology.scratch}/logs`);
     else rmSync(topology.scratch, { recursive: true, force: true });
     log(`${((Date.now() - started) / 1000).toFixed(0)} s, load ${loadavg()[0]!.toFixed(2)}`);
-    process.stdout.write(`\n${outcomes.length - failed} passed, ${failed} failed\n`);
-    if (failed || !outcomes.length) process.exitCode = 1;
+    checks.summary();
   }
 }
 
@@ -480,44 +453,20 @@ async function squattedIdTakenBack(topology: Topology) {
   };
 }
 
-/**
- * A signed webhook with a sampled `traceparent` through one of the gateways; then Jaeger must hold
- * the whole trace and the carrier and the ERP its trace ID (testkit/jaeger.ts, `traceFailures`).
- * Keeps the trace ID for the UI check.
- */
+/** A traced webhook's whole trace in Jaeger (testkit/jaeger.ts); keeps its ID for the UI check. */
 async function traceArrivesWhole(topology: Topology, jaeger: Jaeger) {
   const runId = newRunId('o');
   await addShipments(topology.pool, [shipmentFor(runId, 0)]);
   const event = makeEvent(runId, 0);
-  const sent = await sendTracedWebhook(topology.gatewayUrl, topology.secret, event);
-  if (sent.reply.status !== 202)
-    return { failures: [`the webhook answered ${sent.reply.status}: ${sent.reply.body}`], detail: '' };
-  // Bounds on a hang, not on the machine's speed: a loaded machine slows one event's way many times over.
-  await pollUntil(
-    'the ERP entry of the traced event',
-    async () => topology.receiver.keys.get(erpKey(event.id))?.appliedAt,
-    (at) => at !== undefined,
-    180_000,
-  );
-  const downstream = topology.receiver.requests
-    .filter((request) => request.key.startsWith(`${event.id}:`))
-    .map((request) => ({
-      path: request.path,
-      traceparent: request.headers.traceparent as string | undefined,
-    }));
-  // The webhook starts settle's own trace (its traceparent a link): found by what the carrier got.
-  const traceId = settleTraceId(downstream);
-  if (!traceId) return { failures: ['the carrier and the ERP got no traceparent'], detail: '' };
-  const spans = await waitForTrace(jaeger.uiUrl, traceId);
-  topology.tracedTraceId = traceId;
-  return traceFailures({
-    ...sent,
-    traceId,
-    providerTraceId: sent.traceId,
-    spans,
-    held: await (await fetch(`${jaeger.uiUrl}/api/traces/${traceId}`)).text(),
-    eventId: event.id,
-    downstream,
+  const outcome = await tracedWebhookArrivesWhole({
+    gatewayUrl: topology.gatewayUrl,
+    secret: topology.secret,
+    jaegerUrl: jaeger.uiUrl,
+    event,
+    downstream: async () =>
+      topology.receiver.requests
+        .filter((request) => request.key.startsWith(`${event.id}:`))
+        .map((request) => ({ path: request.path, traceparent: request.headers.traceparent as string })),
     secrets: {
       'the webhook secret': topology.secret,
       'the API token': topology.apiToken,
@@ -525,6 +474,8 @@ async function traceArrivesWhole(topology: Topology, jaeger: Jaeger) {
       'the codec token': topology.codecToken,
     },
   });
+  topology.tracedTraceId = outcome.traceId;
+  return outcome;
 }
 
 /** The trace's page in Jaeger's UI: every role's spans shown by name; the screenshot is kept. */
@@ -625,35 +576,12 @@ async function loadWithFaults(topology: Topology) {
   const provider = new Provider(topology);
   const faults: string[] = [];
   const faultFailures: string[] = [];
-  let sent = 0;
-  let acknowledged = 0;
-  let pending = 0;
-  let stopped = false;
-  const inFlight: Promise<void>[] = [];
-  // Open arrivals at RATE, except that no more than MAX_IN_FLIGHT events wait for an answer at once
-  // and a late send is not made up for: on a slow (shared) machine the load eases instead of piling
-  // up faster than settle can finish it.
-  const load = (async () => {
-    const interval = 1000 / RATE;
-    let next = performance.now();
-    while (!stopped && sent < capacity) {
-      while (pending >= MAX_IN_FLIGHT && !stopped) await sleep(50);
-      const wait = next - performance.now();
-      if (wait > 1) await sleep(wait);
-      next = Math.max(next + interval, performance.now());
-      if (stopped) break;
-      const event = makeEvent(runId, sent);
-      sent += 1;
-      pending += 1;
-      inFlight.push(
-        provider.deliver(event, 180_000).then((reply) => {
-          pending -= 1;
-          if (reply.status >= 200 && reply.status < 300) acknowledged += 1;
-        }),
-      );
-    }
-    await Promise.all(inFlight);
-  })();
+  const load = cappedLoad({
+    rate: RATE,
+    maxInFlight: MAX_IN_FLIGHT,
+    max: capacity,
+    send: (i) => provider.deliver(makeEvent(runId, i), 180_000),
+  });
   const step = async (name: string, body: () => Promise<void>) => {
     await sleep(5_000);
     const at = Date.now();
@@ -661,9 +589,9 @@ async function loadWithFaults(topology: Topology) {
       await body();
       faults.push(`${name} (${((Date.now() - at) / 1000).toFixed(1)} s)`);
     } catch (error) {
-      faultFailures.push(`${name}: ${error instanceof Error ? error.message : String(error)}`);
+      faultFailures.push(`${name}: ${errorText(error)}`);
     }
-    log(`${name} done at event ${sent}`);
+    log(`${name} done at event ${load.sent()}`);
   };
   const expectExit = (what: string, how: number | string) => {
     if (how !== 0) faultFailures.push(`${what} exited ${how} on SIGTERM, not 0`);
@@ -691,14 +619,11 @@ async function loadWithFaults(topology: Topology) {
     });
   }
   await sleep(5_000);
-  stopped = true;
-  await load;
+  const { sent, acknowledged, failures: lost } = await load.stop();
   await check(
     `under load: ${faults.length} faults, ${sent} signed events sent (at most ${RATE}/s, ${MAX_IN_FLIGHT} in flight)`,
     async () => {
-      const failures = [...faultFailures];
-      if (acknowledged !== sent)
-        failures.push(`${sent - acknowledged} of ${sent} events were never acknowledged`);
+      const failures = [...faultFailures, ...lost];
       if (provider.acknowledgedWhileDown)
         failures.push('an event was acknowledged while a dependency was down');
       return {
@@ -719,11 +644,6 @@ async function loadWithFaults(topology: Topology) {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(
-    `topology failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-  );
-  process.stdout.write(
-    `\n${outcomes.filter((o) => o.ok).length} passed, ${outcomes.filter((o) => !o.ok).length + 1} failed\n`,
-  );
-  process.exitCode = 1;
+  checks.record('the run ran to its end', { failures: [errorText(error, true)] });
+  checks.summary();
 });
