@@ -8,7 +8,6 @@ import {
   ensureWorkers,
   freshEvents,
   receiverRecords,
-  RECOVERY_TIMEOUT_MS,
   waitForDelivered,
   type Scenario,
   type ScenarioContext,
@@ -45,7 +44,7 @@ export const throttledWithRetryAfter: Scenario = {
       ({ attempt }) => (attempt === 1 ? { status: 429, headers: { 'retry-after': '2' } } : { status: 200 }),
       async () => {
         await Promise.all(events.map((event) => provider.deliver(event)));
-        return waitForDelivered(stack, events, RECOVERY_TIMEOUT_MS);
+        return waitForDelivered(stack, events);
       },
     );
     const records = receiverRecords(stack, prefix);
@@ -78,7 +77,7 @@ export const appliedThen504: Scenario = {
       ({ attempt }) => (attempt === 1 ? { status: 504, apply: true } : { status: 200 }),
       async () => {
         await Promise.all(events.map((event) => provider.deliver(event)));
-        return waitForDelivered(stack, events, RECOVERY_TIMEOUT_MS);
+        return waitForDelivered(stack, events);
       },
     );
     // The ERP key is applied on the first (504) attempt; wait for the retry that the receiver refuses.

@@ -4,14 +4,7 @@ import { runMarkKey } from '../../../src/app/run-marks';
 import { paymentWorkflowId } from '../../../src/domain/ids';
 import type { PaymentWorkflowResult } from '../../../src/workflows';
 import { sleep } from '../../../testkit/processes';
-import {
-  checker,
-  countWhere,
-  freshEvents,
-  RECOVERY_TIMEOUT_MS,
-  waitForDelivered,
-  type Scenario,
-} from './common';
+import { checker, countWhere, freshEvents, waitForDelivered, type Scenario } from './common';
 
 export const concurrentDeliveries: Scenario = {
   id: '1',
@@ -27,7 +20,7 @@ export const concurrentDeliveries: Scenario = {
     const serverErrors = replies.filter((reply) => reply.status >= 500 || reply.status === 0).length;
     check(accepted === 1, `expected one 202, got ${accepted}`);
     check(duplicates === 19, `expected 19 duplicates, got ${duplicates}`);
-    check((await waitForDelivered(stack, events, RECOVERY_TIMEOUT_MS)) === 1, 'the event was not delivered');
+    check((await waitForDelivered(stack, events)) === 1, 'the event was not delivered');
     check((await countWhere(stack, 'ledger_entries', events)) === 1, 'expected one ledger entry');
     return { figures: { accepted, duplicates, serverErrors }, failures };
   },

@@ -1,13 +1,6 @@
 import { erpKey, openLoop, percentile } from '../../../testkit/load';
 import { sleep, treeRssMb } from '../../../testkit/processes';
-import {
-  checker,
-  ensureWorkers,
-  freshEvents,
-  RECOVERY_TIMEOUT_MS,
-  waitForDelivered,
-  type Scenario,
-} from './common';
+import { checker, ensureWorkers, freshEvents, waitForDelivered, type Scenario } from './common';
 
 /** The soak's length; `SETTLE_CHAOS_SOAK_MINUTES` shortens it to try the scenario out. */
 const SOAK_MINUTES = Number(process.env.SETTLE_CHAOS_SOAK_MINUTES ?? 20);
@@ -45,7 +38,7 @@ export const steadySoak: Scenario = {
       }),
     );
     const sentForCalibration = calibration.events.slice(0, next);
-    await waitForDelivered(stack, sentForCalibration, RECOVERY_TIMEOUT_MS);
+    await waitForDelivered(stack, sentForCalibration);
     const capacity = sentForCalibration.length / ((Date.now() - calibrationStarted) / 1000);
     const rate = Math.max(1, Math.round(capacity / 2));
 
@@ -90,7 +83,7 @@ export const steadySoak: Scenario = {
     stopped = true;
     await sampler;
     const used = events.slice(0, sent);
-    const delivered = await waitForDelivered(stack, used, RECOVERY_TIMEOUT_MS);
+    const delivered = await waitForDelivered(stack, used);
 
     const first = minutes[0]!;
     const last = minutes[SOAK_MINUTES - 1]!;

@@ -56,7 +56,7 @@ export const targetDown: Scenario = {
       await sending;
       down = false;
       upAt = Date.now();
-      const delivered = await waitForDelivered(stack, events, RECOVERY_TIMEOUT_MS);
+      const delivered = await waitForDelivered(stack, events);
       check(delivered === events.length, `${delivered} of ${events.length} entries delivered`);
       const erpRecords = events.map((event) => stack.receiver.keys.get(erpKey(event.id)));
       check(
