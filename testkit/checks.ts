@@ -51,10 +51,10 @@ export class Checks {
   }
 }
 
-/** A tool's entry point: an error that escapes `main` is printed (`name: …`) and exits 1. */
-export function runMain(name: string, main: () => Promise<unknown>): void {
+/** A tool's entry point: an error that escapes `main` is printed (`name: …`, `stack`: its stack) and exits 1. */
+export function runMain(name: string, main: () => Promise<unknown>, { stack = false } = {}): void {
   main().catch((error: unknown) => {
-    process.stderr.write(`${name}: ${errorText(error, true)}\n`);
+    process.stderr.write(`${name}: ${errorText(error, stack)}\n`);
     process.exitCode = 1;
   });
 }

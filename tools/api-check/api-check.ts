@@ -17,6 +17,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/stack/em
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { findTemporalCli } from '../../src/stack/temporal-binaries';
 import { startTemporalDevServer, type DevServer } from '../../src/stack/temporal-dev-server';
+import { runMain } from '../../testkit/checks';
 
 const run = promisify(execFile);
 
@@ -113,7 +114,4 @@ async function main() {
   }
 }
 
-main().catch((error) => {
-  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exitCode = 1;
-});
+runMain('api-check', main, { stack: true });

@@ -91,4 +91,4 @@ function log(message: string) {
   process.stderr.write(`chaos: ${message}\n`);
 }
 
-runMain('chaos', main);
+runMain('chaos', main, { stack: true });

@@ -778,4 +778,4 @@ async function main() {
   }
 }
 
-runMain('compose-check', main);
+runMain('compose-check', main, { stack: true });

@@ -56,6 +56,7 @@ import { activeTracing, startTracing, stopTracing } from '../../src/tracing/trac
 import { createWorker } from '../../src/worker-runtime/create-worker';
 import { afterReconcileCommit } from '../../testkit/after-commit';
 import { startStripeApi } from '../../testkit/stripe-api';
+import { runMain } from '../../testkit/checks';
 
 const run = promisify(execFile);
 /** SETTLE_HISTORIES_DIR records elsewhere, e.g. a subfolder for a patched path beside the current one. */
@@ -397,7 +398,4 @@ async function main() {
   }
 }
 
-main().catch((error) => {
-  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exitCode = 1;
-});
+runMain('record-histories', main, { stack: true });

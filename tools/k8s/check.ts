@@ -12,7 +12,7 @@
  *    here); `helm upgrade` with a changed value, every Deployment rolled to the new ConfigMap and
  *    available again; `helm uninstall`, leaving nothing of the release in its namespace.
  *
- * Prints one line per outcome and "N passed, M failed"; exits 1 on any failure.
+ * Prints one line per outcome and "N passed, M failed" (testkit/checks.ts); exits 1 on any failure.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -21,23 +21,18 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { configVariables } from '../../src/config';
 import { PROJECT_ROOT } from '../../src/lib/paths';
+import { Checks, errorText } from '../../testkit/checks';
 import { ensureKubeTools, startCluster, until, type Api, type Cluster } from './cluster';
 
 const CHART = join(PROJECT_ROOT, 'deploy', 'helm', 'settle');
 const NODES = 3;
 const WAIT = '10m';
 
-type Outcome = { name: string; ok: boolean; detail?: string };
-const outcomes: Outcome[] = [];
+const checks = new Checks();
 const log = (line: string) => process.stderr.write(`${line}\n`);
-
-function record(name: string, ok: boolean, detail?: string): boolean {
-  outcomes.push({ name, ok, detail });
-  process.stdout.write(
-    `${ok ? 'ok  ' : 'FAIL'} ${name}${!ok && detail ? `\n     ${detail.replace(/\n/g, '\n     ')}` : ''}\n`,
-  );
-  return ok;
-}
+/** A verdict; `detail` (a command's output) is printed only for a failure. */
+const record = (name: string, ok: boolean, detail?: string) =>
+  checks.record(name, { failures: ok ? [] : [detail || 'failed'] });
 
 /** Every values file the chart ships, values.yaml first. */
 function shippedValuesFiles(): string[] {
@@ -545,19 +540,13 @@ async function main() {
     });
     for (const [i, run] of runs.entries()) await checkRun(cluster, helmBin, home, run, `check-${i}`, kinds);
   } catch (error) {
-    record(
-      'the check ran to its end',
-      false,
-      error instanceof Error ? (error.stack ?? error.message) : String(error),
-    );
+    record('the check ran to its end', false, errorText(error, true));
   } finally {
     await cluster?.stop();
-    const failed = outcomes.filter((o) => !o.ok).length;
-    if (failed) log(`k8s: the control plane's logs are kept in ${join(work, 'cluster')}`);
+    if (checks.failed) log(`k8s: the control plane's logs are kept in ${join(work, 'cluster')}`);
     else rmSync(work, { recursive: true, force: true });
     log(`k8s: ${((Date.now() - started) / 1000).toFixed(0)} s in all`);
-    process.stdout.write(`${outcomes.length - failed} passed, ${failed} failed\n`);
-    process.exitCode = failed ? 1 : 0;
+    checks.summary();
   }
 }
 

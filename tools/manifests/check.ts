@@ -30,6 +30,7 @@ import { PROJECT_ROOT } from '../../src/lib/paths';
 import { SHUTDOWN_DEADLINE_MS } from '../../src/lib/shutdown';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';
 import { buildInto, goRun, type GoContext } from '../../testkit/binaries';
+import { Checks, runMain } from '../../testkit/checks';
 import type { Container, Manifest, Probe } from './manifest';
 import { composeCredentialProblems, readComposeFiles } from './compose-check';
 import { HELM_VERSION, helmOutcomes } from './helm-check';
@@ -621,7 +622,7 @@ function edit(
 const withWorker = (m: Manifest[], change: (w: Manifest) => unknown) =>
   edit(m, 'Deployment', change, 'settle-worker');
 
-async function main(): Promise<number> {
+async function main(): Promise<void> {
   const version = (
     JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }
   ).version;
@@ -746,22 +747,13 @@ async function main(): Promise<number> {
   }
   for (const fault of ROLLOUT_FAULTS)
     refuses(`the rollout check refuses ${fault.name}`, rolloutProblems(fault.edit(rollout)), fault.expect);
-  for (const outcome of outcomes) {
-    process.stdout.write(`${outcome.ok ? 'ok  ' : 'FAIL'} ${outcome.name}\n`);
-    if (outcome.detail && (!outcome.ok || outcome.name.includes('strict')))
-      process.stdout.write(`${outcome.detail.replace(/^/gm, '       ')}\n`);
-  }
-  const failed = outcomes.filter((o) => !o.ok).length;
-  process.stdout.write(`manifests: ${outcomes.length - failed} passed, ${failed} failed\n`);
-  return failed ? 1 : 0;
+  const checks = new Checks();
+  for (const { name, ok, detail } of outcomes)
+    checks.record(name, {
+      failures: ok ? [] : [detail || 'failed'],
+      detail: ok && name.includes('strict') ? detail : '',
+    });
+  checks.summary('manifests: ');
 }
 
-if (require.main === module) {
-  main().then(
-    (code) => (process.exitCode = code),
-    (error: unknown) => {
-      process.stderr.write(`manifests: ${error instanceof Error ? error.message : String(error)}\n`);
-      process.exitCode = 1;
-    },
-  );
-}
+if (require.main === module) runMain('manifests', main);
