@@ -9,7 +9,7 @@
  * 2. the settings settle depends on, against settle's own sources: probes, grace against the drain
  *    bound, security context, both task queues in the ScaledObject, every variable a declared one;
  * 3. the NetworkPolicy graph against the table of docs/deployment.md (network-check.ts), and that the
- *    codec server holds no Temporal credential (here, and in the compose files: compose-check.ts);
+ *    codec server holds no Temporal credential (here, and in the compose files: codec-credentials.ts);
  * 4. the Helm chart deploy/helm/settle (helm-check.ts): lint, each values file through 1 to 3, the
  *    same objects as its kustomize counterpart, values its schema must refuse;
  * 5. that all can fail: broken copies of the rendered objects must be refused.
@@ -32,7 +32,7 @@ import { bulkTaskQueue } from '../../src/temporal/task-queues';
 import { buildInto, goRun, type GoContext } from '../../testkit/binaries';
 import { Checks, runMain } from '../../testkit/checks';
 import type { Container, Manifest, Probe } from './manifest';
-import { composeCredentialProblems, readComposeFiles } from './compose-check';
+import { composeCredentialProblems, readComposeFiles } from './codec-credentials';
 import { HELM_VERSION, helmOutcomes } from './helm-check';
 import { NETWORK_FAULTS, networkProblems } from './network-check';
 import { eachBuildProblems, ROLLOUT_FAULTS, rolloutProblems } from './rollout-check';
