@@ -5,6 +5,21 @@
  */
 export type CheckResult = { failures: string[]; detail?: string };
 
+/** `key=value …`: a check's figures on one line. */
+export const figuresText = (figures: Record<string, number | string>): string =>
+  Object.entries(figures)
+    .map(([key, value]) => `${key}=${value}`)
+    .join(' ');
+
+/** Collects failures: `expect(condition, message)` records the message when the condition is false. */
+export function failureList() {
+  const failures: string[] = [];
+  const expect = (condition: boolean, message: string) => {
+    if (!condition) failures.push(message);
+  };
+  return { failures, expect, check: expect };
+}
+
 export const errorText = (error: unknown, stack = false): string =>
   error instanceof Error ? (stack && error.stack) || error.message : String(error);
 

@@ -8,7 +8,7 @@ import { loadavg } from 'node:os';
 import { ProofStack } from '../../testkit/stack';
 import { checkInvariants } from '../../testkit/invariants';
 import { Provider } from '../../testkit/provider';
-import { Checks, errorText, runMain } from '../../testkit/checks';
+import { Checks, errorText, figuresText, runMain } from '../../testkit/checks';
 import type { Scenario } from './scenarios/common';
 import { gracefulShutdown, killAfterCommit, killBeforeCommit, soak } from './scenarios/crashes';
 import { appliedThen504, permanentRefusalMidSaga, throttledWithRetryAfter } from './scenarios/downstream';
@@ -71,7 +71,7 @@ async function main() {
         );
         return {
           failures: [...result.failures, ...invariants.failures],
-          detail: `${format(result.figures)}\ninvariants: ${format(invariants.figures)}`,
+          detail: `${figuresText(result.figures)}\ninvariants: ${figuresText(invariants.figures)}`,
         };
       });
     }
@@ -81,11 +81,6 @@ async function main() {
   log(`${((Date.now() - started) / 1000).toFixed(0)} s, load ${loadavg()[0]!.toFixed(2)}`);
   checks.summary();
 }
-
-const format = (figures: Record<string, number | string>) =>
-  Object.entries(figures)
-    .map(([key, value]) => `${key}=${value}`)
-    .join(' ');
 
 function log(message: string) {
   process.stderr.write(`chaos: ${message}\n`);

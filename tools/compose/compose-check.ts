@@ -29,7 +29,7 @@ import { parsePayloadKeys } from '../../src/config/payload-keys';
 import { settleDataConverter } from '../../src/temporal/data-converter';
 import { targetUrlVariables, type KeyRecord, type RecordingReceiver } from '../../testkit/receiver';
 import { sleep } from '../../testkit/processes';
-import { Checks, runMain } from '../../testkit/checks';
+import { Checks, figuresText, runMain } from '../../testkit/checks';
 import { tracedWebhookArrivesWhole } from '../../testkit/jaeger';
 import type { KeyRecordJson } from './compose-check-receiver';
 import {
@@ -474,11 +474,7 @@ async function exactlyOnce(project: Project, provider: Provider) {
       );
   return {
     failures,
-    detail: `${Object.entries(report.figures)
-      .map(([key, value]) => `${key}=${value}`)
-      .join(
-        ' ',
-      )}; ${rows.length} downstream keys delivered, ${[...keys.values()].reduce((sum, r) => sum + r.requests, 0)} requests at the receiver`,
+    detail: `${figuresText(report.figures)}; ${rows.length} downstream keys delivered, ${[...keys.values()].reduce((sum, r) => sum + r.requests, 0)} requests at the receiver`,
   };
 }
 

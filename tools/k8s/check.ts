@@ -27,6 +27,8 @@ import { ensureKubeTools, startCluster, until, type Api, type Cluster } from './
 const CHART = join(PROJECT_ROOT, 'deploy', 'helm', 'settle');
 const NODES = 3;
 const WAIT = '10m';
+/** `helm install` and `upgrade` wait for every object and Job, a bound on a hang. */
+const WAIT_ARGS = ['--wait=watcher', '--wait-for-jobs', '--timeout', WAIT];
 
 const checks = new Checks();
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -297,10 +299,7 @@ async function checkRun(
     '-n',
     ns,
     ...run.args,
-    '--wait=watcher',
-    '--wait-for-jobs',
-    '--timeout',
-    WAIT,
+    ...WAIT_ARGS,
   ]);
   if (!record(`${label}: helm install --wait`, install.ok, install.output)) return;
   const deployments = run.deployments(release);
@@ -356,18 +355,8 @@ async function checkRun(
     `/apis/apps/v1/namespaces/${ns}/deployments?labelSelector=app.kubernetes.io/instance=${release}`,
   );
   const upgrade = helm(cluster, helmBin, home, [
-    'upgrade',
-    release,
-    CHART,
-    '-n',
-    ns,
-    ...run.args,
-    '--set',
-    'config.SETTLE_LOG_LEVEL=debug',
-    '--wait=watcher',
-    '--wait-for-jobs',
-    '--timeout',
-    WAIT,
+    ...['upgrade', release, CHART, '-n', ns, ...run.args, ...WAIT_ARGS],
+    ...['--set', 'config.SETTLE_LOG_LEVEL=debug'],
   ]);
   if (
     record(
@@ -430,17 +419,7 @@ async function twoReleases(cluster: Cluster, helmBin: string, home: string, ns: 
   const { api } = cluster;
   await prepareNamespace(api, ns, ['settle', 'other']);
   const installs = ['settle', 'other'].map((release) =>
-    helm(cluster, helmBin, home, [
-      'install',
-      release,
-      CHART,
-      '-n',
-      ns,
-      '--wait=watcher',
-      '--wait-for-jobs',
-      '--timeout',
-      WAIT,
-    ]),
+    helm(cluster, helmBin, home, ['install', release, CHART, '-n', ns, ...WAIT_ARGS]),
   );
   if (
     !record(

@@ -30,7 +30,7 @@ import { PROJECT_ROOT } from '../../src/lib/paths';
 import { SHUTDOWN_DEADLINE_MS } from '../../src/lib/shutdown';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';
 import { buildInto, goRun, type GoContext } from '../../testkit/binaries';
-import { Checks, runMain } from '../../testkit/checks';
+import { Checks, failureList, runMain } from '../../testkit/checks';
 import type { Container, Manifest, Probe } from './manifest';
 import { composeCredentialProblems, readComposeFiles } from './codec-credentials';
 import { HELM_VERSION, helmOutcomes } from './helm-check';
@@ -190,10 +190,7 @@ const isKnownVariable = (name: string) => KNOWN_VARIABLES.has(name) || name.star
  * `version` is package.json's: the image tag and the migration Job's name carry it.
  */
 export function settingsProblems(manifests: Manifest[], version: string): string[] {
-  const problems: string[] = [];
-  const expect = (ok: boolean, message: string) => {
-    if (!ok) problems.push(message);
-  };
+  const { failures: problems, expect } = failureList();
   const find = (kind: string, name: string) =>
     manifests.find((m) => m.kind === kind && m.metadata.name === name);
   const configMap = manifests.find(

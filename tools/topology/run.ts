@@ -18,7 +18,7 @@ import { RecordingReceiver } from '../../testkit/receiver';
 import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../../testkit/codec-check';
 import { findChromium, viewPage } from '../../testkit/ui-browser';
 import { cappedLoad, erpKey, makeEvent, newRunId, shipmentFor } from '../../testkit/load';
-import { Checks, errorText } from '../../testkit/checks';
+import { Checks, errorText, figuresText } from '../../testkit/checks';
 import { sleep, within, type Child } from '../../testkit/processes';
 import { settleProcessEnv } from '../../testkit/stack';
 import { checkInvariants } from '../../testkit/invariants';
@@ -636,9 +636,7 @@ async function loadWithFaults(topology: Topology) {
     const report = await checkInvariants(topology, provider, { timeoutMs: SETTLE_TIMEOUT_MS });
     return {
       failures: report.failures,
-      detail: Object.entries(report.figures)
-        .map(([key, value]) => `${key}=${value}`)
-        .join(' '),
+      detail: figuresText(report.figures),
     };
   });
 }

@@ -128,16 +128,7 @@ export async function countWhere(
   return rows[0]!.n;
 }
 
-/** Collects failures: `check(condition, message)` records the message when the condition is false. */
-export function checker() {
-  const failures: string[] = [];
-  return {
-    failures,
-    check(condition: boolean, message: string) {
-      if (!condition) failures.push(message);
-    },
-  };
-}
+export { failureList } from '../../../testkit/checks';
 
 /** Waits until PostgreSQL answers on the driver's pool again. */
 export async function waitForPostgres(stack: ProofStack, timeoutMs = HANG_BOUND_MS): Promise<void> {

@@ -3,7 +3,7 @@ import type { PaymentWorkflowResult } from '../../../src/workflows';
 import { openLoop } from '../../../testkit/load';
 import { HANG_BOUND_MS, sleep, within } from '../../../testkit/processes';
 import {
-  checker,
+  failureList,
   countWhere,
   deliverHeld,
   ensureWorkers,
@@ -17,7 +17,7 @@ export const killAfterCommit: Scenario = {
   id: '3',
   name: 'SIGKILL the worker after COMMIT, before the activity completes',
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await stack.stopWorkers();
     const { events, prefix } = await freshEvents(stack, 3);
     const victim = await stack.startWorker({ SETTLE_CHAOS_PAUSE_AFTER_COMMIT: prefix });
@@ -52,7 +52,7 @@ export const killBeforeCommit: Scenario = {
   id: '4',
   name: 'SIGKILL the worker mid-transaction, before COMMIT',
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await stack.stopWorkers();
     const victim = await stack.startWorker();
     const { events } = await freshEvents(stack, 3);
@@ -76,7 +76,7 @@ export const gracefulShutdown: Scenario = {
   id: '11',
   name: 'SIGTERM a worker mid-activity (graceful shutdown)',
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await stack.stopWorkers();
     const worker = await stack.startWorker();
     const { events } = await freshEvents(stack, 2);
@@ -101,7 +101,7 @@ export const soak: Scenario = {
   id: '12',
   name: 'soak: sustained load, a worker SIGKILLed every 30 s',
   async run({ stack, provider, short }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await ensureWorkers(stack, 2);
     const rate = short ? 5 : 8;
     const seconds = short ? 65 : 185;

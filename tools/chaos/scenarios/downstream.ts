@@ -4,7 +4,7 @@ import type { PaymentWorkflowResult } from '../../../src/workflows';
 import { erpKey } from '../../../testkit/load';
 import type { Behaviour } from '../../../testkit/receiver';
 import {
-  checker,
+  failureList,
   ensureWorkers,
   freshEvents,
   receiverRecords,
@@ -35,7 +35,7 @@ export const throttledWithRetryAfter: Scenario = {
   name: '429 with Retry-After',
   async run(ctx) {
     const { stack, provider } = ctx;
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await ensureWorkers(stack, 2);
     const { events, prefix } = await freshEvents(stack, 2);
     const delivered = await withBehaviour(
@@ -68,7 +68,7 @@ export const appliedThen504: Scenario = {
   name: 'the receiver applies, then answers 504',
   async run(ctx) {
     const { stack, provider } = ctx;
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await ensureWorkers(stack, 2);
     const { events, prefix } = await freshEvents(stack, 2);
     const delivered = await withBehaviour(
@@ -117,7 +117,7 @@ export const permanentRefusalMidSaga: Scenario = {
   name: 'a permanent 4xx mid-saga',
   async run(ctx) {
     const { stack, provider } = ctx;
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await ensureWorkers(stack, 2);
     const { events, prefix } = await freshEvents(stack, 1);
     const event = events[0]!;

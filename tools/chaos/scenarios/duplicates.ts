@@ -4,13 +4,13 @@ import { runMarkKey } from '../../../src/app/run-marks';
 import { paymentWorkflowId } from '../../../src/domain/ids';
 import type { PaymentWorkflowResult } from '../../../src/workflows';
 import { sleep } from '../../../testkit/processes';
-import { checker, countWhere, freshEvents, waitForDelivered, type Scenario } from './common';
+import { failureList, countWhere, freshEvents, waitForDelivered, type Scenario } from './common';
 
 export const concurrentDeliveries: Scenario = {
   id: '1',
   name: '20 concurrent deliveries of one event',
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     const { events } = await freshEvents(stack, 1);
     const replies = await Promise.all(Array.from({ length: 20 }, () => provider.sendOnce(events[0]!)));
     const accepted = replies.filter((reply) => reply.status === 202).length;
@@ -30,7 +30,7 @@ export const redeliveryAfterTemporalForgot: Scenario = {
   id: '2',
   name: 'redelivery after Temporal deleted the closed run',
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     const { events } = await freshEvents(stack, 1);
     const event = events[0]!;
     check((await provider.deliver(event)).status === 202, 'first delivery not accepted');

@@ -1,6 +1,6 @@
 import { sleep } from '../../../testkit/processes';
 import {
-  checker,
+  failureList,
   countWhere,
   deliverAtRate,
   deliverHeld,
@@ -15,7 +15,7 @@ export const postgresCrash: Scenario = {
   id: '5',
   name: 'PostgreSQL stopped immediately mid-transaction, then restarted',
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await ensureWorkers(stack, 2);
     const { events: held } = await freshEvents(stack, 3);
     const { events: load } = await freshEvents(stack, 30);
@@ -51,7 +51,7 @@ export const temporalCrash: Scenario = {
   id: '6',
   name: 'Temporal dev server SIGKILLed with work in flight, restarted on the same database file',
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await ensureWorkers(stack, 2);
     const { events } = await freshEvents(stack, 40);
     const errorsBefore = provider.serverErrors;
@@ -81,7 +81,7 @@ export const temporalDownDuringIngest: Scenario = {
   id: '7',
   name: 'Temporal down during ingest: no 2xx without a durable start',
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await ensureWorkers(stack, 2);
     const { events } = await freshEvents(stack, 5);
     await stack.temporal.kill();

@@ -1,6 +1,6 @@
 import { erpKey, openLoop, percentile } from '../../../testkit/load';
 import { sleep, treeRssMb } from '../../../testkit/processes';
-import { checker, ensureWorkers, freshEvents, waitForDelivered, type Scenario } from './common';
+import { failureList, ensureWorkers, freshEvents, waitForDelivered, type Scenario } from './common';
 
 /** The soak's length; `SETTLE_CHAOS_SOAK_MINUTES` shortens it to try the scenario out. */
 const SOAK_MINUTES = Number(process.env.SETTLE_CHAOS_SOAK_MINUTES ?? 20);
@@ -23,7 +23,7 @@ export const steadySoak: Scenario = {
   name: `steady soak: ${SOAK_MINUTES} minutes at half the measured capacity, nothing lost or growing`,
   fullOnly: true,
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await ensureWorkers(stack, 2);
 
     // Capacity: acknowledged and delivered per second with 50 in flight.

@@ -2,7 +2,7 @@ import { parsePrometheusText, sumOf } from '../../../src/metrics/prometheus-text
 import { erpKey } from '../../../testkit/load';
 import { sleep } from '../../../testkit/processes';
 import type { ProofStack } from '../../../testkit/stack';
-import { checker, freshEvents, RECOVERY_TIMEOUT_MS, waitForDelivered, type Scenario } from './common';
+import { failureList, freshEvents, RECOVERY_TIMEOUT_MS, waitForDelivered, type Scenario } from './common';
 
 /** Events a second sent through the outage: a quarter of what two cores take (docs/performance.md). */
 const RATE_PER_SECOND = 4;
@@ -24,7 +24,7 @@ export const targetDown: Scenario = {
   id: 'down',
   name: 'the ERP down (503) under 25 % load',
   async run({ stack, provider, short }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     const outageMs = short ? 20_000 : 5 * 60_000;
     const openAfter = short ? '2s' : '1m';
     await restartWorkers(stack, { SETTLE_ERP_OPEN_AFTER: openAfter });
