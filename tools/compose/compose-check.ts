@@ -31,6 +31,7 @@ import { targetUrlVariables, type KeyRecord, type RecordingReceiver } from '../.
 import { sleep } from '../../testkit/processes';
 import { Checks, figuresText, runMain } from '../../testkit/checks';
 import { tracedWebhookArrivesWhole } from '../../testkit/jaeger';
+import { uiServes } from '../../testkit/ui-browser';
 import type { KeyRecordJson } from './compose-check-receiver';
 import {
   buildSettleImage,
@@ -505,36 +506,6 @@ async function loadWithWorkerFaults(project: Project, provider: Provider, runId:
   return { failures, detail: `${faults.join('; ')}; ${sent} sent, ${acknowledged} acknowledged` };
 }
 
-async function uiListsWorkflows(project: Project, provider: Provider) {
-  const failures: string[] = [];
-  const base = `http://127.0.0.1:${project.ports.SETTLE_UI_PORT}`;
-  const page = await fetch(`${base}/`);
-  const html = await page.text();
-  if (page.status !== 200 || !/<html/i.test(html)) failures.push(`GET / answered ${page.status}`);
-  const api = await fetch(`${base}/api/v1/namespaces/${NAMESPACE}/workflows?query=`);
-  const body = await api.text();
-  let listed = 0;
-  let ours = 0;
-  const wanted = new Set([...provider.acknowledged.keys()].map((id) => paymentWorkflowId(id)));
-  try {
-    const executions =
-      (JSON.parse(body) as { executions?: { execution?: { workflowId?: string } }[] }).executions ?? [];
-    listed = executions.length;
-    ours = executions.filter((e) => wanted.has(e.execution?.workflowId ?? '')).length;
-  } catch {
-    failures.push(`the UI's workflow list is not JSON: ${body.slice(0, 200)}`);
-  }
-  if (api.status !== 200)
-    failures.push(
-      `GET /api/v1/namespaces/${NAMESPACE}/workflows answered ${api.status}: ${body.slice(0, 200)}`,
-    );
-  if (!ours) failures.push(`the UI lists ${listed} workflows, none of this run's payments`);
-  return {
-    failures,
-    detail: `GET / ${page.status}; GET /api/v1/namespaces/${NAMESPACE}/workflows ${api.status}, ${listed} listed, ${ours} of this run's`,
-  };
-}
-
 /**
  * `docker stop` of a container while events stream: it must exit 0 (settle's own shutdown, not
  * SIGKILL's 137) within `limitS`; it is started again and must be healthy; nothing acknowledged is
@@ -602,7 +573,11 @@ async function scenario(project: Project, receiverDir: string): Promise<void> {
     exactlyOnce(project, provider),
   );
   await check(`${label}the UI serves its page and lists the namespace's workflows`, () =>
-    uiListsWorkflows(project, provider),
+    uiServes(
+      `http://127.0.0.1:${project.ports.SETTLE_UI_PORT}`,
+      NAMESPACE,
+      new Set([...provider.acknowledged.keys()].map((id) => paymentWorkflowId(id))),
+    ),
   );
   await check(`${label}tracing: a webhook's traceparent reaches the jaeger service as one trace`, () =>
     traceArrivesWhole(project, runId),

@@ -16,7 +16,7 @@ import type { Client } from '@temporalio/client';
 import pg from 'pg';
 import { RecordingReceiver } from '../../testkit/receiver';
 import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../../testkit/codec-check';
-import { findChromium, viewPage } from '../../testkit/ui-browser';
+import { findChromium, uiServes, viewPage } from '../../testkit/ui-browser';
 import { cappedLoad, erpKey, makeEvent, newRunId, shipmentFor } from '../../testkit/load';
 import { Checks, errorText, figuresText } from '../../testkit/checks';
 import { sleep, within, type Child } from '../../testkit/processes';
@@ -316,7 +316,9 @@ async function main() {
     await check(`namespace ${topology.cluster.namespace} with its Keyword search attributes`, () =>
       searchAttributes(topology),
     );
-    await check('UI server: serves the UI and reaches the frontend', () => uiWorks(topology));
+    await check('UI server: serves the UI and reaches the frontend', () =>
+      uiServes(topology.cluster.uiUrl, topology.cluster.namespace),
+    );
     const migrated = await check('settle migrate', async () => ({
       failures: [],
       detail: await topology.migrate(),
@@ -542,21 +544,6 @@ async function searchAttributes(topology: Topology) {
   for (const name of SEARCH_ATTRIBUTES)
     if (custom[name] !== undefined && custom[name] !== 2) failures.push(`${name} is not a Keyword`);
   return { failures, detail: Object.keys(custom).sort().join(', ') };
-}
-
-async function uiWorks(topology: Topology) {
-  const failures: string[] = [];
-  const page = await fetch(topology.cluster.uiUrl);
-  const html = await page.text();
-  if (!page.ok || !/<html/i.test(html)) failures.push(`GET / answered ${page.status}`);
-  const api = await fetch(`${topology.cluster.uiUrl}/api/v1/namespaces/${topology.cluster.namespace}`);
-  const body = await api.text();
-  if (!api.ok || !body.includes(topology.cluster.namespace))
-    failures.push(`the UI's API for the namespace answered ${api.status}: ${body.slice(0, 300)}`);
-  return {
-    failures,
-    detail: `GET / ${page.status}, GET /api/v1/namespaces/${topology.cluster.namespace} ${api.status}`,
-  };
 }
 
 /**

@@ -4,6 +4,7 @@ import type { PaymentEvent } from '../../../src/domain/payment-event';
 import { erpKey, makeEvent, newRunId, openLoop, shipmentFor } from '../../../testkit/load';
 import { HANG_BOUND_MS, sleep, within } from '../../../testkit/processes';
 import type { ProofStack } from '../../../testkit/stack';
+import { pollUntil } from '../../../testkit/programs';
 import type { Provider } from '../../../testkit/provider';
 
 export type ScenarioContext = { stack: ProofStack; provider: Provider; short: boolean };
@@ -131,15 +132,14 @@ export async function countWhere(
 export { failureList } from '../../../testkit/checks';
 
 /** Waits until PostgreSQL answers on the driver's pool again. */
-export async function waitForPostgres(stack: ProofStack, timeoutMs = HANG_BOUND_MS): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await stack.pool.query('SELECT 1');
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await sleep(200);
-    }
-  }
-}
+export const waitForPostgres = (stack: ProofStack) =>
+  pollUntil(
+    'PostgreSQL to answer',
+    () =>
+      stack.pool.query('SELECT 1').then(
+        () => true,
+        () => false,
+      ),
+    Boolean,
+    HANG_BOUND_MS,
+  );
