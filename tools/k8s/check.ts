@@ -231,8 +231,7 @@ async function deploymentsAvailable(
   names: string[],
   timeoutMs: number,
 ): Promise<string[]> {
-  const problems = () => [] as string[];
-  let last: string[] = problems();
+  let last: string[] = [];
   try {
     await until('every Deployment available', timeoutMs, async () => {
       last = [];

@@ -30,6 +30,7 @@ import { createPool } from '../../src/db/pool';
 import { logger } from '../../src/lib/logger';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { EncryptionCodec, StaticKeySource } from '../../src/temporal/payload-codec';
+import { SETTLE_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
 import { TemporalCluster, type Identity } from '../../testkit/cluster';
 import { ensureJaeger, startJaeger, tracedWebhookArrivesWhole, type Jaeger } from '../../testkit/jaeger';
 import { startProgram } from '../../testkit/programs';
@@ -56,13 +57,8 @@ const JAEGER_UI = process.argv.find((arg) => arg.startsWith('--jaeger-ui='))?.sl
 const SCREENSHOT_DIR =
   process.argv.find((arg) => arg.startsWith('--screenshots='))?.slice('--screenshots='.length) ??
   join(tmpdir(), 'settle-topology-screenshots');
-const SEARCH_ATTRIBUTES = [
-  'ShipmentId',
-  'PaymentId',
-  'PaymentEventType',
-  'SettleOutcome',
-  'SettleDeliveryState',
-];
+/** The Keyword search attributes settle sets: the namespace must have them all. */
+const SEARCH_ATTRIBUTES = SETTLE_SEARCH_ATTRIBUTES.map((key) => key.name);
 /** Events per second the provider sends while the faults happen. */
 const RATE = short ? 4 : 8;
 /** Events sent at most, and waiting for an answer at most at once. */
@@ -224,13 +220,7 @@ class Topology {
       `gateway-${index + 1}`,
       ['gateway'],
       this.env(identity, { PORT: String(port), ...this.tracingEnv('gateway') }),
-      async () => {
-        try {
-          return (await fetch(`http://127.0.0.1:${port}/readyz`)).ok;
-        } catch {
-          return false;
-        }
-      },
+      async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.ok === true,
     );
     this.gateways[index] = gateway;
     return gateway;
@@ -495,12 +485,8 @@ async function jaegerShowsTrace(jaeger: Jaeger, traceId: string) {
   const failures = view.appeared
     ? []
     : [`the page never showed RunActivity:deliverOutboxRow: ${view.text.slice(0, 300)}`];
-  for (const name of [
-    'settle-gateway',
-    'settle-worker',
-    'POST /webhooks/payments',
-    'RunWorkflow:paymentWorkflow',
-  ])
+  const shown = ['settle-gateway', 'settle-worker', 'POST /webhooks/payments', 'RunWorkflow:paymentWorkflow'];
+  for (const name of shown)
     if (view.appeared && !view.text.includes(name)) failures.push(`the page does not show ${name}`);
   return { failures, detail: `screenshot ${screenshot}` };
 }
