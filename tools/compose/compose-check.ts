@@ -345,16 +345,7 @@ async function upAndHealthy(project: Project) {
   for (const entry of waiting.filter((e) => !failed.includes(e)))
     failures.push(`${entry.Service} still ${entry.State}/${entry.Health || 'no health check'} after 300 s`);
   const services = new Set(entries.map((entry) => entry.Service));
-  for (const name of [
-    ...ONE_SHOT,
-    'postgres',
-    'temporal',
-    'temporal-ui',
-    'codec-server',
-    'gateway',
-    'worker-1',
-    'worker-2',
-  ])
+  for (const name of [...ONE_SHOT, 'postgres', 'temporal', 'temporal-ui', ...SETTLE_SERVICES])
     if (!services.has(name)) failures.push(`no container for ${name}`);
   const healthy = entries.filter((entry) => entry.Health === 'healthy').map((entry) => entry.Service);
   const total = seconds(started);
