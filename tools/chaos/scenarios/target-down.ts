@@ -2,7 +2,14 @@ import { parsePrometheusText, sumOf } from '../../../src/metrics/prometheus-text
 import { erpKey } from '../../../testkit/load';
 import { sleep } from '../../../testkit/processes';
 import type { ProofStack } from '../../../testkit/stack';
-import { failureList, freshEvents, RECOVERY_TIMEOUT_MS, waitForDelivered, type Scenario } from './common';
+import {
+  deliverAtRate,
+  failureList,
+  freshEvents,
+  RECOVERY_TIMEOUT_MS,
+  waitForDelivered,
+  type Scenario,
+} from './common';
 
 /** Events a second sent through the outage: a quarter of what two cores take (docs/performance.md). */
 const RATE_PER_SECOND = 4;
@@ -40,15 +47,7 @@ export const targetDown: Scenario = {
     let upAt = 0;
     try {
       downSince = Date.now();
-      const sending = (async () => {
-        const acks: Promise<unknown>[] = [];
-        for (const [i, event] of events.entries()) {
-          const due = downSince + (i * 1000) / RATE_PER_SECOND;
-          if (due > Date.now()) await sleep(due - Date.now());
-          acks.push(provider.deliver(event));
-        }
-        await Promise.all(acks);
-      })();
+      const sending = deliverAtRate(provider, events, RATE_PER_SECOND, Infinity);
       while (Date.now() - downSince < outageMs) {
         sawOpen ||= (await targetOpen(stack, 'erp')) === 1;
         await sleep(1_000);
