@@ -32,6 +32,7 @@ import { sleep } from '../../testkit/processes';
 import { Checks, figuresText, runMain } from '../../testkit/checks';
 import { tracedWebhookArrivesWhole } from '../../testkit/jaeger';
 import { uiServes } from '../../testkit/ui-browser';
+import { inheritedEnv } from '../../testkit/stack';
 import type { KeyRecordJson } from './compose-check-receiver';
 import {
   buildSettleImage,
@@ -136,17 +137,8 @@ class Project {
   }
 
   async prepare(receiverDir: string): Promise<void> {
-    const inherited = Object.fromEntries(
-      Object.entries(process.env).filter(
-        ([key]) =>
-          !key.startsWith('SETTLE_') &&
-          !key.startsWith('TEMPORAL_') &&
-          !key.startsWith('OTEL_') &&
-          key !== 'COMPOSE_PROFILES',
-      ),
-    );
     this.env = {
-      ...inherited,
+      ...inheritedEnv(),
       SETTLE_BIND_ADDRESS: '127.0.0.1',
       SETTLE_OPERATOR_BIND_ADDRESS: '127.0.0.1',
       SETTLE_POSTGRES_PASSWORD: randomBytes(24).toString('hex'),

@@ -20,7 +20,7 @@ import { findChromium, uiServes, viewPage } from '../../testkit/ui-browser';
 import { cappedLoad, erpKey, makeEvent, newRunId, shipmentFor } from '../../testkit/load';
 import { Checks, errorText, figuresText } from '../../testkit/checks';
 import { sleep, within, type Child } from '../../testkit/processes';
-import { settleProcessEnv } from '../../testkit/stack';
+import { inheritedEnv, settleProcessEnv } from '../../testkit/stack';
 import { checkInvariants } from '../../testkit/invariants';
 import { Provider } from '../../testkit/provider';
 import { startCodecServer } from '../../src/codec/server';
@@ -162,13 +162,8 @@ class Topology {
 
   /** A settle process's environment: the ordinary settle variables and Temporal's own. */
   env(identity: Identity, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-    const inherited = Object.fromEntries(
-      Object.entries(process.env).filter(
-        ([key]) => !key.startsWith('TEMPORAL_') && !key.startsWith('SETTLE_') && !key.startsWith('OTEL_'),
-      ),
-    );
     return {
-      ...inherited,
+      ...inheritedEnv(),
       ...this.cluster.clientEnv(identity),
       ...settleProcessEnv({
         databaseUrl: this.databaseUrl,
