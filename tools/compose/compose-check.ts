@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { build } from 'esbuild';
 import pg from 'pg';
 import { checkInvariants } from '../../testkit/invariants';
@@ -26,12 +26,12 @@ import { freePorts } from '../../testkit/free-port';
 import { shortHash } from '../../src/lib/hash';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { parsePayloadKeys } from '../../src/config/payload-keys';
-import { settleDataConverter } from '../../src/temporal/data-converter';
 import { targetUrlVariables, type KeyRecord, type RecordingReceiver } from '../../testkit/receiver';
 import { sleep } from '../../testkit/processes';
 import { Checks, figuresText, runMain } from '../../testkit/checks';
 import { tracedWebhookArrivesWhole } from '../../testkit/jaeger';
 import { uiServes } from '../../testkit/ui-browser';
+import { operatorClient } from '../../testkit/cluster';
 import { inheritedEnv } from '../../testkit/stack';
 import type { KeyRecordJson } from './compose-check-receiver';
 import {
@@ -227,26 +227,19 @@ class Project {
       { max: 10 },
     );
     const certs = this.env.SETTLE_TLS_DIR;
-    const connection = await Connection.connect({
+    const keys = parsePayloadKeys(this.env.SETTLE_PAYLOAD_KEYS ?? '');
+    this.client = await operatorClient({
       address: `127.0.0.1:${this.ports.SETTLE_TEMPORAL_PORT}`,
+      namespace: NAMESPACE,
       tls: certs
         ? {
-            serverNameOverride: 'temporal',
-            serverRootCACertificate: readFileSync(join(certs, 'ca.pem')),
-            clientCertPair: {
-              crt: readFileSync(join(certs, 'admin.pem')),
-              key: readFileSync(join(certs, 'admin.key')),
-            },
+            serverName: 'temporal',
+            ca: join(certs, 'ca.pem'),
+            cert: join(certs, 'admin.pem'),
+            key: join(certs, 'admin.key'),
           }
         : undefined,
-    });
-    // settle's runs carry an encrypted memo (the run mark) and encrypted payloads: describe and list
-    // decode the memo, so this client holds the project's payload keys, as settle's own clients do.
-    const keys = parsePayloadKeys(this.env.SETTLE_PAYLOAD_KEYS ?? '');
-    this.client = new Client({
-      connection,
-      namespace: NAMESPACE,
-      dataConverter: settleDataConverter({ payloadKeys: 'keys' in keys ? keys.keys : [] }),
+      payloadKeys: 'keys' in keys ? keys.keys : [],
     });
   }
 
