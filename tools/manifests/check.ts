@@ -563,12 +563,7 @@ const SETTINGS_FAULTS: { name: string; expect: RegExp; edit: (m: Manifest[]) => 
     name: 'readiness on /healthz instead of /readyz',
     expect: /gateway: readinessProbe must GET \/readyz/,
     edit: (m) =>
-      edit(
-        m,
-        'Deployment',
-        (d) => (d.spec.template.spec.containers[0]!.readinessProbe!.httpGet!.path = '/healthz'),
-        'settle-gateway',
-      ),
+      withGateway(m, (d) => (d.spec.template.spec.containers[0]!.readinessProbe!.httpGet!.path = '/healthz')),
   },
   {
     name: 'a secret as an environment value, not a mounted file',
@@ -588,14 +583,10 @@ const SETTINGS_FAULTS: { name: string; expect: RegExp; edit: (m: Manifest[]) => 
     name: 'a secret file outside any Secret volume',
     expect: /gateway container settle: SETTLE_API_TOKEN_FILE=\/tmp\/token is no key of a Secret volume/,
     edit: (m) =>
-      edit(
-        m,
-        'Deployment',
-        (d) =>
-          (d.spec.template.spec.containers[0]!.env!.find((e) => e.name === 'SETTLE_API_TOKEN_FILE')!.value =
-            '/tmp/token'),
-        'settle-gateway',
-      ),
+      withGateway(m, (d) => {
+        const env = d.spec.template.spec.containers[0]!.env!;
+        env.find((e) => e.name === 'SETTLE_API_TOKEN_FILE')!.value = '/tmp/token';
+      }),
   },
   {
     name: 'a misspelled variable in the ConfigMap',
@@ -618,6 +609,8 @@ function edit(
 }
 const withWorker = (m: Manifest[], change: (w: Manifest) => unknown) =>
   edit(m, 'Deployment', change, 'settle-worker');
+const withGateway = (m: Manifest[], change: (w: Manifest) => unknown) =>
+  edit(m, 'Deployment', change, 'settle-gateway');
 
 async function main(): Promise<void> {
   const version = (
