@@ -145,10 +145,8 @@ class Topology {
   }
 
   /**
-   * The OpenTelemetry variables a deployment sets on a traced role (docs/operations.md, "Tracing"):
-   * none without Jaeger. A webhook's `traceparent` no longer decides sampling (its sender is not
-   * authenticated when the span starts), so every traced request is recorded
-   * (`parentbased_always_on`); the other checks count events, not CPU.
+   * The OpenTelemetry variables a deployment sets on a traced role (docs/operations.md, "Tracing"),
+   * none without Jaeger; every request recorded: the other checks count events, not CPU.
    */
   tracingEnv(role: 'gateway' | 'worker'): Record<string, string> {
     if (!this.jaeger) return {};

@@ -3,7 +3,7 @@ import { startPaymentWorkflow } from '../../../src/client';
 import { runMarkKey } from '../../../src/app/run-marks';
 import { paymentWorkflowId } from '../../../src/domain/ids';
 import type { PaymentWorkflowResult } from '../../../src/workflows';
-import { sleep } from '../../../testkit/processes';
+import { pollUntil } from '../../../testkit/programs';
 import { failureList, countWhere, freshEvents, waitForDelivered, type Scenario } from './common';
 
 export const concurrentDeliveries: Scenario = {
@@ -44,18 +44,17 @@ export const redeliveryAfterTemporalForgot: Scenario = {
     });
     // The dev server accepts the deletion but (as observed with CLI 1.9.1) does not carry it out for a
     // closed run; then Temporal is made to forget the way retention does, by losing its whole history.
-    const forgotten = async (waitMs: number) => {
-      const deadline = Date.now() + waitMs;
-      for (;;) {
-        try {
-          await handle.describe();
-        } catch (error) {
-          if (error instanceof WorkflowNotFoundError) return true;
-        }
-        if (Date.now() > deadline) return false;
-        await sleep(200);
-      }
-    };
+    const forgotten = (waitMs: number) =>
+      pollUntil(
+        'Temporal to forget the run',
+        () =>
+          handle.describe().then(
+            () => false,
+            (error) => error instanceof WorkflowNotFoundError,
+          ),
+        Boolean,
+        waitMs,
+      ).catch(() => false);
     let forgottenBy = 'DeleteWorkflowExecution';
     if (!(await forgotten(5_000))) {
       forgottenBy = 'history wiped';
