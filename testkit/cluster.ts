@@ -193,22 +193,13 @@ export class TemporalCluster {
   }
 
   /** A Temporal client for this process (the invariant checker), as the operator. */
-  async connect(): Promise<Client> {
+  connect(): Promise<Client> {
     const certs = this.certs;
-    const connection = await Connection.connect({
+    return operatorClient({
       address: this.address,
-      tls: certs
-        ? {
-            serverNameOverride: certs.serverName,
-            serverRootCACertificate: readFileSync(certs.ca),
-            clientCertPair: { crt: readFileSync(certs.admin.cert), key: readFileSync(certs.admin.key) },
-          }
-        : undefined,
-    });
-    return new Client({
-      connection,
       namespace: this.namespace,
-      dataConverter: settleDataConverter({ payloadKeys: this.options.payloadKeys }),
+      tls: certs && { serverName: certs.serverName, ca: certs.ca, ...certs.admin },
+      payloadKeys: this.options.payloadKeys,
     });
   }
 
@@ -330,4 +321,27 @@ export class TemporalCluster {
         .catch(() => {});
     await this.postgres?.stop().catch(() => {});
   }
+}
+
+/**
+ * A Temporal client as the operator: with `tls`, mTLS under the admin certificate; it holds the run's
+ * payload keys, as settle's own clients do (runs carry an encrypted memo and encrypted payloads).
+ */
+export async function operatorClient(options: {
+  address: string;
+  namespace: string;
+  tls?: { serverName: string; ca: string; cert: string; key: string };
+  payloadKeys?: PayloadKey[];
+}): Promise<Client> {
+  const { tls } = options;
+  const connection = await Connection.connect({
+    address: options.address,
+    tls: tls && {
+      serverNameOverride: tls.serverName,
+      serverRootCACertificate: readFileSync(tls.ca),
+      clientCertPair: { crt: readFileSync(tls.cert), key: readFileSync(tls.key) },
+    },
+  });
+  const dataConverter = settleDataConverter({ payloadKeys: options.payloadKeys });
+  return new Client({ connection, namespace: options.namespace, dataConverter });
 }

@@ -338,3 +338,44 @@ export function traceFailures(trace: {
       `${downstream.length} downstream requests (${downstream.map((r) => r.path).join(', ')}) with its traceparent`,
   };
 }
+
+/**
+ * A signed webhook with a sampled `traceparent` through `gatewayUrl`; then Jaeger (at `jaegerUrl`)
+ * must hold its whole trace and the carrier and the ERP its trace ID (traceFailures). `downstream`
+ * reads the carrier's and the ERP's requests for the event, polled until both arrived.
+ */
+export async function tracedWebhookArrivesWhole(options: {
+  gatewayUrl: string;
+  secret: string;
+  jaegerUrl: string;
+  event: PaymentEvent;
+  downstream: () => Promise<{ path: string; traceparent?: string }[]>;
+  secrets: Record<string, string>;
+}): Promise<{ failures: string[]; detail: string; traceId?: string }> {
+  const { event, jaegerUrl } = options;
+  const sent = await sendTracedWebhook(options.gatewayUrl, options.secret, event);
+  if (sent.reply.status !== 202)
+    return { failures: [`the webhook answered ${sent.reply.status}: ${sent.reply.body}`], detail: '' };
+  // A bound on a hang, not on the machine's speed: a loaded machine slows one event's way many times over.
+  const downstream = await pollUntil(
+    "the carrier's and the ERP's requests of the traced event",
+    async () => (await options.downstream()).map((r) => ({ ...r, traceparent: r.traceparent || undefined })),
+    (requests) => ['/carrier', '/erp'].every((path) => requests.some((r) => r.path.endsWith(path))),
+    180_000,
+  );
+  // The webhook starts settle's own trace (its traceparent a link): found by what the carrier got.
+  const traceId = settleTraceId(downstream);
+  if (!traceId) return { failures: ['the carrier and the ERP got no traceparent'], detail: '' };
+  const spans = await waitForTrace(jaegerUrl, traceId);
+  const checked = traceFailures({
+    ...sent,
+    traceId,
+    providerTraceId: sent.traceId,
+    spans,
+    held: await (await fetch(`${jaegerUrl}/api/traces/${traceId}`)).text(),
+    eventId: event.id,
+    downstream,
+    secrets: options.secrets,
+  });
+  return { ...checked, traceId };
+}

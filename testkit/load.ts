@@ -155,6 +155,55 @@ export async function openLoop(
   return i;
 }
 
+/**
+ * Open arrivals at `rate` per second until `stop()` (or `max` sends), except that no more than
+ * `maxInFlight` wait for an answer at once and a late send is not made up for: on a slow (shared)
+ * machine the load eases instead of piling up faster than settle can finish it. `send(i)` is the
+ * provider's delivery (retrying a 5xx); a 2xx counts as acknowledged.
+ */
+export function cappedLoad(options: {
+  rate: number;
+  maxInFlight: number;
+  send: (i: number) => Promise<Reply>;
+  max?: number;
+}) {
+  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  let sent = 0;
+  let acknowledged = 0;
+  let pending = 0;
+  let stopped = false;
+  const done = (async () => {
+    const inFlight: Promise<void>[] = [];
+    let next = performance.now();
+    while (!stopped && sent < (options.max ?? Infinity)) {
+      while (pending >= options.maxInFlight && !stopped) await pause(50);
+      const wait = next - performance.now();
+      if (wait > 1) await pause(wait);
+      next = Math.max(next + 1000 / options.rate, performance.now());
+      if (stopped) break;
+      pending += 1;
+      inFlight.push(
+        options.send(sent++).then((reply) => {
+          pending -= 1;
+          if (reply.status >= 200 && reply.status < 300) acknowledged += 1;
+        }),
+      );
+    }
+    await Promise.all(inFlight);
+  })();
+  return {
+    sent: () => sent,
+    /** Stops sending, waits for every answer; a send never acknowledged is a failure. */
+    async stop() {
+      stopped = true;
+      await done;
+      const failures =
+        acknowledged === sent ? [] : [`${sent - acknowledged} of ${sent} events were never acknowledged`];
+      return { sent, acknowledged, failures };
+    },
+  };
+}
+
 export function percentile(values: number[], p: number): number {
   if (!values.length) return NaN;
   const sorted = [...values].sort((a, b) => a - b);

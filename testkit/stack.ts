@@ -25,6 +25,10 @@ export const PROOF_OUTBOUND_SECRET = `whsec_${randomBytes(32).toString('base64')
 /** SETTLE_REMINDER_SECRET of the same processes: the reminders' own signing secret. */
 export const PROOF_REMINDER_SECRET = `whsec_${randomBytes(32).toString('base64')}`;
 
+/** This process's environment without settle's, Temporal's and OpenTelemetry's variables: a child's base. */
+export const inheritedEnv = (): NodeJS.ProcessEnv =>
+  Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(SETTLE|TEMPORAL|OTEL)_/.test(key)));
+
 /**
  * What every settle process of a proof run (bench, chaos, topology) reads besides Temporal's address:
  * its PostgreSQL and task queue, the secrets, and the recording receiver as every delivery target.

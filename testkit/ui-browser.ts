@@ -78,3 +78,31 @@ export async function viewPage(options: {
     await browser.close();
   }
 }
+
+/**
+ * The Temporal UI server at `url` serves its page and its API for `namespace`; given `workflowIds`,
+ * its workflow list holds at least one of them (the API reaches the frontend and lists what runs).
+ */
+export async function uiServes(url: string, namespace: string, workflowIds?: Set<string>) {
+  const failures: string[] = [];
+  const page = await fetch(url);
+  if (page.status !== 200 || !/<html/i.test(await page.text()))
+    failures.push(`GET / answered ${page.status}`);
+  const path = `/api/v1/namespaces/${namespace}${workflowIds ? '/workflows?query=' : ''}`;
+  const api = await fetch(`${url}${path}`);
+  const body = await api.text();
+  const answered = `GET / ${page.status}; GET ${path} ${api.status}`;
+  if (api.status !== 200 || (!workflowIds && !body.includes(namespace)))
+    failures.push(`GET ${path} answered ${api.status}: ${body.slice(0, 300)}`);
+  if (!workflowIds) return { failures, detail: answered };
+  type Listed = { executions?: { execution?: { workflowId?: string } }[] };
+  let executions: NonNullable<Listed['executions']> = [];
+  try {
+    executions = (JSON.parse(body) as Listed).executions ?? [];
+  } catch {
+    failures.push(`the UI's workflow list is not JSON: ${body.slice(0, 200)}`);
+  }
+  const ours = executions.filter((e) => workflowIds.has(e.execution?.workflowId ?? '')).length;
+  if (!ours) failures.push(`the UI lists ${executions.length} workflows, none of this run's payments`);
+  return { failures, detail: `${answered}, ${executions.length} listed, ${ours} of this run's` };
+}

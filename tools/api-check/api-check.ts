@@ -17,6 +17,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/stack/em
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { findTemporalCli } from '../../src/stack/temporal-binaries';
 import { startTemporalDevServer, type DevServer } from '../../src/stack/temporal-dev-server';
+import { runMain } from '../../testkit/checks';
 
 const run = promisify(execFile);
 
@@ -29,21 +30,8 @@ async function installSchemathesis(): Promise<void> {
   const marker = join(TOOLS, `${SCHEMATHESIS.replace('==', '-')}.dist-info`);
   if (existsSync(marker)) return;
   process.stderr.write(`api-check: installing ${SCHEMATHESIS} from PyPI into .tools/schemathesis ...\n`);
-  await run(
-    'python3',
-    [
-      '-m',
-      'pip',
-      'install',
-      '--quiet',
-      '--disable-pip-version-check',
-      '--upgrade',
-      '--target',
-      TOOLS,
-      SCHEMATHESIS,
-    ],
-    { timeout: 900_000 },
-  );
+  const pip = ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--upgrade'];
+  await run('python3', [...pip, '--target', TOOLS, SCHEMATHESIS], { timeout: 900_000 });
 }
 
 /** Runs in `cwd` (a scratch folder): hypothesis and schemathesis keep their databases there. */
@@ -78,26 +66,11 @@ async function main() {
     try {
       const code = await schemathesis(
         [
-          'run',
-          `${stack.gatewayUrl}/openapi.json`,
-          '--checks',
-          'all',
-          '--phases',
-          'examples,coverage,fuzzing',
-          '--max-examples',
-          String(MAX_EXAMPLES),
-          '--seed',
-          '20261130',
-          '--workers',
-          '1',
-          '--request-timeout',
-          '30',
-          '--suppress-health-check',
-          'too_slow,filter_too_much',
-          '--header',
-          `Authorization: Bearer ${stack.apiToken}`,
-          '--warnings',
-          'off',
+          ...['run', `${stack.gatewayUrl}/openapi.json`, '--checks', 'all'],
+          ...['--phases', 'examples,coverage,fuzzing', '--max-examples', String(MAX_EXAMPLES)],
+          ...['--seed', '20261130', '--workers', '1', '--request-timeout', '30', '--warnings', 'off'],
+          ...['--suppress-health-check', 'too_slow,filter_too_much'],
+          ...['--header', `Authorization: Bearer ${stack.apiToken}`],
         ],
         scratch,
       );
@@ -113,7 +86,4 @@ async function main() {
   }
 }
 
-main().catch((error) => {
-  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exitCode = 1;
-});
+runMain('api-check', main, { stack: true });

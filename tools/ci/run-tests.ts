@@ -25,6 +25,7 @@ import { freePort } from '../../testkit/free-port';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/stack/embedded-postgres';
 import { findTemporalCli, findTemporalTestServer } from '../../src/stack/temporal-binaries';
 import { startTemporalDevServer, type DevServer } from '../../src/stack/temporal-dev-server';
+import { runMain } from '../../testkit/checks';
 
 async function main() {
   const started = Date.now();
@@ -214,7 +215,4 @@ function runNodeTest(files: string[], env: NodeJS.ProcessEnv): Promise<number> {
   });
 }
 
-main().catch((error) => {
-  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = 1;
-});
+runMain('run-tests', main);

@@ -13,6 +13,7 @@
 import { ensureTemporalServerTools } from '../../testkit/binaries';
 import { ensureJaeger } from '../../testkit/jaeger';
 import { findTemporalCli, findTemporalTestServer } from '../../src/stack/temporal-binaries';
+import { runMain } from '../../testkit/checks';
 
 async function main() {
   const [cli, testServer] = await Promise.all([findTemporalCli(), findTemporalTestServer()]);
@@ -29,7 +30,4 @@ async function main() {
   }
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = 1;
-});
+runMain('setup', main);

@@ -12,13 +12,13 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { build } from 'esbuild';
 import pg from 'pg';
 import { checkInvariants } from '../../testkit/invariants';
 import { storedHistoryIsEncrypted } from '../../testkit/codec-check';
 import { Provider } from '../../testkit/provider';
-import { makeEvent, newRunId, shipmentFor } from '../../testkit/load';
+import { cappedLoad, makeEvent, newRunId, shipmentFor } from '../../testkit/load';
 import { addShipments } from '../../src/db/shipments';
 import { createPool } from '../../src/db/pool';
 import { paymentWorkflowId } from '../../src/domain/ids';
@@ -26,10 +26,13 @@ import { freePorts } from '../../testkit/free-port';
 import { shortHash } from '../../src/lib/hash';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { parsePayloadKeys } from '../../src/config/payload-keys';
-import { settleDataConverter } from '../../src/temporal/data-converter';
 import { targetUrlVariables, type KeyRecord, type RecordingReceiver } from '../../testkit/receiver';
-import { pollUntil } from '../../testkit/programs';
-import { sendTracedWebhook, settleTraceId, traceFailures, waitForTrace } from '../../testkit/jaeger';
+import { sleep } from '../../testkit/processes';
+import { Checks, figuresText, runMain } from '../../testkit/checks';
+import { tracedWebhookArrivesWhole } from '../../testkit/jaeger';
+import { uiServes } from '../../testkit/ui-browser';
+import { operatorClient } from '../../testkit/cluster';
+import { inheritedEnv } from '../../testkit/stack';
 import type { KeyRecordJson } from './compose-check-receiver';
 import {
   buildSettleImage,
@@ -85,42 +88,10 @@ const SETTLE_TIMEOUT_MS = 300_000;
 /** The worker's documented grace (stop_grace_period of docker-compose.yml's x-worker). */
 const WORKER_GRACE_S = 60;
 
-type Outcome = { name: string; ok: boolean };
-const outcomes: Outcome[] = [];
+const checks = new Checks();
+const check = checks.run.bind(checks);
 const timings: string[] = [];
-/** Set on SIGINT/SIGTERM: no further check starts while the projects go down. */
-let interrupted = false;
 
-function summary(): void {
-  const failed = outcomes.filter((outcome) => !outcome.ok).length;
-  process.stdout.write(`\n${outcomes.length - failed} passed, ${failed} failed\n`);
-}
-
-/** Runs one check: a thrown error or a non-empty failure list is a FAIL. Prints it at once. */
-async function check(
-  name: string,
-  body: () => Promise<{ failures: string[]; detail: string }>,
-): Promise<boolean> {
-  if (interrupted) return false;
-  const started = Date.now();
-  let failures: string[];
-  let detail = '';
-  try {
-    ({ failures, detail } = await body());
-  } catch (error) {
-    failures = [`threw: ${error instanceof Error ? error.message : String(error)}`];
-  }
-  const ok = failures.length === 0;
-  outcomes.push({ name, ok });
-  process.stdout.write(
-    `${ok ? 'PASS' : 'FAIL'}  ${name} (${((Date.now() - started) / 1000).toFixed(1)} s)\n`,
-  );
-  if (detail) process.stdout.write(`        ${detail}\n`);
-  for (const failure of failures) process.stdout.write(`        ✗ ${failure}\n`);
-  return ok;
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const seconds = (since: number) => Math.round((Date.now() - since) / 100) / 10;
 
 /** What `docker compose ps --format json` says of a container. */
@@ -166,17 +137,8 @@ class Project {
   }
 
   async prepare(receiverDir: string): Promise<void> {
-    const inherited = Object.fromEntries(
-      Object.entries(process.env).filter(
-        ([key]) =>
-          !key.startsWith('SETTLE_') &&
-          !key.startsWith('TEMPORAL_') &&
-          !key.startsWith('OTEL_') &&
-          key !== 'COMPOSE_PROFILES',
-      ),
-    );
     this.env = {
-      ...inherited,
+      ...inheritedEnv(),
       SETTLE_BIND_ADDRESS: '127.0.0.1',
       SETTLE_OPERATOR_BIND_ADDRESS: '127.0.0.1',
       SETTLE_POSTGRES_PASSWORD: randomBytes(24).toString('hex'),
@@ -265,26 +227,19 @@ class Project {
       { max: 10 },
     );
     const certs = this.env.SETTLE_TLS_DIR;
-    const connection = await Connection.connect({
+    const keys = parsePayloadKeys(this.env.SETTLE_PAYLOAD_KEYS ?? '');
+    this.client = await operatorClient({
       address: `127.0.0.1:${this.ports.SETTLE_TEMPORAL_PORT}`,
+      namespace: NAMESPACE,
       tls: certs
         ? {
-            serverNameOverride: 'temporal',
-            serverRootCACertificate: readFileSync(join(certs, 'ca.pem')),
-            clientCertPair: {
-              crt: readFileSync(join(certs, 'admin.pem')),
-              key: readFileSync(join(certs, 'admin.key')),
-            },
+            serverName: 'temporal',
+            ca: join(certs, 'ca.pem'),
+            cert: join(certs, 'admin.pem'),
+            key: join(certs, 'admin.key'),
           }
         : undefined,
-    });
-    // settle's runs carry an encrypted memo (the run mark) and encrypted payloads: describe and list
-    // decode the memo, so this client holds the project's payload keys, as settle's own clients do.
-    const keys = parsePayloadKeys(this.env.SETTLE_PAYLOAD_KEYS ?? '');
-    this.client = new Client({
-      connection,
-      namespace: NAMESPACE,
-      dataConverter: settleDataConverter({ payloadKeys: 'keys' in keys ? keys.keys : [] }),
+      payloadKeys: 'keys' in keys ? keys.keys : [],
     });
   }
 
@@ -375,16 +330,7 @@ async function upAndHealthy(project: Project) {
   for (const entry of waiting.filter((e) => !failed.includes(e)))
     failures.push(`${entry.Service} still ${entry.State}/${entry.Health || 'no health check'} after 300 s`);
   const services = new Set(entries.map((entry) => entry.Service));
-  for (const name of [
-    ...ONE_SHOT,
-    'postgres',
-    'temporal',
-    'temporal-ui',
-    'codec-server',
-    'gateway',
-    'worker-1',
-    'worker-2',
-  ])
+  for (const name of [...ONE_SHOT, 'postgres', 'temporal', 'temporal-ui', ...SETTLE_SERVICES])
     if (!services.has(name)) failures.push(`no container for ${name}`);
   const healthy = entries.filter((entry) => entry.Health === 'healthy').map((entry) => entry.Service);
   const total = seconds(started);
@@ -459,40 +405,13 @@ async function containerSettings(project: Project) {
   };
 }
 
-/**
- * Signed events at RATE per second (24 in flight at most) until `stop` resolves; the provider
- * retries a 5xx or a refused connection (as a real one does) and remembers every acknowledgement.
- */
-function stream(project: Project, provider: Provider, runId: string, from: number, stop: Promise<void>) {
-  let sent = 0;
-  let acknowledged = 0;
-  let stopped = false;
-  void stop.then(() => (stopped = true));
-  const inFlight: Promise<void>[] = [];
-  const done = (async () => {
-    let pending = 0;
-    let next = performance.now();
-    while (!stopped) {
-      while (pending >= 24 && !stopped) await sleep(50);
-      const wait = next - performance.now();
-      if (wait > 1) await sleep(wait);
-      next = Math.max(next + 1000 / RATE, performance.now());
-      if (stopped) break;
-      const event = makeEvent(runId, from + sent);
-      sent += 1;
-      pending += 1;
-      inFlight.push(
-        provider.deliver(event, 180_000).then((reply) => {
-          pending -= 1;
-          if (reply.status >= 200 && reply.status < 300) acknowledged += 1;
-        }),
-      );
-    }
-    await Promise.all(inFlight);
-    return { sent: () => sent, acknowledged: () => acknowledged };
-  })();
-  return { done, sent: () => sent };
-}
+/** Signed events at RATE per second (24 in flight at most) from event `from` on, until stopped. */
+const stream = (provider: Provider, runId: string, from: number) =>
+  cappedLoad({
+    rate: RATE,
+    maxInFlight: 24,
+    send: (i) => provider.deliver(makeEvent(runId, from + i), 180_000),
+  });
 
 /**
  * After the faults: every acknowledged event completed with one claim and one effect per key
@@ -532,19 +451,13 @@ async function exactlyOnce(project: Project, provider: Provider) {
       );
   return {
     failures,
-    detail: `${Object.entries(report.figures)
-      .map(([key, value]) => `${key}=${value}`)
-      .join(
-        ' ',
-      )}; ${rows.length} downstream keys delivered, ${[...keys.values()].reduce((sum, r) => sum + r.requests, 0)} requests at the receiver`,
+    detail: `${figuresText(report.figures)}; ${rows.length} downstream keys delivered, ${[...keys.values()].reduce((sum, r) => sum + r.requests, 0)} requests at the receiver`,
   };
 }
 
 async function loadWithWorkerFaults(project: Project, provider: Provider, runId: string) {
-  const failures: string[] = [];
   const faults: string[] = [];
-  let release!: () => void;
-  const load = stream(project, provider, runId, 0, new Promise<void>((resolve) => (release = resolve)));
+  const load = stream(provider, runId, 0);
   await sleep(6_000);
   const killed = await project.container('worker-1');
   await must('docker', ['kill', killed]);
@@ -562,46 +475,11 @@ async function loadWithWorkerFaults(project: Project, provider: Provider, runId:
     faults.push('docker start worker-1');
   }
   await sleep(6_000);
-  release();
-  const result = await load.done;
-  const sent = result.sent();
-  const acknowledged = result.acknowledged();
-  if (acknowledged !== sent)
-    failures.push(`${sent - acknowledged} of ${sent} events were never acknowledged`);
+  const { sent, acknowledged, failures } = await load.stop();
   const healthy = await waitHealthy(project, 120_000);
   for (const entry of healthy.waiting.filter((e) => e.Service.startsWith('worker')))
     failures.push(`${entry.Service} is ${entry.State}/${entry.Health} after the faults`);
   return { failures, detail: `${faults.join('; ')}; ${sent} sent, ${acknowledged} acknowledged` };
-}
-
-async function uiListsWorkflows(project: Project, provider: Provider) {
-  const failures: string[] = [];
-  const base = `http://127.0.0.1:${project.ports.SETTLE_UI_PORT}`;
-  const page = await fetch(`${base}/`);
-  const html = await page.text();
-  if (page.status !== 200 || !/<html/i.test(html)) failures.push(`GET / answered ${page.status}`);
-  const api = await fetch(`${base}/api/v1/namespaces/${NAMESPACE}/workflows?query=`);
-  const body = await api.text();
-  let listed = 0;
-  let ours = 0;
-  const wanted = new Set([...provider.acknowledged.keys()].map((id) => paymentWorkflowId(id)));
-  try {
-    const executions =
-      (JSON.parse(body) as { executions?: { execution?: { workflowId?: string } }[] }).executions ?? [];
-    listed = executions.length;
-    ours = executions.filter((e) => wanted.has(e.execution?.workflowId ?? '')).length;
-  } catch {
-    failures.push(`the UI's workflow list is not JSON: ${body.slice(0, 200)}`);
-  }
-  if (api.status !== 200)
-    failures.push(
-      `GET /api/v1/namespaces/${NAMESPACE}/workflows answered ${api.status}: ${body.slice(0, 200)}`,
-    );
-  if (!ours) failures.push(`the UI lists ${listed} workflows, none of this run's payments`);
-  return {
-    failures,
-    detail: `GET / ${page.status}; GET /api/v1/namespaces/${NAMESPACE}/workflows ${api.status}, ${listed} listed, ${ours} of this run's`,
-  };
 }
 
 /**
@@ -617,9 +495,7 @@ async function stopWhileBusy(
   service: string,
   limitS: number,
 ) {
-  const failures: string[] = [];
-  let release!: () => void;
-  const load = stream(project, provider, runId, from, new Promise<void>((resolve) => (release = resolve)));
+  const load = stream(provider, runId, from);
   await sleep(4_000);
   const id = await project.container(service);
   const grace = await project.inspect<number | null>(service, '.Config.StopTimeout');
@@ -628,16 +504,11 @@ async function stopWhileBusy(
   const took = seconds(at);
   const state = await project.inspect<{ ExitCode: number; OOMKilled: boolean }>(service, '.State');
   const logs = await run('docker', ['logs', '--tail', '20', id]);
-  if (state.ExitCode !== 0) failures.push(`${service} exited ${state.ExitCode} (137 is SIGKILL), not 0`);
-  if (took > limitS) failures.push(`${service} took ${took} s to stop, more than ${limitS} s`);
   await must('docker', ['start', id]);
   await sleep(2_000);
-  release();
-  const result = await load.done;
-  const sent = result.sent();
-  const acknowledged = result.acknowledged();
-  if (acknowledged !== sent)
-    failures.push(`${sent - acknowledged} of ${sent} events were never acknowledged`);
+  const { sent, acknowledged, failures } = await load.stop();
+  if (state.ExitCode !== 0) failures.push(`${service} exited ${state.ExitCode} (137 is SIGKILL), not 0`);
+  if (took > limitS) failures.push(`${service} took ${took} s to stop, more than ${limitS} s`);
   const healthy = await waitHealthy(project, 120_000);
   const entry = healthy.entries.find((e) => e.Service === service);
   if (entry?.State !== 'running' || (entry.Health && entry.Health !== 'healthy'))
@@ -678,7 +549,11 @@ async function scenario(project: Project, receiverDir: string): Promise<void> {
     exactlyOnce(project, provider),
   );
   await check(`${label}the UI serves its page and lists the namespace's workflows`, () =>
-    uiListsWorkflows(project, provider),
+    uiServes(
+      `http://127.0.0.1:${project.ports.SETTLE_UI_PORT}`,
+      NAMESPACE,
+      new Set([...provider.acknowledged.keys()].map((id) => paymentWorkflowId(id))),
+    ),
   );
   await check(`${label}tracing: a webhook's traceparent reaches the jaeger service as one trace`, () =>
     traceArrivesWhole(project, runId),
@@ -722,39 +597,21 @@ async function scenario(project: Project, receiverDir: string): Promise<void> {
 }
 
 /**
- * A signed webhook with a sampled `traceparent` through the gateway's published port: the jaeger
- * service (profile `tracing`) must hold its whole trace, the receiver container's carrier and ERP
- * requests must carry its trace ID, and no span may hold the raw event ID or a secret
- * (testkit/jaeger.ts, `traceFailures`, as the topology run checks it).
+ * The jaeger service (profile `tracing`) holds a traced webhook's whole trace, and the receiver
+ * container's carrier and ERP requests carry its ID (testkit/jaeger.ts, as the topology run checks it).
  */
 async function traceArrivesWhole(project: Project, runId: string) {
-  const event = makeEvent(runId, 200_000);
   await addShipments(project.pool, [shipmentFor(runId, 200_000)]);
-  const sent = await sendTracedWebhook(project.gatewayUrl, project.secret, event);
-  if (sent.reply.status !== 202)
-    return { failures: [`the webhook answered ${sent.reply.status}: ${sent.reply.body}`], detail: '' };
-  const jaeger = `http://127.0.0.1:${project.ports.SETTLE_JAEGER_PORT}`;
-  const keys = await pollUntil(
-    "the receiver's carrier and ERP requests of the traced event",
-    async () => (await project.receiverRecords()).filter((record) => record.key.startsWith(`${event.id}:`)),
-    (records) => records.length >= 2,
-    180_000,
-  );
-  const downstream = keys.flatMap((record) =>
-    record.traceparents.map((traceparent) => ({ path: record.path, traceparent: traceparent || undefined })),
-  );
-  // The webhook starts settle's own trace (its traceparent a link): found by what the carrier got.
-  const traceId = settleTraceId(downstream);
-  if (!traceId) return { failures: ['the carrier and the ERP got no traceparent'], detail: '' };
-  const spans = await waitForTrace(jaeger, traceId);
-  return traceFailures({
-    ...sent,
-    traceId,
-    providerTraceId: sent.traceId,
-    spans,
-    held: await (await fetch(`${jaeger}/api/traces/${traceId}`)).text(),
-    eventId: event.id,
-    downstream,
+  const event = makeEvent(runId, 200_000);
+  return tracedWebhookArrivesWhole({
+    gatewayUrl: project.gatewayUrl,
+    secret: project.secret,
+    jaegerUrl: `http://127.0.0.1:${project.ports.SETTLE_JAEGER_PORT}`,
+    event,
+    downstream: async () =>
+      (await project.receiverRecords())
+        .filter((record) => record.key.startsWith(`${event.id}:`))
+        .flatMap((record) => record.traceparents.map((traceparent) => ({ path: record.path, traceparent }))),
     secrets: {
       'the webhook secret': project.secret,
       'the API token': project.apiToken,
@@ -784,12 +641,12 @@ async function main() {
   const projects: Project[] = [];
   for (const signal of ['SIGINT', 'SIGTERM'] as const)
     process.once(signal, () => {
-      if (interrupted) return;
-      interrupted = true;
+      if (checks.stopped) return;
+      checks.stopped = true;
       log(`${signal}: docker compose down -v for every project this run started`);
       void Promise.all(projects.map((project) => project.down())).finally(() => {
-        outcomes.push({ name: `interrupted by ${signal}`, ok: false });
-        summary();
+        checks.record(`interrupted by ${signal}`, { failures: ['interrupted'] });
+        checks.summary();
         process.exit(130);
       });
     });
@@ -828,7 +685,7 @@ async function main() {
     for (const tls of withTls ? [false, true] : [false]) {
       const project = new Project(tls);
       projects.push(project);
-      const before = outcomes.filter((o) => !o.ok).length;
+      const before = checks.failed;
       try {
         await scenario(project, receiverDir);
       } catch (error) {
@@ -836,7 +693,7 @@ async function main() {
           throw error;
         });
       } finally {
-        const failedNow = outcomes.filter((o) => !o.ok).length > before;
+        const failedNow = checks.failed > before;
         if (failedNow || keepLogs) {
           await project.saveLogs();
           log(`logs of ${project.name} kept in ${project.scratch}/logs`);
@@ -864,16 +721,8 @@ async function main() {
     rmSync(receiverDir, { recursive: true, force: true });
     timings.push(`whole check ${seconds(started)} s`);
     log(`timings: ${timings.join('; ')}; load ${loadavg()[0]!.toFixed(2)}`);
-    if (!interrupted) {
-      summary();
-      if (outcomes.some((outcome) => !outcome.ok) || !outcomes.length) process.exitCode = 1;
-    }
+    if (!checks.stopped) checks.summary();
   }
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(
-    `compose-check failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-  );
-  process.exitCode = 1;
-});
+runMain('compose-check', main, { stack: true });

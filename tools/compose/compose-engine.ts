@@ -35,6 +35,7 @@ import {
   TEMPORAL_UI_VERSION,
 } from '../../testkit/binaries';
 import { ensureJaeger, JAEGER_IMAGE_VERSION, JAEGER_VERSION } from '../../testkit/jaeger';
+import { sleep } from '../../testkit/processes';
 
 /** The Compose release the check builds when the plugin is missing (Go module proxy). */
 export const COMPOSE_VERSION = '2.32.4';
@@ -65,14 +66,13 @@ export function run(
     });
     let stdout = '';
     let stderr = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
+    const collect = (into: 'stdout' | 'stderr') => (chunk: Buffer) => {
+      if (into === 'stdout') stdout += chunk.toString();
+      else stderr += chunk.toString();
       if (options.echo) process.stderr.write(chunk);
-    });
-    child.stderr!.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      if (options.echo) process.stderr.write(chunk);
-    });
+    };
+    child.stdout!.on('data', collect('stdout'));
+    child.stderr!.on('data', collect('stderr'));
     if (options.input !== undefined) child.stdin!.end(options.input);
     const timer = options.timeoutMs
       ? setTimeout(() => {
@@ -100,8 +100,6 @@ export async function must(command: string, args: string[], options: Parameters<
   }
   return ran;
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 async function engineAnswers(): Promise<boolean> {
   return (await run('docker', ['info', '--format', '{{.ServerVersion}}'], { timeoutMs: 20_000 })).code === 0;
@@ -196,10 +194,9 @@ export async function ensureBaseImages(): Promise<string> {
 }
 
 /**
- * settle's image from the Dockerfile (layers cached by the engine: seconds when nothing changed),
- * through tools/images/build-image.sh where it exists (this machine's CA bundle for npm inside the build).
+ * settle's image from the Dockerfile, tagged `tag` (a run's own, so two runs never start each other's
+ * build), through tools/images/build-image.sh where it exists (this machine's CA bundle for npm).
  */
-/** settle's image, tagged `tag` (a run's own, so two runs never start each other's build). */
 export async function buildSettleImage(tag = 'settle:latest'): Promise<void> {
   const script = join(PROJECT_ROOT, 'tools', 'images', 'build-image.sh');
   if (existsSync(script))
@@ -265,32 +262,23 @@ const EQUIVALENTS: Record<string, Equivalent> = {
   },
   [`jaegertracing/jaeger:${JAEGER_IMAGE_VERSION}`]: {
     dir: 'jaeger',
-    inputs: async () => [
-      [await ensureJaeger(log), 'jaeger'],
-      [
-        join(
-          await moduleDir(`github.com/jaegertracing/jaeger@v${JAEGER_VERSION}`),
-          'cmd',
-          'jaeger',
-          'sampling-strategies.json',
-        ),
-        'sampling-strategies.json',
-      ],
-    ],
+    inputs: async () => {
+      const source = await moduleDir(`github.com/jaegertracing/jaeger@v${JAEGER_VERSION}`);
+      return [
+        [await ensureJaeger(log), 'jaeger'],
+        [join(source, 'cmd', 'jaeger', 'sampling-strategies.json'), 'sampling-strategies.json'],
+      ];
+    },
   },
   [`temporalio/ui:${TEMPORAL_UI_VERSION}`]: {
     dir: 'temporal-ui',
-    inputs: async () => [
-      [(await serverTools()).ui, 'temporal-ui-server'],
-      [
-        join(
-          await moduleDir(`github.com/temporalio/ui-server/v2@v${TEMPORAL_UI_VERSION}`),
-          'config',
-          'docker.yaml',
-        ),
-        'docker.yaml',
-      ],
-    ],
+    inputs: async () => {
+      const source = await moduleDir(`github.com/temporalio/ui-server/v2@v${TEMPORAL_UI_VERSION}`);
+      return [
+        [(await serverTools()).ui, 'temporal-ui-server'],
+        [join(source, 'config', 'docker.yaml'), 'docker.yaml'],
+      ];
+    },
   },
 };
 
@@ -313,13 +301,8 @@ function digestOf(paths: string[]): string {
 }
 
 async function labelOf(image: string): Promise<string | undefined> {
-  const ran = await run('docker', [
-    'image',
-    'inspect',
-    '--format',
-    `{{ index .Config.Labels "${EQUIVALENT_LABEL}" }}`,
-    image,
-  ]);
+  const format = `{{ index .Config.Labels "${EQUIVALENT_LABEL}" }}`;
+  const ran = await run('docker', ['image', 'inspect', '--format', format, image]);
   const value = ran.stdout.trim();
   return ran.code === 0 && value && value !== '<no value>' ? value : undefined;
 }

@@ -29,9 +29,8 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
@@ -56,6 +55,8 @@ import { activeTracing, startTracing, stopTracing } from '../../src/tracing/trac
 import { createWorker } from '../../src/worker-runtime/create-worker';
 import { afterReconcileCommit } from '../../testkit/after-commit';
 import { startStripeApi } from '../../testkit/stripe-api';
+import { listenLocally } from '../../testkit/local-server';
+import { runMain } from '../../testkit/checks';
 
 const run = promisify(execFile);
 /** SETTLE_HISTORIES_DIR records elsewhere, e.g. a subfolder for a patched path beside the current one. */
@@ -93,17 +94,14 @@ function event(
 }
 
 /** A downstream API that answers `status(body)`; only what the scenarios need. */
-async function receiver(status: (body: string) => number): Promise<{ url: string; server: Server }> {
-  const server = createServer((request, response) => {
+const receiver = (status: (body: string) => number) =>
+  listenLocally((request, response) => {
     let body = '';
     request.on('data', (chunk: Buffer) => (body += chunk.toString()));
     request.on('end', () =>
       response.writeHead(status(body), { 'content-type': 'application/json' }).end('{}'),
     );
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
 
 async function main() {
   const scratch = mkdtempSync(join(tmpdir(), 'settle-record-'));
@@ -388,7 +386,7 @@ async function main() {
       `${readdirSync(OUT_DIR).filter((n) => n.endsWith('.json')).length} histories in ${OUT_DIR}\n`,
     );
   } finally {
-    for (const { server } of [carrier, erp, customer, spanSink]) server.close();
+    for (const server of [carrier, erp, customer, spanSink]) await server.close();
     await stripeApi.close();
     await pool.end();
     await temporal.stop();
@@ -397,7 +395,4 @@ async function main() {
   }
 }
 
-main().catch((error) => {
-  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exitCode = 1;
-});
+runMain('record-histories', main, { stack: true });

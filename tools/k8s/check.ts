@@ -12,7 +12,7 @@
  *    here); `helm upgrade` with a changed value, every Deployment rolled to the new ConfigMap and
  *    available again; `helm uninstall`, leaving nothing of the release in its namespace.
  *
- * Prints one line per outcome and "N passed, M failed"; exits 1 on any failure.
+ * Prints one line per outcome and "N passed, M failed" (testkit/checks.ts); exits 1 on any failure.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -21,23 +21,20 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { configVariables } from '../../src/config';
 import { PROJECT_ROOT } from '../../src/lib/paths';
+import { Checks, errorText } from '../../testkit/checks';
 import { ensureKubeTools, startCluster, until, type Api, type Cluster } from './cluster';
 
 const CHART = join(PROJECT_ROOT, 'deploy', 'helm', 'settle');
 const NODES = 3;
 const WAIT = '10m';
+/** `helm install` and `upgrade` wait for every object and Job, a bound on a hang. */
+const WAIT_ARGS = ['--wait=watcher', '--wait-for-jobs', '--timeout', WAIT];
 
-type Outcome = { name: string; ok: boolean; detail?: string };
-const outcomes: Outcome[] = [];
+const checks = new Checks();
 const log = (line: string) => process.stderr.write(`${line}\n`);
-
-function record(name: string, ok: boolean, detail?: string): boolean {
-  outcomes.push({ name, ok, detail });
-  process.stdout.write(
-    `${ok ? 'ok  ' : 'FAIL'} ${name}${!ok && detail ? `\n     ${detail.replace(/\n/g, '\n     ')}` : ''}\n`,
-  );
-  return ok;
-}
+/** A verdict; `detail` (a command's output) is printed only for a failure. */
+const record = (name: string, ok: boolean, detail?: string) =>
+  checks.record(name, { failures: ok ? [] : [detail || 'failed'] });
 
 /** Every values file the chart ships, values.yaml first. */
 function shippedValuesFiles(): string[] {
@@ -70,21 +67,25 @@ const ROLES = (release: string) => {
 
 // ---------------------------------------------------------------------------------------------
 
-function helm(cluster: Cluster, helmBin: string, home: string, args: string[]) {
-  const result = spawnSync(helmBin, args, {
-    encoding: 'utf8',
-    maxBuffer: 64 << 20,
-    env: {
-      ...process.env,
-      KUBECONFIG: cluster.kubeconfig,
-      HELM_CONFIG_HOME: join(home, 'config'),
-      HELM_CACHE_HOME: join(home, 'cache'),
-      HELM_DATA_HOME: join(home, 'data'),
-    },
-  });
-  if (result.error) throw result.error;
-  return { ok: result.status === 0, output: `${result.stdout}${result.stderr}`.trim() };
-}
+/** Helm against `cluster`, its own config, cache and data under `home`. */
+type Helm = (args: string[]) => { ok: boolean; output: string };
+const helmOn =
+  (cluster: Cluster, helmBin: string, home: string): Helm =>
+  (args) => {
+    const result = spawnSync(helmBin, args, {
+      encoding: 'utf8',
+      maxBuffer: 64 << 20,
+      env: {
+        ...process.env,
+        KUBECONFIG: cluster.kubeconfig,
+        HELM_CONFIG_HOME: join(home, 'config'),
+        HELM_CACHE_HOME: join(home, 'cache'),
+        HELM_DATA_HOME: join(home, 'data'),
+      },
+    });
+    if (result.error) throw result.error;
+    return { ok: result.status === 0, output: `${result.stdout}${result.stderr}`.trim() };
+  };
 
 type Obj = {
   apiVersion?: string;
@@ -234,8 +235,7 @@ async function deploymentsAvailable(
   names: string[],
   timeoutMs: number,
 ): Promise<string[]> {
-  const problems = () => [] as string[];
-  let last: string[] = problems();
+  let last: string[] = [];
   try {
     await until('every Deployment available', timeoutMs, async () => {
       last = [];
@@ -280,14 +280,7 @@ async function podsOnNodes(api: Api, ns: string, selector: string): Promise<stri
   return problems;
 }
 
-async function checkRun(
-  cluster: Cluster,
-  helmBin: string,
-  home: string,
-  run: Run,
-  ns: string,
-  kinds: string[],
-) {
+async function checkRun(cluster: Cluster, helm: Helm, run: Run, ns: string, kinds: string[]) {
   const { api } = cluster;
   const release = 'settle';
   const names = ROLES(release);
@@ -295,18 +288,7 @@ async function checkRun(
   await prepareNamespace(api, ns, [release]);
   const before = await snapshot(api, kinds, ns);
 
-  const install = helm(cluster, helmBin, home, [
-    'install',
-    release,
-    CHART,
-    '-n',
-    ns,
-    ...run.args,
-    '--wait=watcher',
-    '--wait-for-jobs',
-    '--timeout',
-    WAIT,
-  ]);
+  const install = helm(['install', release, CHART, '-n', ns, ...run.args, ...WAIT_ARGS]);
   if (!record(`${label}: helm install --wait`, install.ok, install.output)) return;
   const deployments = run.deployments(release);
   const unavailable = await deploymentsAvailable(api, ns, deployments, 300_000);
@@ -338,7 +320,7 @@ async function checkRun(
   }
 
   // helm test: the hook's pod must be admitted and scheduled; passing needs a running container.
-  const test = helm(cluster, helmBin, home, ['test', release, '-n', ns, '--timeout', '20s']);
+  const test = helm(['test', release, '-n', ns, '--timeout', '20s']);
   const testPod = await api<Obj>('GET', `/api/v1/namespaces/${ns}/pods/${names.prefix}-test`);
   const testNode = testPod.body.spec?.nodeName as string | undefined;
   record(
@@ -360,19 +342,9 @@ async function checkRun(
     api,
     `/apis/apps/v1/namespaces/${ns}/deployments?labelSelector=app.kubernetes.io/instance=${release}`,
   );
-  const upgrade = helm(cluster, helmBin, home, [
-    'upgrade',
-    release,
-    CHART,
-    '-n',
-    ns,
-    ...run.args,
-    '--set',
-    'config.SETTLE_LOG_LEVEL=debug',
-    '--wait=watcher',
-    '--wait-for-jobs',
-    '--timeout',
-    WAIT,
+  const upgrade = helm([
+    ...['upgrade', release, CHART, '-n', ns, ...run.args, ...WAIT_ARGS],
+    ...['--set', 'config.SETTLE_LOG_LEVEL=debug'],
   ]);
   if (
     record(
@@ -403,15 +375,7 @@ async function checkRun(
     );
   }
 
-  const uninstall = helm(cluster, helmBin, home, [
-    'uninstall',
-    release,
-    '-n',
-    ns,
-    '--wait',
-    '--timeout',
-    WAIT,
-  ]);
+  const uninstall = helm(['uninstall', release, '-n', ns, '--wait', '--timeout', WAIT]);
   if (!record(`${label}: helm uninstall`, uninstall.ok, uninstall.output)) return;
   let left: string[] = [];
   try {
@@ -431,21 +395,11 @@ async function checkRun(
 }
 
 /** Two releases of the chart in one namespace: distinct names, each selecting only its own pods. */
-async function twoReleases(cluster: Cluster, helmBin: string, home: string, ns: string) {
+async function twoReleases(cluster: Cluster, helm: Helm, ns: string) {
   const { api } = cluster;
   await prepareNamespace(api, ns, ['settle', 'other']);
   const installs = ['settle', 'other'].map((release) =>
-    helm(cluster, helmBin, home, [
-      'install',
-      release,
-      CHART,
-      '-n',
-      ns,
-      '--wait=watcher',
-      '--wait-for-jobs',
-      '--timeout',
-      WAIT,
-    ]),
+    helm(['install', release, CHART, '-n', ns, ...WAIT_ARGS]),
   );
   if (
     !record(
@@ -472,7 +426,7 @@ async function twoReleases(cluster: Cluster, helmBin: string, home: string, ns: 
     problems.join('\n'),
   );
   for (const release of ['settle', 'other'])
-    helm(cluster, helmBin, home, ['uninstall', release, '-n', ns, '--wait', '--timeout', WAIT]);
+    helm(['uninstall', release, '-n', ns, '--wait', '--timeout', WAIT]);
 }
 
 async function main() {
@@ -494,16 +448,15 @@ async function main() {
       metadata: { name: 'settle-check' },
       value: 1000,
     });
-    const helmBin = tools.bin('helm');
-    const lint = helm(cluster, helmBin, home, ['lint', CHART, '--strict']);
+    const helm = helmOn(cluster, tools.bin('helm'), home);
+    const lint = helm(['lint', CHART, '--strict']);
     record('helm lint --strict deploy/helm/settle', lint.ok, lint.output);
 
     // 1. No KEDA, no Prometheus Operator on the cluster.
     let kinds = await namespacedKinds(api);
     await checkRun(
       cluster,
-      helmBin,
-      home,
+      helm,
       {
         name: 'values.yaml on a cluster without KEDA or the Prometheus Operator',
         args: [],
@@ -521,7 +474,7 @@ async function main() {
     log(
       `k8s: CRDs applied: ${tools.crds.map((f) => f.split('/').pop()).join(', ')}, and the Worker Controller's stand-in`,
     );
-    await twoReleases(cluster, helmBin, home, 'check-two-releases');
+    await twoReleases(cluster, helm, 'check-two-releases');
 
     const runs: Run[] = shippedValuesFiles().map((file) => {
       const rollout = file === 'values-rollout.yaml';
@@ -543,21 +496,15 @@ async function main() {
       keda: true,
       deployments: (r) => [ROLES(r).gateway, ROLES(r).worker, ROLES(r).codec],
     });
-    for (const [i, run] of runs.entries()) await checkRun(cluster, helmBin, home, run, `check-${i}`, kinds);
+    for (const [i, run] of runs.entries()) await checkRun(cluster, helm, run, `check-${i}`, kinds);
   } catch (error) {
-    record(
-      'the check ran to its end',
-      false,
-      error instanceof Error ? (error.stack ?? error.message) : String(error),
-    );
+    record('the check ran to its end', false, errorText(error, true));
   } finally {
     await cluster?.stop();
-    const failed = outcomes.filter((o) => !o.ok).length;
-    if (failed) log(`k8s: the control plane's logs are kept in ${join(work, 'cluster')}`);
+    if (checks.failed) log(`k8s: the control plane's logs are kept in ${join(work, 'cluster')}`);
     else rmSync(work, { recursive: true, force: true });
     log(`k8s: ${((Date.now() - started) / 1000).toFixed(0)} s in all`);
-    process.stdout.write(`${outcomes.length - failed} passed, ${failed} failed\n`);
-    process.exitCode = failed ? 1 : 0;
+    checks.summary();
   }
 }
 

@@ -116,20 +116,10 @@ export async function ensureKubeTools(log: (line: string) => void): Promise<Kube
       `-X helm.sh/helm/v4/internal/version.version=v${HELM_VERSION}`,
       `-X sigs.k8s.io/kwok/pkg/consts.Version=v${KWOK_VERSION}`,
     ].join(' ');
+    const out = join(go.work, 'bin') + '/';
     await goRun(
       go,
-      [
-        'build',
-        '-v',
-        '-p',
-        '2',
-        '-trimpath',
-        '-ldflags',
-        ldflags,
-        '-o',
-        join(go.work, 'bin') + '/',
-        ...COMMANDS,
-      ],
+      ['build', '-v', '-p', '2', '-trimpath', '-ldflags', ldflags, '-o', out, ...COMMANDS],
       log,
     );
     const kwok = await moduleSource(go, `sigs.k8s.io/kwok@v${KWOK_VERSION}`);

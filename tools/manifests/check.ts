@@ -9,7 +9,7 @@
  * 2. the settings settle depends on, against settle's own sources: probes, grace against the drain
  *    bound, security context, both task queues in the ScaledObject, every variable a declared one;
  * 3. the NetworkPolicy graph against the table of docs/deployment.md (network-check.ts), and that the
- *    codec server holds no Temporal credential (here, and in the compose files: compose-check.ts);
+ *    codec server holds no Temporal credential (here, and in the compose files: codec-credentials.ts);
  * 4. the Helm chart deploy/helm/settle (helm-check.ts): lint, each values file through 1 to 3, the
  *    same objects as its kustomize counterpart, values its schema must refuse;
  * 5. that all can fail: broken copies of the rendered objects must be refused.
@@ -30,8 +30,9 @@ import { PROJECT_ROOT } from '../../src/lib/paths';
 import { SHUTDOWN_DEADLINE_MS } from '../../src/lib/shutdown';
 import { bulkTaskQueue } from '../../src/temporal/task-queues';
 import { buildInto, goRun, type GoContext } from '../../testkit/binaries';
+import { Checks, failureList, runMain } from '../../testkit/checks';
 import type { Container, Manifest, Probe } from './manifest';
-import { composeCredentialProblems, readComposeFiles } from './compose-check';
+import { composeCredentialProblems, readComposeFiles } from './codec-credentials';
 import { HELM_VERSION, helmOutcomes } from './helm-check';
 import { NETWORK_FAULTS, networkProblems } from './network-check';
 import { eachBuildProblems, ROLLOUT_FAULTS, rolloutProblems } from './rollout-check';
@@ -189,10 +190,7 @@ const isKnownVariable = (name: string) => KNOWN_VARIABLES.has(name) || name.star
  * `version` is package.json's: the image tag and the migration Job's name carry it.
  */
 export function settingsProblems(manifests: Manifest[], version: string): string[] {
-  const problems: string[] = [];
-  const expect = (ok: boolean, message: string) => {
-    if (!ok) problems.push(message);
-  };
+  const { failures: problems, expect } = failureList();
   const find = (kind: string, name: string) =>
     manifests.find((m) => m.kind === kind && m.metadata.name === name);
   const configMap = manifests.find(
@@ -565,12 +563,7 @@ const SETTINGS_FAULTS: { name: string; expect: RegExp; edit: (m: Manifest[]) => 
     name: 'readiness on /healthz instead of /readyz',
     expect: /gateway: readinessProbe must GET \/readyz/,
     edit: (m) =>
-      edit(
-        m,
-        'Deployment',
-        (d) => (d.spec.template.spec.containers[0]!.readinessProbe!.httpGet!.path = '/healthz'),
-        'settle-gateway',
-      ),
+      withGateway(m, (d) => (d.spec.template.spec.containers[0]!.readinessProbe!.httpGet!.path = '/healthz')),
   },
   {
     name: 'a secret as an environment value, not a mounted file',
@@ -590,14 +583,10 @@ const SETTINGS_FAULTS: { name: string; expect: RegExp; edit: (m: Manifest[]) => 
     name: 'a secret file outside any Secret volume',
     expect: /gateway container settle: SETTLE_API_TOKEN_FILE=\/tmp\/token is no key of a Secret volume/,
     edit: (m) =>
-      edit(
-        m,
-        'Deployment',
-        (d) =>
-          (d.spec.template.spec.containers[0]!.env!.find((e) => e.name === 'SETTLE_API_TOKEN_FILE')!.value =
-            '/tmp/token'),
-        'settle-gateway',
-      ),
+      withGateway(m, (d) => {
+        const env = d.spec.template.spec.containers[0]!.env!;
+        env.find((e) => e.name === 'SETTLE_API_TOKEN_FILE')!.value = '/tmp/token';
+      }),
   },
   {
     name: 'a misspelled variable in the ConfigMap',
@@ -620,8 +609,10 @@ function edit(
 }
 const withWorker = (m: Manifest[], change: (w: Manifest) => unknown) =>
   edit(m, 'Deployment', change, 'settle-worker');
+const withGateway = (m: Manifest[], change: (w: Manifest) => unknown) =>
+  edit(m, 'Deployment', change, 'settle-gateway');
 
-async function main(): Promise<number> {
+async function main(): Promise<void> {
   const version = (
     JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }
   ).version;
@@ -746,22 +737,13 @@ async function main(): Promise<number> {
   }
   for (const fault of ROLLOUT_FAULTS)
     refuses(`the rollout check refuses ${fault.name}`, rolloutProblems(fault.edit(rollout)), fault.expect);
-  for (const outcome of outcomes) {
-    process.stdout.write(`${outcome.ok ? 'ok  ' : 'FAIL'} ${outcome.name}\n`);
-    if (outcome.detail && (!outcome.ok || outcome.name.includes('strict')))
-      process.stdout.write(`${outcome.detail.replace(/^/gm, '       ')}\n`);
-  }
-  const failed = outcomes.filter((o) => !o.ok).length;
-  process.stdout.write(`manifests: ${outcomes.length - failed} passed, ${failed} failed\n`);
-  return failed ? 1 : 0;
+  const checks = new Checks();
+  for (const { name, ok, detail } of outcomes)
+    checks.record(name, {
+      failures: ok ? [] : [detail || 'failed'],
+      detail: ok && name.includes('strict') ? detail : '',
+    });
+  checks.summary('manifests: ');
 }
 
-if (require.main === module) {
-  main().then(
-    (code) => (process.exitCode = code),
-    (error: unknown) => {
-      process.stderr.write(`manifests: ${error instanceof Error ? error.message : String(error)}\n`);
-      process.exitCode = 1;
-    },
-  );
-}
+if (require.main === module) runMain('manifests', main);

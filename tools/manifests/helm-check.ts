@@ -22,32 +22,22 @@ export const CHART = join(PROJECT_ROOT, 'deploy', 'helm', 'settle');
 type Outcome = { name: string; ok: boolean; detail?: string };
 
 /** Each values file, what it is rendered with, and the kustomize target it must equal (if any). */
-export const HELM_RENDERS: { name: string; args: string[]; kustomize?: string; secretsFrom: string }[] = [
+type HelmRender = { name: string; args: string[]; kustomize?: string; secretsFrom: string };
+/** A shipped values file: the kustomize target it stands for, and where its Secrets come from. */
+const valuesFile = (name: string, kustomize?: string, secretsFrom = kustomize ?? 'base'): HelmRender => ({
+  name,
+  args: ['-f', join(CHART, name)],
+  kustomize,
+  secretsFrom,
+});
+export const HELM_RENDERS: HelmRender[] = [
   { name: 'values.yaml', args: [], kustomize: 'base', secretsFrom: 'base' },
+  valuesFile('values-mtls.yaml', 'overlays/self-hosted-mtls'),
+  valuesFile('values-cloud.yaml', 'overlays/temporal-cloud'),
+  valuesFile('values-rollout.yaml', 'overlays/rollout', 'base'),
+  valuesFile('values-worker-controller.yaml'),
   {
-    name: 'values-mtls.yaml',
-    args: ['-f', join(CHART, 'values-mtls.yaml')],
-    kustomize: 'overlays/self-hosted-mtls',
-    secretsFrom: 'overlays/self-hosted-mtls',
-  },
-  {
-    name: 'values-cloud.yaml',
-    args: ['-f', join(CHART, 'values-cloud.yaml')],
-    kustomize: 'overlays/temporal-cloud',
-    secretsFrom: 'overlays/temporal-cloud',
-  },
-  {
-    name: 'values-rollout.yaml',
-    args: ['-f', join(CHART, 'values-rollout.yaml')],
-    kustomize: 'overlays/rollout',
-    secretsFrom: 'base',
-  },
-  {
-    name: 'values-worker-controller.yaml',
-    args: ['-f', join(CHART, 'values-worker-controller.yaml')],
-    secretsFrom: 'base',
-  },
-  {
+    ...valuesFile('values-mtls.yaml', undefined, 'overlays/self-hosted-mtls'),
     name: 'values-mtls.yaml with the monitoring objects',
     args: [
       '-f',
@@ -55,7 +45,6 @@ export const HELM_RENDERS: { name: string; args: string[]; kustomize?: string; s
       '--set',
       'monitoring.serviceMonitor=true,monitoring.prometheusRule=true',
     ],
-    secretsFrom: 'overlays/self-hosted-mtls',
   },
 ];
 
@@ -157,56 +146,54 @@ function standInSecrets(manifests: Manifest[]): Manifest[] {
     });
 }
 
+/** The objects of a `helm template` output (its empty documents left out). */
+const objectsOf = (rendered: string) =>
+  parseAllDocuments(rendered)
+    .map((doc) => doc.toJS() as Manifest | null)
+    .filter((m): m is Manifest => m !== null && typeof m === 'object');
+
 export function helmOutcomes(ctx: HelmContext): Outcome[] {
   const outcomes: Outcome[] = [];
-  const clean = (name: string, problems: string[]) =>
-    outcomes.push({ name, ok: problems.length === 0, detail: problems.join('\n') });
+  const push = (name: string, ok: boolean, detail?: string) => outcomes.push({ name, ok, detail });
+  const clean = (name: string, problems: string[]) => push(name, problems.length === 0, problems.join('\n'));
   const chart = parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8')) as { appVersion: string };
-  outcomes.push({
-    name: "helm: the chart's appVersion is package.json's version",
-    ok: chart.appVersion === ctx.version,
-    detail: `appVersion ${chart.appVersion}, package.json ${ctx.version}`,
-  });
+  push(
+    "helm: the chart's appVersion is package.json's version",
+    chart.appVersion === ctx.version,
+    `appVersion ${chart.appVersion}, package.json ${ctx.version}`,
+  );
   const alerts = (file: string) => readFileSync(file, 'utf8');
-  outcomes.push({
-    name: "helm: the chart's alert rules are deploy/monitoring/settle-alerts.yml",
-    ok:
-      alerts(join(CHART, 'files', 'settle-alerts.yml')) ===
+  push(
+    "helm: the chart's alert rules are deploy/monitoring/settle-alerts.yml",
+    alerts(join(CHART, 'files', 'settle-alerts.yml')) ===
       alerts(join(PROJECT_ROOT, 'deploy', 'monitoring', 'settle-alerts.yml')),
-    detail: 'copy deploy/monitoring/settle-alerts.yml to deploy/helm/settle/files/',
-  });
-
-  outcomes.push({
-    name: "helm: the chart's README is what tools/manifests/chart-readme.ts generates from its schema",
-    ok: readFileSync(CHART_README, 'utf8') === chartReadme(),
-    detail: 'run npx tsx tools/manifests/chart-readme.ts --write',
-  });
+    'copy deploy/monitoring/settle-alerts.yml to deploy/helm/settle/files/',
+  );
+  push(
+    "helm: the chart's README is what tools/manifests/chart-readme.ts generates from its schema",
+    readFileSync(CHART_README, 'utf8') === chartReadme(),
+    'run npx tsx tools/manifests/chart-readme.ts --write',
+  );
   const undescribed = chartReadme()
     .split('\n')
     .filter((line) => line.startsWith('| `') && /\|\s+\|$/.test(line))
     .map((line) => (line.split(' | ')[0] ?? '').slice(2));
-  outcomes.push({
-    name: "helm: every value in the chart's README says what it does",
-    ok: undescribed.length === 0,
-    detail: `no description in values.schema.json or values.yaml: ${undescribed.join(', ')}`,
-  });
+  push(
+    "helm: every value in the chart's README says what it does",
+    undescribed.length === 0,
+    `no description in values.schema.json or values.yaml: ${undescribed.join(', ')}`,
+  );
 
   for (const render of HELM_RENDERS) {
     const label = `helm ${render.name}`;
     const lint = helmRun(ctx.helm, ['lint', CHART, '--strict', ...render.args]);
-    outcomes.push({
-      name: `${label}: helm lint --strict`,
-      ok: lint.ok,
-      detail: `${lint.stdout}${lint.stderr}`,
-    });
+    push(`${label}: helm lint --strict`, lint.ok, `${lint.stdout}${lint.stderr}`);
     const rendered = template(ctx.helm, render.args);
     if (!rendered.ok) {
-      outcomes.push({ name: `${label}: helm template`, ok: false, detail: rendered.stderr });
+      push(`${label}: helm template`, false, rendered.stderr);
       continue;
     }
-    const manifests = parseAllDocuments(rendered.stdout)
-      .map((doc) => doc.toJS() as Manifest | null)
-      .filter((m): m is Manifest => m !== null && typeof m === 'object');
+    const manifests = objectsOf(rendered.stdout);
     const secrets = standInSecrets(ctx.kustomize.get(render.secretsFrom) ?? []);
     const structural = manifests.filter((m) => STRUCTURAL_KINDS.has(m.kind));
     // The Worker Controller's pod template, checked as the Deployment the controller makes of it.
@@ -219,11 +206,7 @@ export function helmOutcomes(ctx: HelmContext): Outcome[] {
       ...secrets,
     ];
     const checked = ctx.validate(checkable.map((m) => stringify(m)).join('---\n'));
-    outcomes.push({
-      name: `${label}: strict decoding and references`,
-      ok: checked.ok,
-      detail: checked.output,
-    });
+    push(`${label}: strict decoding and references`, checked.ok, checked.output);
 
     const problems = asDeployments.length
       ? workerControllerProblems(checkable, structural, ctx)
@@ -244,27 +227,25 @@ export function helmOutcomes(ctx: HelmContext): Outcome[] {
   {
     // The comparison can fail: a chart rendered with another HPA floor is not the base.
     const rendered = template(ctx.helm, ['--set', 'gateway.autoscaling.minReplicas=3']);
-    const manifests = parseAllDocuments(rendered.stdout)
-      .map((doc) => doc.toJS() as Manifest | null)
-      .filter((m): m is Manifest => m !== null && typeof m === 'object');
+    const manifests = objectsOf(rendered.stdout);
     const differences = compare(manifests, ctx.kustomize.get('base') ?? []);
     const ok = differences.some((d) =>
       /HorizontalPodAutoscaler settle-gateway: \.spec\.minReplicas: chart 3, kustomize 2/.test(d),
     );
-    outcomes.push({
-      name: 'helm: the comparison refuses a chart whose gateway HPA differs from the base',
+    push(
+      'helm: the comparison refuses a chart whose gateway HPA differs from the base',
       ok,
-      detail: ok ? undefined : differences.join('\n') || 'no difference found',
-    });
+      differences.join('\n') || 'no difference found',
+    );
   }
   for (const fault of SCHEMA_FAULTS) {
     const rendered = template(ctx.helm, fault.args);
     const ok = !rendered.ok && /schema/i.test(rendered.stderr) && fault.expect.test(rendered.stderr);
-    outcomes.push({
-      name: `helm: the values schema refuses ${fault.name}`,
+    push(
+      `helm: the values schema refuses ${fault.name}`,
       ok,
-      detail: ok ? undefined : rendered.ok ? 'rendered without an error' : rendered.stderr,
-    });
+      rendered.ok ? 'rendered without an error' : rendered.stderr,
+    );
   }
   return outcomes;
 }

@@ -1,4 +1,5 @@
 import type { Manifest } from './manifest';
+import { failureList } from '../../testkit/checks';
 
 /**
  * What a rollout of workflow code with Worker Deployments needs of the rendered objects (the
@@ -10,10 +11,7 @@ import type { Manifest } from './manifest';
  * every build's Deployment.
  */
 export function rolloutProblems(manifests: Manifest[]): string[] {
-  const problems: string[] = [];
-  const expect = (ok: boolean, message: string) => {
-    if (!ok) problems.push(message);
-  };
+  const { failures: problems, expect } = failureList();
   const config =
     manifests.find((m) => m.kind === 'ConfigMap' && m.metadata.name.startsWith('settle-config'))?.data ?? {};
   const workers = workerDeployments(manifests);

@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../../src/lib/paths';
+import { runMain } from '../../testkit/checks';
 import { buildInto, goRun } from '../../testkit/binaries';
 
 /** Prometheus v3.x's module version (v0.316.0 is Prometheus 3.16); the newest that builds here. */
@@ -40,9 +41,4 @@ async function main() {
   await run(promtool, ['test', 'rules', 'settle-alerts.test.yml'], { cwd: MONITORING });
 }
 
-if (require.main === module) {
-  main().catch((error: unknown) => {
-    process.stderr.write(`monitoring:check: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(1);
-  });
-}
+if (require.main === module) runMain('monitoring:check', main);

@@ -8,6 +8,7 @@
 import { chmodSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { generateRunCertificates } from '../../testkit/certs';
+import { runMain } from '../../testkit/checks';
 
 async function main() {
   const dir = process.argv[2];
@@ -17,7 +18,4 @@ async function main() {
   process.stdout.write(`certificates in ${certs.dir} (valid 7 days)\n`);
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = 1;
-});
+runMain('make-certs', main);

@@ -12,7 +12,8 @@ import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { checkInvariants } from '../../testkit/invariants';
 import type { Provider } from '../../testkit/provider';
-import { makeEvent, newRunId, shipmentFor } from '../../testkit/load';
+import { cappedLoad, makeEvent, newRunId, shipmentFor } from '../../testkit/load';
+import { failureList, figuresText } from '../../testkit/checks';
 import { sleep, type Child } from '../../testkit/processes';
 import {
   describeDeployment,
@@ -53,10 +54,7 @@ export async function rolloutUnderLoad(
   provider: Provider,
   options: { rate: number; events: number; log: (line: string) => void },
 ): Promise<{ failures: string[]; detail: string }> {
-  const failures: string[] = [];
-  const expect = (ok: boolean, message: string) => {
-    if (!ok) failures.push(message);
-  };
+  const { failures, expect } = failureList();
   const config = loadConfig(topology.env('settle'));
   const queue = config.taskQueue;
   const polls = async (buildId: string) => {
@@ -95,17 +93,12 @@ export async function rolloutUnderLoad(
     holding && request.key === heldKey
       ? { status: 503, headers: { 'retry-after': '1' } }
       : behaviour(request, index);
-  let stopped = false;
-  let sent = 0;
-  const replies: Promise<unknown>[] = [];
-  const load = (async () => {
-    while (!stopped && sent < options.events) {
-      replies.push(provider.deliver(makeEvent(runId, sent), 180_000));
-      sent += 1;
-      await sleep(1000 / options.rate);
-    }
-    await Promise.all(replies);
-  })();
+  const load = cappedLoad({
+    rate: options.rate,
+    maxInFlight: 24,
+    max: options.events,
+    send: (i) => provider.deliver(makeEvent(runId, i), 180_000),
+  });
   await provider.deliver(held, 180_000);
   for (let started = Date.now(); (topology.receiver.keys.get(heldKey)?.requests ?? 0) < 2; await sleep(200))
     if (Date.now() - started > 120_000) throw new Error('the held run never reached the carrier twice');
@@ -128,7 +121,7 @@ export async function rolloutUnderLoad(
     const rolledBack = await describeDeployment(topology.client, DEPLOYMENT);
     expect(rolledBack.current_build_id === V1 && rolledBack.ramping === null, 'the rollback left a ramp');
     await setCurrentVersion(topology.client, DEPLOYMENT, V2);
-    const currentAt = sent;
+    const currentAt = load.sent();
     options.log(`build ${V2} current at event ${currentAt}`);
     await sleep(10_000);
     holding = false;
@@ -139,8 +132,8 @@ export async function rolloutUnderLoad(
       heldFacts.workflowTaskFailures.length === 0,
       `held run: ${heldFacts.workflowTaskFailures.join('; ')}`,
     );
-    stopped = true;
-    await load;
+    const { sent, failures: lost } = await load.stop();
+    failures.push(...lost);
 
     // Events sent after v2 became current ran on v2's code.
     const late = Array.from({ length: Math.min(10, sent - currentAt) }, (_, i) =>
@@ -167,9 +160,7 @@ export async function rolloutUnderLoad(
       failures,
       detail:
         `${sent + 1} events; v2 current at event ${currentAt}; the held run finished on v1; v1 drained, ` +
-        `stopped; ${Object.entries(report.figures)
-          .map(([key, value]) => `${key}=${value}`)
-          .join(' ')}`,
+        `stopped; ${figuresText(report.figures)}`,
     };
   } finally {
     v2Worker.shutdown();

@@ -16,10 +16,11 @@ import type { Client } from '@temporalio/client';
 import pg from 'pg';
 import { RecordingReceiver } from '../../testkit/receiver';
 import { storedHistoryIsEncrypted, uiShowsDecodedInput } from '../../testkit/codec-check';
-import { findChromium, viewPage } from '../../testkit/ui-browser';
-import { erpKey, makeEvent, newRunId, shipmentFor } from '../../testkit/load';
+import { findChromium, uiServes, viewPage } from '../../testkit/ui-browser';
+import { cappedLoad, erpKey, makeEvent, newRunId, shipmentFor } from '../../testkit/load';
+import { Checks, errorText, figuresText } from '../../testkit/checks';
 import { sleep, within, type Child } from '../../testkit/processes';
-import { settleProcessEnv } from '../../testkit/stack';
+import { inheritedEnv, settleProcessEnv } from '../../testkit/stack';
 import { checkInvariants } from '../../testkit/invariants';
 import { Provider } from '../../testkit/provider';
 import { startCodecServer } from '../../src/codec/server';
@@ -29,17 +30,10 @@ import { createPool } from '../../src/db/pool';
 import { logger } from '../../src/lib/logger';
 import { PROJECT_ROOT } from '../../src/lib/paths';
 import { EncryptionCodec, StaticKeySource } from '../../src/temporal/payload-codec';
+import { SETTLE_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
 import { TemporalCluster, type Identity } from '../../testkit/cluster';
-import {
-  ensureJaeger,
-  sendTracedWebhook,
-  settleTraceId,
-  startJaeger,
-  traceFailures,
-  waitForTrace,
-  type Jaeger,
-} from '../../testkit/jaeger';
-import { pollUntil, startProgram } from '../../testkit/programs';
+import { ensureJaeger, startJaeger, tracedWebhookArrivesWhole, type Jaeger } from '../../testkit/jaeger';
+import { startProgram } from '../../testkit/programs';
 import { rolloutUnderLoad } from './rollout';
 
 const short = process.argv.includes('--short');
@@ -63,13 +57,8 @@ const JAEGER_UI = process.argv.find((arg) => arg.startsWith('--jaeger-ui='))?.sl
 const SCREENSHOT_DIR =
   process.argv.find((arg) => arg.startsWith('--screenshots='))?.slice('--screenshots='.length) ??
   join(tmpdir(), 'settle-topology-screenshots');
-const SEARCH_ATTRIBUTES = [
-  'ShipmentId',
-  'PaymentId',
-  'PaymentEventType',
-  'SettleOutcome',
-  'SettleDeliveryState',
-];
+/** The Keyword search attributes settle sets: the namespace must have them all. */
+const SEARCH_ATTRIBUTES = SETTLE_SEARCH_ATTRIBUTES.map((key) => key.name);
 /** Events per second the provider sends while the faults happen. */
 const RATE = short ? 4 : 8;
 /** Events sent at most, and waiting for an answer at most at once. */
@@ -78,29 +67,11 @@ const MAX_IN_FLIGHT = 24;
 /** Time for everything acknowledged to finish after the faults (a killed attempt waits 30 s). */
 const SETTLE_TIMEOUT_MS = 300_000;
 
-type Outcome = { name: string; ok: boolean; detail: string; seconds: number };
-const outcomes: Outcome[] = [];
+const checks = new Checks();
+const check = checks.run.bind(checks);
 
 function log(message: string) {
   process.stderr.write(`topology: ${message}\n`);
-}
-
-/** Runs one check: a thrown error or a non-empty failure list is a FAIL. Prints it at once. */
-async function check(name: string, body: () => Promise<{ failures: string[]; detail: string }>) {
-  const started = Date.now();
-  let failures: string[];
-  let detail = '';
-  try {
-    ({ failures, detail } = await body());
-  } catch (error) {
-    failures = [`threw: ${error instanceof Error ? error.message : String(error)}`];
-  }
-  const outcome = { name, ok: !failures.length, detail, seconds: (Date.now() - started) / 1000 };
-  outcomes.push(outcome);
-  process.stdout.write(`${outcome.ok ? 'PASS' : 'FAIL'}  ${name} (${outcome.seconds.toFixed(1)} s)\n`);
-  if (detail) process.stdout.write(`        ${detail}\n`);
-  for (const failure of failures) process.stdout.write(`        ✗ ${failure}\n`);
-  return outcome.ok;
 }
 
 class Topology {
@@ -174,10 +145,8 @@ class Topology {
   }
 
   /**
-   * The OpenTelemetry variables a deployment sets on a traced role (docs/operations.md, "Tracing"):
-   * none without Jaeger. A webhook's `traceparent` no longer decides sampling (its sender is not
-   * authenticated when the span starts), so every traced request is recorded
-   * (`parentbased_always_on`); the other checks count events, not CPU.
+   * The OpenTelemetry variables a deployment sets on a traced role (docs/operations.md, "Tracing"),
+   * none without Jaeger; every request recorded: the other checks count events, not CPU.
    */
   tracingEnv(role: 'gateway' | 'worker'): Record<string, string> {
     if (!this.jaeger) return {};
@@ -191,13 +160,8 @@ class Topology {
 
   /** A settle process's environment: the ordinary settle variables and Temporal's own. */
   env(identity: Identity, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-    const inherited = Object.fromEntries(
-      Object.entries(process.env).filter(
-        ([key]) => !key.startsWith('TEMPORAL_') && !key.startsWith('SETTLE_') && !key.startsWith('OTEL_'),
-      ),
-    );
     return {
-      ...inherited,
+      ...inheritedEnv(),
       ...this.cluster.clientEnv(identity),
       ...settleProcessEnv({
         databaseUrl: this.databaseUrl,
@@ -249,13 +213,7 @@ class Topology {
       `gateway-${index + 1}`,
       ['gateway'],
       this.env(identity, { PORT: String(port), ...this.tracingEnv('gateway') }),
-      async () => {
-        try {
-          return (await fetch(`http://127.0.0.1:${port}/readyz`)).ok;
-        } catch {
-          return false;
-        }
-      },
+      async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.ok === true,
     );
     this.gateways[index] = gateway;
     return gateway;
@@ -341,7 +299,9 @@ async function main() {
     await check(`namespace ${topology.cluster.namespace} with its Keyword search attributes`, () =>
       searchAttributes(topology),
     );
-    await check('UI server: serves the UI and reaches the frontend', () => uiWorks(topology));
+    await check('UI server: serves the UI and reaches the frontend', () =>
+      uiServes(topology.cluster.uiUrl, topology.cluster.namespace),
+    );
     const migrated = await check('settle migrate', async () => ({
       failures: [],
       detail: await topology.migrate(),
@@ -427,12 +387,10 @@ async function main() {
       );
   } finally {
     await topology.close();
-    const failed = outcomes.filter((outcome) => !outcome.ok).length;
-    if (failed) log(`logs of the Temporal processes kept in ${topology.scratch}/logs`);
+    if (checks.failed) log(`logs of the Temporal processes kept in ${topology.scratch}/logs`);
     else rmSync(topology.scratch, { recursive: true, force: true });
     log(`${((Date.now() - started) / 1000).toFixed(0)} s, load ${loadavg()[0]!.toFixed(2)}`);
-    process.stdout.write(`\n${outcomes.length - failed} passed, ${failed} failed\n`);
-    if (failed || !outcomes.length) process.exitCode = 1;
+    checks.summary();
   }
 }
 
@@ -480,44 +438,20 @@ async function squattedIdTakenBack(topology: Topology) {
   };
 }
 
-/**
- * A signed webhook with a sampled `traceparent` through one of the gateways; then Jaeger must hold
- * the whole trace and the carrier and the ERP its trace ID (testkit/jaeger.ts, `traceFailures`).
- * Keeps the trace ID for the UI check.
- */
+/** A traced webhook's whole trace in Jaeger (testkit/jaeger.ts); keeps its ID for the UI check. */
 async function traceArrivesWhole(topology: Topology, jaeger: Jaeger) {
   const runId = newRunId('o');
   await addShipments(topology.pool, [shipmentFor(runId, 0)]);
   const event = makeEvent(runId, 0);
-  const sent = await sendTracedWebhook(topology.gatewayUrl, topology.secret, event);
-  if (sent.reply.status !== 202)
-    return { failures: [`the webhook answered ${sent.reply.status}: ${sent.reply.body}`], detail: '' };
-  // Bounds on a hang, not on the machine's speed: a loaded machine slows one event's way many times over.
-  await pollUntil(
-    'the ERP entry of the traced event',
-    async () => topology.receiver.keys.get(erpKey(event.id))?.appliedAt,
-    (at) => at !== undefined,
-    180_000,
-  );
-  const downstream = topology.receiver.requests
-    .filter((request) => request.key.startsWith(`${event.id}:`))
-    .map((request) => ({
-      path: request.path,
-      traceparent: request.headers.traceparent as string | undefined,
-    }));
-  // The webhook starts settle's own trace (its traceparent a link): found by what the carrier got.
-  const traceId = settleTraceId(downstream);
-  if (!traceId) return { failures: ['the carrier and the ERP got no traceparent'], detail: '' };
-  const spans = await waitForTrace(jaeger.uiUrl, traceId);
-  topology.tracedTraceId = traceId;
-  return traceFailures({
-    ...sent,
-    traceId,
-    providerTraceId: sent.traceId,
-    spans,
-    held: await (await fetch(`${jaeger.uiUrl}/api/traces/${traceId}`)).text(),
-    eventId: event.id,
-    downstream,
+  const outcome = await tracedWebhookArrivesWhole({
+    gatewayUrl: topology.gatewayUrl,
+    secret: topology.secret,
+    jaegerUrl: jaeger.uiUrl,
+    event,
+    downstream: async () =>
+      topology.receiver.requests
+        .filter((request) => request.key.startsWith(`${event.id}:`))
+        .map((request) => ({ path: request.path, traceparent: request.headers.traceparent as string })),
     secrets: {
       'the webhook secret': topology.secret,
       'the API token': topology.apiToken,
@@ -525,6 +459,8 @@ async function traceArrivesWhole(topology: Topology, jaeger: Jaeger) {
       'the codec token': topology.codecToken,
     },
   });
+  topology.tracedTraceId = outcome.traceId;
+  return outcome;
 }
 
 /** The trace's page in Jaeger's UI: every role's spans shown by name; the screenshot is kept. */
@@ -542,12 +478,8 @@ async function jaegerShowsTrace(jaeger: Jaeger, traceId: string) {
   const failures = view.appeared
     ? []
     : [`the page never showed RunActivity:deliverOutboxRow: ${view.text.slice(0, 300)}`];
-  for (const name of [
-    'settle-gateway',
-    'settle-worker',
-    'POST /webhooks/payments',
-    'RunWorkflow:paymentWorkflow',
-  ])
+  const shown = ['settle-gateway', 'settle-worker', 'POST /webhooks/payments', 'RunWorkflow:paymentWorkflow'];
+  for (const name of shown)
     if (view.appeared && !view.text.includes(name)) failures.push(`the page does not show ${name}`);
   return { failures, detail: `screenshot ${screenshot}` };
 }
@@ -593,21 +525,6 @@ async function searchAttributes(topology: Topology) {
   return { failures, detail: Object.keys(custom).sort().join(', ') };
 }
 
-async function uiWorks(topology: Topology) {
-  const failures: string[] = [];
-  const page = await fetch(topology.cluster.uiUrl);
-  const html = await page.text();
-  if (!page.ok || !/<html/i.test(html)) failures.push(`GET / answered ${page.status}`);
-  const api = await fetch(`${topology.cluster.uiUrl}/api/v1/namespaces/${topology.cluster.namespace}`);
-  const body = await api.text();
-  if (!api.ok || !body.includes(topology.cluster.namespace))
-    failures.push(`the UI's API for the namespace answered ${api.status}: ${body.slice(0, 300)}`);
-  return {
-    failures,
-    detail: `GET / ${page.status}, GET /api/v1/namespaces/${topology.cluster.namespace} ${api.status}`,
-  };
-}
-
 /**
  * Signed events at RATE per second through both gateways while, in turn: a worker is SIGKILLed and
  * replaced; both workers are rolled (a new one started, then the old one SIGTERMed); both gateways
@@ -625,35 +542,12 @@ async function loadWithFaults(topology: Topology) {
   const provider = new Provider(topology);
   const faults: string[] = [];
   const faultFailures: string[] = [];
-  let sent = 0;
-  let acknowledged = 0;
-  let pending = 0;
-  let stopped = false;
-  const inFlight: Promise<void>[] = [];
-  // Open arrivals at RATE, except that no more than MAX_IN_FLIGHT events wait for an answer at once
-  // and a late send is not made up for: on a slow (shared) machine the load eases instead of piling
-  // up faster than settle can finish it.
-  const load = (async () => {
-    const interval = 1000 / RATE;
-    let next = performance.now();
-    while (!stopped && sent < capacity) {
-      while (pending >= MAX_IN_FLIGHT && !stopped) await sleep(50);
-      const wait = next - performance.now();
-      if (wait > 1) await sleep(wait);
-      next = Math.max(next + interval, performance.now());
-      if (stopped) break;
-      const event = makeEvent(runId, sent);
-      sent += 1;
-      pending += 1;
-      inFlight.push(
-        provider.deliver(event, 180_000).then((reply) => {
-          pending -= 1;
-          if (reply.status >= 200 && reply.status < 300) acknowledged += 1;
-        }),
-      );
-    }
-    await Promise.all(inFlight);
-  })();
+  const load = cappedLoad({
+    rate: RATE,
+    maxInFlight: MAX_IN_FLIGHT,
+    max: capacity,
+    send: (i) => provider.deliver(makeEvent(runId, i), 180_000),
+  });
   const step = async (name: string, body: () => Promise<void>) => {
     await sleep(5_000);
     const at = Date.now();
@@ -661,9 +555,9 @@ async function loadWithFaults(topology: Topology) {
       await body();
       faults.push(`${name} (${((Date.now() - at) / 1000).toFixed(1)} s)`);
     } catch (error) {
-      faultFailures.push(`${name}: ${error instanceof Error ? error.message : String(error)}`);
+      faultFailures.push(`${name}: ${errorText(error)}`);
     }
-    log(`${name} done at event ${sent}`);
+    log(`${name} done at event ${load.sent()}`);
   };
   const expectExit = (what: string, how: number | string) => {
     if (how !== 0) faultFailures.push(`${what} exited ${how} on SIGTERM, not 0`);
@@ -691,14 +585,11 @@ async function loadWithFaults(topology: Topology) {
     });
   }
   await sleep(5_000);
-  stopped = true;
-  await load;
+  const { sent, acknowledged, failures: lost } = await load.stop();
   await check(
     `under load: ${faults.length} faults, ${sent} signed events sent (at most ${RATE}/s, ${MAX_IN_FLIGHT} in flight)`,
     async () => {
-      const failures = [...faultFailures];
-      if (acknowledged !== sent)
-        failures.push(`${sent - acknowledged} of ${sent} events were never acknowledged`);
+      const failures = [...faultFailures, ...lost];
       if (provider.acknowledgedWhileDown)
         failures.push('an event was acknowledged while a dependency was down');
       return {
@@ -711,19 +602,12 @@ async function loadWithFaults(topology: Topology) {
     const report = await checkInvariants(topology, provider, { timeoutMs: SETTLE_TIMEOUT_MS });
     return {
       failures: report.failures,
-      detail: Object.entries(report.figures)
-        .map(([key, value]) => `${key}=${value}`)
-        .join(' '),
+      detail: figuresText(report.figures),
     };
   });
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(
-    `topology failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-  );
-  process.stdout.write(
-    `\n${outcomes.filter((o) => o.ok).length} passed, ${outcomes.filter((o) => !o.ok).length + 1} failed\n`,
-  );
-  process.exitCode = 1;
+  checks.record('the run ran to its end', { failures: [errorText(error, true)] });
+  checks.summary();
 });

@@ -1,9 +1,10 @@
 import pg from 'pg';
 import { addShipments } from '../../../src/db/shipments';
 import type { PaymentEvent } from '../../../src/domain/payment-event';
-import { erpKey, makeEvent, newRunId, shipmentFor } from '../../../testkit/load';
+import { erpKey, makeEvent, newRunId, openLoop, shipmentFor } from '../../../testkit/load';
 import { HANG_BOUND_MS, sleep, within } from '../../../testkit/processes';
 import type { ProofStack } from '../../../testkit/stack';
+import { pollUntil } from '../../../testkit/programs';
 import type { Provider } from '../../../testkit/provider';
 
 export type ScenarioContext = { stack: ProofStack; provider: Provider; short: boolean };
@@ -35,10 +36,11 @@ export async function ensureWorkers(stack: ProofStack, count: number): Promise<v
 }
 
 /**
- * Holds the shipment rows locked from another connection, so settle's reconcile transactions for them
- * stop mid-transaction (after the claim check, before COMMIT) until `release()`.
+ * Delivers `events` with their shipment rows locked from another connection, so settle's reconcile
+ * transactions stop mid-transaction (after the claim check, before COMMIT) until `release()`;
+ * resolves once `events.length` transactions wait on the lock (or a hang's bound passed) with how many do.
  */
-export async function holdShipments(stack: ProofStack, events: PaymentEvent[]) {
+export async function deliverHeld(stack: ProofStack, provider: Provider, events: PaymentEvent[]) {
   const client = new pg.Client({ connectionString: stack.databaseUrl });
   client.on('error', () => {});
   await client.connect();
@@ -46,29 +48,24 @@ export async function holdShipments(stack: ProofStack, events: PaymentEvent[]) {
   await client.query('SELECT 1 FROM shipments WHERE shipment_id = ANY($1::text[]) FOR UPDATE', [
     events.map((event) => event.data.shipment_id),
   ]);
+  await Promise.all(events.map((event) => provider.deliver(event)));
+  const deadline = Date.now() + HANG_BOUND_MS;
+  let waiting: number;
+  for (;;) {
+    const { rows } = await stack.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
+    );
+    waiting = rows[0]!.n;
+    if (waiting >= events.length || Date.now() > deadline) break;
+    await sleep(100);
+  }
   return {
+    waiting,
     async release() {
       await client.query('ROLLBACK').catch(() => {});
       await client.end().catch(() => {});
     },
   };
-}
-
-/** Waits until `count` transactions are blocked on a row lock (settle's reconcile, held by holdShipments). */
-export async function waitForLockWaiters(
-  stack: ProofStack,
-  count: number,
-  timeoutMs = HANG_BOUND_MS,
-): Promise<number> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { rows } = await stack.pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
-    );
-    const n = rows[0]!.n;
-    if (n >= count || Date.now() > deadline) return n;
-    await sleep(100);
-  }
 }
 
 /**
@@ -88,7 +85,7 @@ export function receiverRecords(stack: ProofStack, prefix: string) {
 export async function waitForDelivered(
   stack: ProofStack,
   events: PaymentEvent[],
-  timeoutMs: number,
+  timeoutMs = RECOVERY_TIMEOUT_MS,
 ): Promise<number> {
   await within(
     Promise.all(events.map((event) => stack.receiver.waitForApplied(erpKey(event.id)))),
@@ -97,6 +94,28 @@ export async function waitForDelivered(
   );
   return events.filter((event) => stack.receiver.keys.get(erpKey(event.id))?.applied === 1).length;
 }
+
+/**
+ * After a fault: two workers running again and each event's ERP entry applied once; with `ledger`,
+ * one ledger entry per event. Resolves with how many were delivered.
+ */
+export async function recovered(
+  stack: ProofStack,
+  events: PaymentEvent[],
+  check: (condition: boolean, message: string) => void,
+  { ledger = true } = {},
+): Promise<number> {
+  await ensureWorkers(stack, 2);
+  const delivered = await waitForDelivered(stack, events);
+  check(delivered === events.length, `${delivered} of ${events.length} delivered`);
+  if (ledger)
+    check((await countWhere(stack, 'ledger_entries', events)) === events.length, 'ledger entries ≠ events');
+  return delivered;
+}
+
+/** Delivers `events` at `rate` per second for `ms` (open arrivals); resolves with how many were sent. */
+export const deliverAtRate = (provider: Provider, events: PaymentEvent[], rate: number, ms: number) =>
+  openLoop(rate, ms, (i) => provider.deliver(events[i]!).then(() => {}), events.length);
 
 export async function countWhere(
   stack: ProofStack,
@@ -110,27 +129,17 @@ export async function countWhere(
   return rows[0]!.n;
 }
 
-/** Collects failures: `check(condition, message)` records the message when the condition is false. */
-export function checker() {
-  const failures: string[] = [];
-  return {
-    failures,
-    check(condition: boolean, message: string) {
-      if (!condition) failures.push(message);
-    },
-  };
-}
+export { failureList } from '../../../testkit/checks';
 
 /** Waits until PostgreSQL answers on the driver's pool again. */
-export async function waitForPostgres(stack: ProofStack, timeoutMs = HANG_BOUND_MS): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await stack.pool.query('SELECT 1');
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await sleep(200);
-    }
-  }
-}
+export const waitForPostgres = (stack: ProofStack) =>
+  pollUntil(
+    'PostgreSQL to answer',
+    () =>
+      stack.pool.query('SELECT 1').then(
+        () => true,
+        () => false,
+      ),
+    Boolean,
+    HANG_BOUND_MS,
+  );

@@ -3,14 +3,13 @@ import type { PaymentWorkflowResult } from '../../../src/workflows';
 import { openLoop } from '../../../testkit/load';
 import { HANG_BOUND_MS, sleep, within } from '../../../testkit/processes';
 import {
-  checker,
+  failureList,
   countWhere,
+  deliverHeld,
   ensureWorkers,
   freshEvents,
-  holdShipments,
+  recovered,
   waitForDelivered,
-  waitForLockWaiters,
-  RECOVERY_TIMEOUT_MS,
   type Scenario,
 } from './common';
 
@@ -18,7 +17,7 @@ export const killAfterCommit: Scenario = {
   id: '3',
   name: 'SIGKILL the worker after COMMIT, before the activity completes',
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await stack.stopWorkers();
     const { events, prefix } = await freshEvents(stack, 3);
     const victim = await stack.startWorker({ SETTLE_CHAOS_PAUSE_AFTER_COMMIT: prefix });
@@ -30,17 +29,14 @@ export const killAfterCommit: Scenario = {
     await victim.kill();
     const killedAt = Date.now();
     check(committedBeforeKill === events.length, `only ${committedBeforeKill} commits before the kill`);
-    await ensureWorkers(stack, 2);
-    const delivered = await waitForDelivered(stack, events, RECOVERY_TIMEOUT_MS);
+    await recovered(stack, events, check);
     const results = await Promise.all(
       events.map((event) => stack.client.workflow.getHandle(paymentWorkflowId(event.id)).result()),
     );
-    check(delivered === events.length, `${delivered} of ${events.length} delivered`);
     check(
       results.every((result: PaymentWorkflowResult) => result.claimExisted && result.outcome === 'applied'),
       'a retried attempt did not find its committed claim',
     );
-    check((await countWhere(stack, 'ledger_entries', events)) === events.length, 'ledger entries ≠ events');
     return {
       figures: {
         committedBeforeKill,
@@ -56,24 +52,19 @@ export const killBeforeCommit: Scenario = {
   id: '4',
   name: 'SIGKILL the worker mid-transaction, before COMMIT',
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await stack.stopWorkers();
     const victim = await stack.startWorker();
     const { events } = await freshEvents(stack, 3);
-    const hold = await holdShipments(stack, events);
-    await Promise.all(events.map((event) => provider.deliver(event)));
-    const waiting = await waitForLockWaiters(stack, events.length);
+    const { waiting, release } = await deliverHeld(stack, provider, events);
     await victim.kill();
     const killedAt = Date.now();
-    await hold.release();
+    await release();
     await sleep(1_000);
     const claimsAfterKill = await countWhere(stack, 'claims', events);
     check(waiting === events.length, `only ${waiting} transactions were in flight at the kill`);
     check(claimsAfterKill === 0, `${claimsAfterKill} claims committed by a killed worker`);
-    await ensureWorkers(stack, 2);
-    const delivered = await waitForDelivered(stack, events, RECOVERY_TIMEOUT_MS);
-    check(delivered === events.length, `${delivered} of ${events.length} delivered`);
-    check((await countWhere(stack, 'ledger_entries', events)) === events.length, 'ledger entries ≠ events');
+    await recovered(stack, events, check);
     return {
       figures: { inFlightAtKill: waiting, claimsAfterKill, recoveryMs: Date.now() - killedAt },
       failures,
@@ -85,17 +76,15 @@ export const gracefulShutdown: Scenario = {
   id: '11',
   name: 'SIGTERM a worker mid-activity (graceful shutdown)',
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await stack.stopWorkers();
     const worker = await stack.startWorker();
     const { events } = await freshEvents(stack, 2);
-    const hold = await holdShipments(stack, events);
-    await Promise.all(events.map((event) => provider.deliver(event)));
-    const waiting = await waitForLockWaiters(stack, events.length);
+    const { waiting, release } = await deliverHeld(stack, provider, events);
     const signalledAt = Date.now();
     worker.process.kill('SIGTERM');
     await sleep(1_000);
-    await hold.release();
+    await release();
     const exit = await within(worker.exited, HANG_BOUND_MS, 'timeout');
     const drainMs = Date.now() - signalledAt;
     const committedByDrainingWorker = await countWhere(stack, 'claims', events);
@@ -103,9 +92,7 @@ export const gracefulShutdown: Scenario = {
     check(exit === 0, `the worker exited ${exit}`);
     check(worker.output().includes('worker drained'), 'the worker did not drain');
     check(committedByDrainingWorker === events.length, 'in-flight activities were not finished by the drain');
-    await ensureWorkers(stack, 2);
-    const delivered = await waitForDelivered(stack, events, RECOVERY_TIMEOUT_MS);
-    check(delivered === events.length, `${delivered} of ${events.length} delivered`);
+    await recovered(stack, events, check, { ledger: false });
     return { figures: { inFlightAtSigterm: waiting, exit, drainMs, committedByDrainingWorker }, failures };
   },
 };
@@ -114,7 +101,7 @@ export const soak: Scenario = {
   id: '12',
   name: 'soak: sustained load, a worker SIGKILLed every 30 s',
   async run({ stack, provider, short }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await ensureWorkers(stack, 2);
     const rate = short ? 5 : 8;
     const seconds = short ? 65 : 185;
@@ -151,7 +138,7 @@ export const soak: Scenario = {
     await Promise.all(replacements);
     const loadEnded = Date.now();
     const used = events.slice(0, sent);
-    const delivered = await waitForDelivered(stack, used, RECOVERY_TIMEOUT_MS);
+    const delivered = await waitForDelivered(stack, used);
     check(acknowledged === sent, `${sent - acknowledged} events were never acknowledged`);
     check(delivered === sent, `${delivered} of ${sent} delivered`);
     check(kills >= Math.floor((seconds - 1) / 30), `only ${kills} kills in ${seconds} s`);

@@ -4,11 +4,10 @@ import type { PaymentWorkflowResult } from '../../../src/workflows';
 import { erpKey } from '../../../testkit/load';
 import type { Behaviour } from '../../../testkit/receiver';
 import {
-  checker,
+  failureList,
   ensureWorkers,
   freshEvents,
   receiverRecords,
-  RECOVERY_TIMEOUT_MS,
   waitForDelivered,
   type Scenario,
   type ScenarioContext,
@@ -36,7 +35,7 @@ export const throttledWithRetryAfter: Scenario = {
   name: '429 with Retry-After',
   async run(ctx) {
     const { stack, provider } = ctx;
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await ensureWorkers(stack, 2);
     const { events, prefix } = await freshEvents(stack, 2);
     const delivered = await withBehaviour(
@@ -45,7 +44,7 @@ export const throttledWithRetryAfter: Scenario = {
       ({ attempt }) => (attempt === 1 ? { status: 429, headers: { 'retry-after': '2' } } : { status: 200 }),
       async () => {
         await Promise.all(events.map((event) => provider.deliver(event)));
-        return waitForDelivered(stack, events, RECOVERY_TIMEOUT_MS);
+        return waitForDelivered(stack, events);
       },
     );
     const records = receiverRecords(stack, prefix);
@@ -69,7 +68,7 @@ export const appliedThen504: Scenario = {
   name: 'the receiver applies, then answers 504',
   async run(ctx) {
     const { stack, provider } = ctx;
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await ensureWorkers(stack, 2);
     const { events, prefix } = await freshEvents(stack, 2);
     const delivered = await withBehaviour(
@@ -78,7 +77,7 @@ export const appliedThen504: Scenario = {
       ({ attempt }) => (attempt === 1 ? { status: 504, apply: true } : { status: 200 }),
       async () => {
         await Promise.all(events.map((event) => provider.deliver(event)));
-        return waitForDelivered(stack, events, RECOVERY_TIMEOUT_MS);
+        return waitForDelivered(stack, events);
       },
     );
     // The ERP key is applied on the first (504) attempt; wait for the retry that the receiver refuses.
@@ -118,7 +117,7 @@ export const permanentRefusalMidSaga: Scenario = {
   name: 'a permanent 4xx mid-saga',
   async run(ctx) {
     const { stack, provider } = ctx;
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await ensureWorkers(stack, 2);
     const { events, prefix } = await freshEvents(stack, 1);
     const event = events[0]!;

@@ -3,21 +3,14 @@ import { startPaymentWorkflow } from '../../../src/client';
 import { runMarkKey } from '../../../src/app/run-marks';
 import { paymentWorkflowId } from '../../../src/domain/ids';
 import type { PaymentWorkflowResult } from '../../../src/workflows';
-import { sleep } from '../../../testkit/processes';
-import {
-  checker,
-  countWhere,
-  freshEvents,
-  RECOVERY_TIMEOUT_MS,
-  waitForDelivered,
-  type Scenario,
-} from './common';
+import { pollUntil } from '../../../testkit/programs';
+import { failureList, countWhere, freshEvents, waitForDelivered, type Scenario } from './common';
 
 export const concurrentDeliveries: Scenario = {
   id: '1',
   name: '20 concurrent deliveries of one event',
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     const { events } = await freshEvents(stack, 1);
     const replies = await Promise.all(Array.from({ length: 20 }, () => provider.sendOnce(events[0]!)));
     const accepted = replies.filter((reply) => reply.status === 202).length;
@@ -27,7 +20,7 @@ export const concurrentDeliveries: Scenario = {
     const serverErrors = replies.filter((reply) => reply.status >= 500 || reply.status === 0).length;
     check(accepted === 1, `expected one 202, got ${accepted}`);
     check(duplicates === 19, `expected 19 duplicates, got ${duplicates}`);
-    check((await waitForDelivered(stack, events, RECOVERY_TIMEOUT_MS)) === 1, 'the event was not delivered');
+    check((await waitForDelivered(stack, events)) === 1, 'the event was not delivered');
     check((await countWhere(stack, 'ledger_entries', events)) === 1, 'expected one ledger entry');
     return { figures: { accepted, duplicates, serverErrors }, failures };
   },
@@ -37,7 +30,7 @@ export const redeliveryAfterTemporalForgot: Scenario = {
   id: '2',
   name: 'redelivery after Temporal deleted the closed run',
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     const { events } = await freshEvents(stack, 1);
     const event = events[0]!;
     check((await provider.deliver(event)).status === 202, 'first delivery not accepted');
@@ -51,18 +44,17 @@ export const redeliveryAfterTemporalForgot: Scenario = {
     });
     // The dev server accepts the deletion but (as observed with CLI 1.9.1) does not carry it out for a
     // closed run; then Temporal is made to forget the way retention does, by losing its whole history.
-    const forgotten = async (waitMs: number) => {
-      const deadline = Date.now() + waitMs;
-      for (;;) {
-        try {
-          await handle.describe();
-        } catch (error) {
-          if (error instanceof WorkflowNotFoundError) return true;
-        }
-        if (Date.now() > deadline) return false;
-        await sleep(200);
-      }
-    };
+    const forgotten = (waitMs: number) =>
+      pollUntil(
+        'Temporal to forget the run',
+        () =>
+          handle.describe().then(
+            () => false,
+            (error) => error instanceof WorkflowNotFoundError,
+          ),
+        Boolean,
+        waitMs,
+      ).catch(() => false);
     let forgottenBy = 'DeleteWorkflowExecution';
     if (!(await forgotten(5_000))) {
       forgottenBy = 'history wiped';

@@ -5,7 +5,7 @@ import { paymentWorkflowId } from '../../../src/domain/ids';
 import { EVENT_ID_PATTERN } from '../../../src/domain/payment-event';
 import { signWebhook } from '../../../src/lib/webhook-signature';
 import { httpRequest } from '../../../testkit/load';
-import { checker, type Scenario } from './common';
+import { failureList, type Scenario } from './common';
 
 const FIELDS = [
   'id',
@@ -184,7 +184,7 @@ export const gatewayFuzz: Scenario = {
   id: 'fuzz',
   name: 'property-based fuzz of the gateway input',
   async run({ stack, provider, short }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     const otherSecret = `whsec_${randomBytes(24).toString('base64')}`;
     const statuses: Record<string, number> = {};
     let counter = 0;

@@ -1,15 +1,13 @@
-import { openLoop } from '../../../testkit/load';
 import { sleep } from '../../../testkit/processes';
 import {
-  checker,
+  failureList,
   countWhere,
+  deliverAtRate,
+  deliverHeld,
   ensureWorkers,
   freshEvents,
-  holdShipments,
-  waitForDelivered,
-  waitForLockWaiters,
+  recovered,
   waitForPostgres,
-  RECOVERY_TIMEOUT_MS,
   type Scenario,
 } from './common';
 
@@ -17,36 +15,25 @@ export const postgresCrash: Scenario = {
   id: '5',
   name: 'PostgreSQL stopped immediately mid-transaction, then restarted',
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await ensureWorkers(stack, 2);
     const { events: held } = await freshEvents(stack, 3);
     const { events: load } = await freshEvents(stack, 30);
-    const hold = await holdShipments(stack, held);
-    await Promise.all(held.map((event) => provider.deliver(event)));
-    const inFlight = await waitForLockWaiters(stack, held.length);
+    const { waiting: inFlight, release } = await deliverHeld(stack, provider, held);
     const errorsBefore = provider.serverErrors;
-    const sending = openLoop(
-      10,
-      3_000,
-      async (i) => {
-        await provider.deliver(load[i]!);
-      },
-      load.length,
-    );
+    const sending = deliverAtRate(provider, load, 10, 3_000);
     await sleep(1_000);
     await stack.crashPostgres();
     const crashedAt = Date.now();
-    await hold.release();
+    await release();
     await sleep(3_000);
     await stack.startPostgres();
     const outageMs = Date.now() - crashedAt;
     await waitForPostgres(stack);
     const sent = await sending;
     const all = [...held, ...load.slice(0, sent)];
-    const delivered = await waitForDelivered(stack, all, RECOVERY_TIMEOUT_MS);
     check(inFlight === held.length, `only ${inFlight} transactions were in flight at the crash`);
-    check(delivered === all.length, `${delivered} of ${all.length} delivered`);
-    check((await countWhere(stack, 'ledger_entries', all)) === all.length, 'ledger entries ≠ events');
+    await recovered(stack, all, check);
     return {
       figures: {
         inFlightAtCrash: inFlight,
@@ -64,18 +51,11 @@ export const temporalCrash: Scenario = {
   id: '6',
   name: 'Temporal dev server SIGKILLed with work in flight, restarted on the same database file',
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await ensureWorkers(stack, 2);
     const { events } = await freshEvents(stack, 40);
     const errorsBefore = provider.serverErrors;
-    const sending = openLoop(
-      10,
-      4_000,
-      async (i) => {
-        await provider.deliver(events[i]!);
-      },
-      events.length,
-    );
+    const sending = deliverAtRate(provider, events, 10, 4_000);
     await sleep(1_500);
     await stack.temporal.kill();
     const killedAt = Date.now();
@@ -84,8 +64,7 @@ export const temporalCrash: Scenario = {
     const restartMs = Date.now() - killedAt;
     const sent = await sending;
     const used = events.slice(0, sent);
-    const delivered = await waitForDelivered(stack, used, RECOVERY_TIMEOUT_MS);
-    check(delivered === used.length, `${delivered} of ${used.length} delivered`);
+    await recovered(stack, used, check, { ledger: false });
     return {
       figures: {
         events: used.length,
@@ -102,7 +81,7 @@ export const temporalDownDuringIngest: Scenario = {
   id: '7',
   name: 'Temporal down during ingest: no 2xx without a durable start',
   async run({ stack, provider }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     await ensureWorkers(stack, 2);
     const { events } = await freshEvents(stack, 5);
     await stack.temporal.kill();
@@ -113,7 +92,7 @@ export const temporalDownDuringIngest: Scenario = {
     const retryAfter = replies.filter((reply) => reply.status === 503).length;
     await stack.startTemporal();
     const after = await Promise.all(events.map((event) => provider.deliver(event)));
-    const delivered = await waitForDelivered(stack, events, RECOVERY_TIMEOUT_MS);
+    await recovered(stack, events, check, { ledger: false });
     check(
       provider.acknowledgedWhileDown === 0,
       `${provider.acknowledgedWhileDown} 2xx while Temporal was down`,
@@ -124,7 +103,6 @@ export const temporalDownDuringIngest: Scenario = {
       after.every((reply) => reply.status === 202),
       'a retry after recovery was not accepted',
     );
-    check(delivered === events.length, `${delivered} of ${events.length} delivered`);
     return {
       figures: {
         answered503WhileDown: retryAfter,

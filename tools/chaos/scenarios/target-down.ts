@@ -2,7 +2,14 @@ import { parsePrometheusText, sumOf } from '../../../src/metrics/prometheus-text
 import { erpKey } from '../../../testkit/load';
 import { sleep } from '../../../testkit/processes';
 import type { ProofStack } from '../../../testkit/stack';
-import { checker, freshEvents, RECOVERY_TIMEOUT_MS, waitForDelivered, type Scenario } from './common';
+import {
+  deliverAtRate,
+  failureList,
+  freshEvents,
+  RECOVERY_TIMEOUT_MS,
+  waitForDelivered,
+  type Scenario,
+} from './common';
 
 /** Events a second sent through the outage: a quarter of what two cores take (docs/performance.md). */
 const RATE_PER_SECOND = 4;
@@ -24,7 +31,7 @@ export const targetDown: Scenario = {
   id: 'down',
   name: 'the ERP down (503) under 25 % load',
   async run({ stack, provider, short }) {
-    const { check, failures } = checker();
+    const { check, failures } = failureList();
     const outageMs = short ? 20_000 : 5 * 60_000;
     const openAfter = short ? '2s' : '1m';
     await restartWorkers(stack, { SETTLE_ERP_OPEN_AFTER: openAfter });
@@ -40,15 +47,7 @@ export const targetDown: Scenario = {
     let upAt = 0;
     try {
       downSince = Date.now();
-      const sending = (async () => {
-        const acks: Promise<unknown>[] = [];
-        for (const [i, event] of events.entries()) {
-          const due = downSince + (i * 1000) / RATE_PER_SECOND;
-          if (due > Date.now()) await sleep(due - Date.now());
-          acks.push(provider.deliver(event));
-        }
-        await Promise.all(acks);
-      })();
+      const sending = deliverAtRate(provider, events, RATE_PER_SECOND, Infinity);
       while (Date.now() - downSince < outageMs) {
         sawOpen ||= (await targetOpen(stack, 'erp')) === 1;
         await sleep(1_000);
@@ -56,7 +55,7 @@ export const targetDown: Scenario = {
       await sending;
       down = false;
       upAt = Date.now();
-      const delivered = await waitForDelivered(stack, events, RECOVERY_TIMEOUT_MS);
+      const delivered = await waitForDelivered(stack, events);
       check(delivered === events.length, `${delivered} of ${events.length} entries delivered`);
       const erpRecords = events.map((event) => stack.receiver.keys.get(erpKey(event.id)));
       check(
