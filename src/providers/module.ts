@@ -40,15 +40,18 @@ export type SimulatedRequest = { path: string; body: string; headers: Record<str
 export type ProviderRoute =
   { kind: 'event' } | { kind: 'batch'; accepted: string; itemPath: (index: number, path: string) => string };
 
+/** The roles a provider's secret is mounted in: the gateway verifies webhooks, the worker sweeps. */
+export type ProviderRole = 'gateway' | 'worker';
+
 /**
  * What a provider needs where settle is deployed, as data: the deploy-wiring test checks `.env.example`,
  * compose, the kustomize manifests and the chart against it. `variables`: each of the provider's
  * variables (`secret`: read from a Secret, with its _FILE form; `required`: the route refuses
- * everything without it). `files`: a variable naming a file to mount. `egress`: a host the processes
- * reach, and when.
+ * everything without it; `roles`: the roles that mount a secret, the gateway when unsaid).
+ * `files`: a variable naming a file to mount. `egress`: a host the processes reach, and when.
  */
 export type ProviderDeploy = {
-  variables: { name: string; secret: boolean; required?: boolean }[];
+  variables: { name: string; secret: boolean; required?: boolean; roles?: ProviderRole[] }[];
   files: { variable: string; what: string }[];
   egress: { host: string; port: number; when: string }[];
 };

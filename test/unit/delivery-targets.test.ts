@@ -143,27 +143,22 @@ describe("every target in what cannot read the table (docs/delivery.md, 'A new t
       properties: { config: { propertyNames: { not: { pattern: string } } } };
     };
     const refusedAsValue = new RegExp(schema.properties.config.propertyNames.not.pattern);
-    // The chart's secret keys are one table (settle.secretKeyTable): each key, the roles that mount it.
-    const helpers = read('deploy/helm/settle/templates/_helpers.tpl');
-    const table = /define "settle\.secretKeyTable" -}}\n([\s\S]*?)\n{{- end }}/.exec(helpers)?.[1] ?? '';
-    const ordered = /define "settle\.roleSecretKeys"[\s\S]*?range \$key := list ((?:"[A-Z0-9_]+" ?)+)/
-      .exec(helpers)?.[1]
-      ?.match(/[A-Z0-9_]+/g);
-    const keys = table
-      .split('\n')
-      .map((line) => /^([A-Z0-9_]+): \{ roles: \[([^\]]*)\], required: true \}$/.exec(line))
-      .filter((match) => match && match[2]!.split(', ').includes('worker') && ordered?.includes(match[1]!))
-      .map((match) => match![1]!);
+    // The chart's secret keys are one table (settle.secretKeyTable, files/secret-keys.yaml): each key,
+    // the roles that mount it.
+    const table = parse(read('deploy/helm/settle/files/secret-keys.yaml')) as Record<
+      string,
+      { roles: string[]; required: boolean }
+    >;
+    const keys = Object.entries(table)
+      .filter(([, entry]) => entry.required && entry.roles.includes('worker'))
+      .map(([key]) => key);
     for (const { url, secret } of TARGETS) {
       assert.ok(url in values.config, `deploy/helm/settle/values.yaml, config: ${url}`);
       assert.ok(
         refusedAsValue.test(secret),
         `deploy/helm/settle/values.schema.json: ${secret} is no config value`,
       );
-      assert.ok(
-        keys.includes(secret),
-        `deploy/helm/settle/templates/_helpers.tpl, settle.secretKeyTable: ${secret} for the worker`,
-      );
+      assert.ok(keys.includes(secret), `deploy/helm/settle/files/secret-keys.yaml: ${secret} for the worker`);
     }
   });
 });

@@ -38,7 +38,8 @@ export function networkProblems(manifests: Manifest[]): string[] {
   const table: Record<string, { ingress: string[]; egress: string[] }> = {
     gateway: {
       ingress: [`ingress-controller:${port}/TCP`, `monitoring:${gatewayMetrics}/TCP`],
-      egress: egressCore,
+      // The providers' APIs (PayPal's certificate and confirmation): public HTTPS.
+      egress: [...egressCore, 'public:443/TCP'],
     },
     worker: { ingress: [`monitoring:${metrics}/TCP`], egress: [...egressCore, 'public:443/TCP'] },
     'codec-server': { ingress: [`temporal-ui:${codec}/TCP`], egress: [] },
@@ -177,10 +178,16 @@ export const NETWORK_FAULTS: { name: string; expect: RegExp; edit: (m: Manifest[
       policy(m, 'worker', (p) => (p.spec.egress = p.spec.egress!.filter((r) => !r.to?.[0]?.ipBlock))),
   },
   {
-    name: 'the gateway open to the targets too',
-    expect: /gateway: egress allows public:443\/TCP/,
+    name: "a gateway without egress to the providers' APIs",
+    expect: /gateway: egress lacks public:443\/TCP/,
     edit: (m) =>
-      policy(m, 'gateway', (p) =>
+      policy(m, 'gateway', (p) => (p.spec.egress = p.spec.egress!.filter((r) => !r.to?.[0]?.ipBlock))),
+  },
+  {
+    name: 'the migration Job open to the public too',
+    expect: /migrate[-0-9]*: egress allows public:443\/TCP/,
+    edit: (m) =>
+      policy(m, 'migrate', (p) =>
         p.spec.egress!.push({
           to: [{ ipBlock: { cidr: '0.0.0.0/0', except: PRIVATE_RANGES } }],
           ports: [{ port: 443, protocol: 'TCP' }],

@@ -117,7 +117,7 @@ export const paypal = defineProvider({
       { name: 'SETTLE_PAYPAL_WEBHOOK_IDS', secret: false },
       { name: 'SETTLE_PAYPAL_CERT_PATH', secret: false },
       { name: 'SETTLE_PAYPAL_CLIENT_ID', secret: false },
-      { name: 'SETTLE_PAYPAL_CLIENT_SECRET', secret: true },
+      { name: 'SETTLE_PAYPAL_CLIENT_SECRET', secret: true, roles: ['gateway', 'worker'] },
       { name: 'SETTLE_PAYPAL_API_BASE', secret: false },
       { name: 'SETTLE_PAYPAL_SWEEP_EVERY', secret: false },
       { name: 'SETTLE_PAYPAL_MERCHANT_IDS', secret: false },

@@ -41,7 +41,7 @@ export const stripe = defineProvider({
   deploy: {
     variables: [
       { name: 'SETTLE_STRIPE_WEBHOOK_SECRETS', secret: true, required: true },
-      { name: 'SETTLE_STRIPE_API_KEY', secret: true },
+      { name: 'SETTLE_STRIPE_API_KEY', secret: true, roles: ['worker'] },
       { name: 'SETTLE_STRIPE_API_BASE', secret: false },
       { name: 'SETTLE_STRIPE_SWEEP_EVERY', secret: false },
       { name: 'SETTLE_STRIPE_ACCOUNTS', secret: false },

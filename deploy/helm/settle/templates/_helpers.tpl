@@ -179,26 +179,14 @@ securityContext:
 {{- end }}
 
 {{/*
-The table of settle's secret keys: which roles mount each, and whether settle needs it whatever the
-values (required) or only when `secrets.optional` lists it. Each key is a file of the release's Secret
+The table of settle's secret keys (files/secret-keys.yaml, generated from the providers' table by
+`npm run chart:secret-keys`): which roles mount each, and whether settle needs it whatever the values
+(required) or only when `secrets.optional` lists it. Each key is a file of the release's Secret
 (secrets.existingSecret, <fullname>-secrets by default) unless `secrets.from` names another Secret
 for it; the roles read it through <KEY>_FILE.
 */}}
 {{- define "settle.secretKeyTable" -}}
-DATABASE_URL: { roles: [gateway, worker, migrate], required: true }
-SETTLE_WEBHOOK_SECRETS: { roles: [gateway], required: true }
-SETTLE_STRIPE_WEBHOOK_SECRETS: { roles: [gateway], required: true }
-SETTLE_ADYEN_HMAC_KEYS: { roles: [gateway], required: true }
-SETTLE_ADYEN_BASIC_AUTH: { roles: [gateway], required: true }
-SETTLE_API_TOKEN: { roles: [gateway], required: true }
-SETTLE_PAYLOAD_KEYS: { roles: [gateway, worker, codec-server], required: true }
-SETTLE_OUTBOUND_SECRET: { roles: [worker], required: true }
-SETTLE_CARRIER_SECRET: { roles: [worker], required: true }
-SETTLE_ERP_SECRET: { roles: [worker], required: true }
-SETTLE_REMINDER_SECRET: { roles: [worker], required: true }
-SETTLE_CODEC_TOKEN: { roles: [codec-server], required: true }
-SETTLE_STRIPE_API_KEY: { roles: [worker], required: false }
-SETTLE_PAYPAL_CLIENT_SECRET: { roles: [worker], required: false }
+{{ .Files.Get "files/secret-keys.yaml" }}
 {{- end }}
 
 {{/* The secret keys a role mounts, in the table's order (dict "root" $ "role" "gateway"). */}}
@@ -206,8 +194,9 @@ SETTLE_PAYPAL_CLIENT_SECRET: { roles: [worker], required: false }
 {{- $root := .root -}}
 {{- $role := .role -}}
 {{- $keys := list -}}
-{{- $table := include "settle.secretKeyTable" $root | fromYaml -}}
-{{- range $key := list "DATABASE_URL" "SETTLE_WEBHOOK_SECRETS" "SETTLE_STRIPE_WEBHOOK_SECRETS" "SETTLE_ADYEN_HMAC_KEYS" "SETTLE_ADYEN_BASIC_AUTH" "SETTLE_API_TOKEN" "SETTLE_OUTBOUND_SECRET" "SETTLE_CARRIER_SECRET" "SETTLE_ERP_SECRET" "SETTLE_REMINDER_SECRET" "SETTLE_PAYLOAD_KEYS" "SETTLE_CODEC_TOKEN" "SETTLE_STRIPE_API_KEY" "SETTLE_PAYPAL_CLIENT_SECRET" }}
+{{- $text := include "settle.secretKeyTable" $root -}}
+{{- $table := $text | fromYaml -}}
+{{- range $key := regexFindAll "(?m)^[A-Z0-9_]+" $text -1 }}
 {{- $entry := index $table $key }}
 {{- if and (has $role $entry.roles) (or $entry.required (has $key $root.Values.secrets.optional)) }}
 {{- $keys = append $keys $key }}
