@@ -9,7 +9,8 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { createSquareAdapter, signSquare, SQUARE_SPEC } from '../../src/providers/square/spec';
+import { createHmacAdapter, signHmac } from '../../src/providers/hmac/adapter';
+import { SQUARE_SPEC } from '../../src/providers/square/spec';
 import { readPointer } from '../../src/providers/hmac/json-pointer';
 import type { AdaptedEvent, Verification } from '../../src/providers/types';
 
@@ -43,12 +44,14 @@ function verify(
   keys: string[],
   notificationUrl = URL,
 ): Promise<Verification> {
-  return Promise.resolve(createSquareAdapter({ keys, notificationUrl }).verify({ rawBody: body, headers }));
+  return Promise.resolve(
+    createHmacAdapter(SQUARE_SPEC, { keys, notificationUrl }).verify({ rawBody: body, headers }),
+  );
 }
 
 async function admitted(name: string, key: string): Promise<AdaptedEvent> {
   const body = fixtureText(name);
-  const adapter = createSquareAdapter({ keys: [key], notificationUrl: URL });
+  const adapter = createHmacAdapter(SQUARE_SPEC, { keys: [key], notificationUrl: URL });
   const verified = await adapter.verify({
     rawBody: body,
     headers: { 'x-square-hmacsha256-signature': squareSignature(URL, body, key) },
@@ -67,7 +70,7 @@ describe("Square's published signature test vector", () => {
   };
 
   test('verifies with its notification URL and key, and is a test notification settle ignores', async () => {
-    const adapter = createSquareAdapter({
+    const adapter = createHmacAdapter(SQUARE_SPEC, {
       keys: [vector.signatureKey],
       notificationUrl: vector.notificationUrl,
     });
@@ -85,7 +88,10 @@ describe("Square's published signature test vector", () => {
   });
 
   test("settle's signer reproduces it", () => {
-    assert.equal(signSquare(vector.body, vector.signatureKey, vector.notificationUrl), vector.signature);
+    assert.equal(
+      signHmac(SQUARE_SPEC, vector.body, vector.signatureKey, { url: vector.notificationUrl }),
+      vector.signature,
+    );
   });
 
   test('another configured notification URL refuses it: the URL is signed', async () => {
@@ -165,7 +171,7 @@ describe("Square's documented events, signed and adapted", () => {
     const refund = edited('refund.updated-completed', {
       '/data/object/payment': { reference_id: 'SHP-4821' },
     });
-    const adapted = createSquareAdapter({ keys: [] }).adapt(refund);
+    const adapted = createHmacAdapter(SQUARE_SPEC, { keys: [] }).adapt(refund);
     assert.ok(adapted.kind === 'payment', JSON.stringify(adapted));
     assert.equal(adapted.event.type, 'payment.refunded');
     assert.equal(adapted.event.data.payment_id, 'hYy9pRFVxpDsO1FB05SunFWUe9JZY');
@@ -177,7 +183,7 @@ describe("Square's documented events, signed and adapted", () => {
   });
 
   test('a status the table does not list changes nothing: ignored, naming the status', () => {
-    const adapter = createSquareAdapter({ keys: [] });
+    const adapter = createHmacAdapter(SQUARE_SPEC, { keys: [] });
     const pending = edited('payment.updated-completed', { '/data/object/payment/status': 'PENDING' });
     assert.deepEqual(adapter.adapt(pending), {
       kind: 'ignored',
@@ -190,7 +196,7 @@ describe("Square's documented events, signed and adapted", () => {
   });
 
   test('CANCELED and FAILED payments are failures', () => {
-    const adapter = createSquareAdapter({ keys: [] });
+    const adapter = createHmacAdapter(SQUARE_SPEC, { keys: [] });
     for (const status of ['CANCELED', 'FAILED']) {
       const event = edited('payment.updated-completed', { '/data/object/payment/status': status });
       const adapted = adapter.adapt(event);
@@ -201,7 +207,7 @@ describe("Square's documented events, signed and adapted", () => {
 
   test('no reference_id on a payment: unmatched', () => {
     const event = edited('payment.updated-completed', { '/data/object/payment/reference_id': undefined });
-    assert.equal(createSquareAdapter({ keys: [] }).adapt(event).kind, 'unmatched');
+    assert.equal(createHmacAdapter(SQUARE_SPEC, { keys: [] }).adapt(event).kind, 'unmatched');
   });
 });
 
@@ -242,7 +248,7 @@ describe('Square requests refused', () => {
   });
 
   test('a refusal names the field where Square keeps it', () => {
-    const adapter = createSquareAdapter({ keys: [] });
+    const adapter = createHmacAdapter(SQUARE_SPEC, { keys: [] });
     const event = edited('payment.updated-completed', {
       '/data/object/payment/amount_money/currency': 'usd',
     });
@@ -292,13 +298,16 @@ describe('Square key rotation and configuration', () => {
     assert.equal(await modeWith(), undefined);
     assert.equal(await modeWith('Staging'), undefined);
     assert.equal(
-      createSquareAdapter({ keys: [] }).exportMode(fixture('payment.updated-completed')),
+      createHmacAdapter(SQUARE_SPEC, { keys: [] }).exportMode(fixture('payment.updated-completed')),
       undefined,
     );
   });
 
   test('keys without SETTLE_SQUARE_NOTIFICATION_URL do not build an adapter', () => {
-    assert.throws(() => createSquareAdapter({ keys: [newKey()] }), /SETTLE_SQUARE_NOTIFICATION_URL/);
+    assert.throws(
+      () => createHmacAdapter(SQUARE_SPEC, { keys: [newKey()] }),
+      /SETTLE_SQUARE_NOTIFICATION_URL/,
+    );
   });
 
   test('the spec names its route and variables, for the registry to wire', () => {

@@ -2,7 +2,6 @@
  * Square as an HMAC provider (src/providers/hmac): every line below is from Square's own
  * documentation, cited in this folder's README.md.
  */
-import { createHmacAdapter, signHmac, type HmacAdapterOptions } from '../hmac/adapter';
 import type { HmacProviderSpec } from '../hmac/spec';
 
 export const SQUARE_SPEC = {
@@ -61,12 +60,3 @@ export const SQUARE_SPEC = {
   // Every notification states the account environment that generated it.
   mode: { header: 'square-environment', live: 'Production', test: 'Sandbox' },
 } as const satisfies HmacProviderSpec<'square'>;
-
-export function createSquareAdapter(options: HmacAdapterOptions) {
-  return createHmacAdapter(SQUARE_SPEC, options);
-}
-
-/** The `x-square-hmacsha256-signature` Square would send for `body` to `notificationUrl`. */
-export function signSquare(body: string, signatureKey: string, notificationUrl: string): string {
-  return signHmac(SQUARE_SPEC, body, signatureKey, { url: notificationUrl });
-}
