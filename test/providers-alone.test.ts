@@ -9,7 +9,14 @@ import type { ImportSummary } from '../src/app/import';
 import { PROJECT_ROOT } from '../src/lib/paths';
 import type { SimulateSummary } from '../src/stack/simulate';
 import { freePort } from '../testkit/free-port';
-import { startTestStack, uniqueId, waitFor, type TestStack } from '../testkit/harness';
+import {
+  paymentEvent,
+  postWebhook,
+  startTestStack,
+  uniqueId,
+  waitFor,
+  type TestStack,
+} from '../testkit/harness';
 import { startReceiver, type Receiver } from '../testkit/receiver';
 import {
   adyenBatch,
@@ -135,6 +142,10 @@ async function appliedOnce(shipmentId: string, amount: number, currency: string)
 type CheckoutEvent = {
   id: string;
   data: { id: string; reference: string; amount: unknown; currency: string };
+};
+type SquareRefund = {
+  event_id: string;
+  data: { object: { refund: { id: string; payment_id: string; amount_money: { amount: number } } } };
 };
 type SquareEvent = {
   event_id: string;
@@ -271,6 +282,73 @@ describe('each provider configured alone starts and applies a signed event once'
       ['data.object.payment.amount_money.amount'],
     );
     await assertNotAdmitted(`square:${bad.event_id}`);
+    assert.equal((await ledgerOf(stack, shipmentId)).length, 1);
+  });
+});
+
+describe('a Square refund, which names only its payment, refunds the shipment of that payment', () => {
+  const header = 'x-square-hmacsha256-signature';
+  const refundOf = (paymentId: string, amount: number): SquareRefund => {
+    const refund = fixture<SquareRefund>('square', 'refund.updated-completed');
+    refund.event_id = uniqueId('sqre');
+    refund.data.object.refund.id = uniqueId('sqrefund');
+    refund.data.object.refund.payment_id = paymentId;
+    refund.data.object.refund.amount_money.amount = amount;
+    return refund;
+  };
+
+  test('after its capture: applied once to that shipment; a redelivery is a duplicate', async () => {
+    const shipmentId = await newShipment();
+    const payment = squareCompleted(shipmentId, 3000);
+    const paymentBody = JSON.stringify(payment);
+    assert.equal((await post('square', paymentBody, { [header]: squareSignature(paymentBody) })).status, 202);
+    await appliedOnce(shipmentId, 3000, 'USD');
+
+    const refund = refundOf(payment.data.object.payment.id, 1000);
+    const body = JSON.stringify(refund);
+    const accepted = await post('square', body, { [header]: squareSignature(body) });
+    assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+    assert.equal(accepted.body.event_id, `square:${refund.event_id}`);
+    await waitFor('the refund', async () => (await paymentStatusOf(stack, shipmentId)) === 'refunded');
+    const again = await post('square', body, { [header]: squareSignature(body) });
+    assert.deepEqual([again.status, again.body.status], [200, 'duplicate']);
+    assert.deepEqual(
+      (await ledgerOf(stack, shipmentId)).map((entry) => [entry.kind, entry.amount, entry.currency]),
+      [
+        ['capture', 3000, 'USD'],
+        ['refund', 1000, 'USD'],
+      ],
+    );
+  });
+
+  test('of a payment settle has no capture of: unmatched, an exception naming the payment', async () => {
+    const paymentId = uniqueId('sqpay');
+    const refund = refundOf(paymentId, 1000);
+    const body = JSON.stringify(refund);
+    const answer = await post('square', body, { [header]: squareSignature(body) });
+    assert.deepEqual([answer.status, answer.body.status], [200, 'unmatched']);
+    const { rows } = await stack.pool.query<{ reason: string }>(
+      'SELECT reason FROM provider_exceptions WHERE event_id = $1',
+      [`square:${refund.event_id}`],
+    );
+    assert.match(rows[0]?.reason ?? '', new RegExp(`no capture of its payment ${paymentId}`));
+    await assertNotAdmitted(`square:${refund.event_id}`);
+  });
+
+  test("a capture of the same payment ID from another provider's event is not Square's", async () => {
+    // A Standard Webhooks capture whose payment ID is the one a Square refund names.
+    const shipmentId = await newShipment();
+    const paymentId = uniqueId('sqpay');
+    const posted = await postWebhook(
+      stack,
+      paymentEvent({ type: 'payment.captured', shipmentId, paymentId }),
+    );
+    assert.equal(posted.status, 202);
+    await waitFor('the capture', async () => (await ledgerOf(stack, shipmentId)).length === 1);
+    const refund = refundOf(paymentId, 500);
+    const body = JSON.stringify(refund);
+    const answer = await post('square', body, { [header]: squareSignature(body) });
+    assert.deepEqual([answer.status, answer.body.status], [200, 'unmatched']);
     assert.equal((await ledgerOf(stack, shipmentId)).length, 1);
   });
 });

@@ -164,6 +164,22 @@ describe("Square's documented events, signed and adapted", () => {
     assert.equal(adapted.eventId, 'square:4b8e5c91-9f17-4cf1-900d-4cccb7ba8b1b');
     assert.equal(adapted.providerType, 'refund.updated:COMPLETED');
     assert.match(adapted.reason, /Square refund\.updated names no shipment/);
+    // It names the payment it refunds: admission looks up that payment's shipment among Square's
+    // own captures, and the refund read again with it is a refund of that shipment.
+    assert.equal(adapted.byPayment?.paymentId, 'hYy9pRFVxpDsO1FB05SunFWUe9JZY');
+    assert.equal(adapted.byPayment?.eventIdPrefix, 'square:');
+    const resolved = adapted.byPayment!.withShipment('SHP-4821');
+    assert.ok(resolved.kind === 'payment', JSON.stringify(resolved));
+    assert.equal(resolved.eventId, adapted.eventId);
+    assert.deepEqual(
+      [
+        resolved.event.type,
+        resolved.event.data.shipment_id,
+        resolved.event.data.payment_id,
+        resolved.event.data.amount,
+      ],
+      ['payment.refunded', 'SHP-4821', 'hYy9pRFVxpDsO1FB05SunFWUe9JZY', 100],
+    );
   });
 
   test('a refund that carries a reference is a refund of its payment, apart from the payment update', () => {

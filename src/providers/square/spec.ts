@@ -21,8 +21,8 @@ export const SQUARE_SPEC = {
     eventId: '/event_id',
     type: '/type',
     createdAt: ['/created_at'],
-    // A payment's reference_id is the merchant's key. Square's refund object has none: a refund
-    // event names no shipment and is kept as `unmatched`.
+    // A payment's reference_id is the merchant's key. Square's refund object has none, only the
+    // payment_id it refunds: shipmentByPayment below takes that payment's shipment.
     shipment: ['/data/object/payment/reference_id'],
     paymentId: ['/data/object/payment/id', '/data/object/refund/payment_id'],
     refundId: ['/data/object/refund/id'],
@@ -55,6 +55,8 @@ export const SQUARE_SPEC = {
     'refund.created': { status: '/data/object/refund/status', to: { COMPLETED: 'payment.refunded' } },
     'refund.updated': { status: '/data/object/refund/status', to: { COMPLETED: 'payment.refunded' } },
   },
+  // A refund takes the shipment settle recorded its payment's capture for, from Square's own events.
+  shipmentByPayment: true,
   // Square's Money.amount is in the smallest denomination of the currency: ISO 4217's minor units.
   money: { kind: 'minor-units', decimals: 'iso' },
   // Every notification states the account environment that generated it.
