@@ -9,6 +9,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config';
 import { createHmacAdapter, signHmac } from '../../src/providers/hmac/adapter';
 import { SQUARE_SPEC } from '../../src/providers/square/spec';
 import { readPointer } from '../../src/providers/hmac/json-pointer';
@@ -85,6 +86,22 @@ describe("Square's published signature test vector", () => {
       providerType: 'webhooks.test_notification',
       reason: 'not a type settle acts on',
     });
+  });
+
+  test('its key, published with it, is refused as a configured key, naming the variable', () => {
+    assert.throws(
+      () =>
+        loadConfig({
+          DATABASE_URL: 'postgres://localhost/settle',
+          TEMPORAL_ADDRESS: '127.0.0.1:7233',
+          SETTLE_SQUARE_SIGNATURE_KEYS: vector.signatureKey,
+          SETTLE_SQUARE_NOTIFICATION_URL: vector.notificationUrl,
+        }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.issues.map((issue) => issue.variable).join() === 'SETTLE_SQUARE_SIGNATURE_KEYS' &&
+        !error.message.includes(vector.signatureKey),
+    );
   });
 
   test("settle's signer reproduces it", () => {
