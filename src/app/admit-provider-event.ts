@@ -1,5 +1,6 @@
 import type { EventSource } from '../db/events';
 import type { FieldIssue } from '../domain/untrusted-json';
+import { findCapturedShipment } from '../db/claims';
 import { recordProviderException } from '../db/provider-exceptions';
 import { takeTransmission } from '../db/transmissions';
 import { sha256Hex } from '../lib/hash';
@@ -16,7 +17,8 @@ export type ProviderOutcome =
 /**
  * Admits one adapted provider event. A payment event takes the path every event takes
  * (`admitPaymentEvent`: claim, workflow ID, duplicate/conflict, unavailable); an event that names no
- * shipment is recorded once as an `unmatched` exception (so the provider stops retrying); an ignored
+ * shipment but its payment takes the shipment of that payment's recorded capture; one that still has
+ * none is recorded once as an `unmatched` exception (so the provider stops retrying); an ignored
  * type writes nothing.
  */
 export async function admitProviderEvent(
@@ -36,7 +38,20 @@ export async function admitProviderEvent(
         eventId: adapted.eventId,
         issues: [{ path: adapted.path, message: adapted.message }],
       };
-    case 'unmatched':
+    case 'unmatched': {
+      const byPayment = adapted.byPayment;
+      let shipmentId: string | undefined;
+      try {
+        if (byPayment) {
+          shipmentId = await findCapturedShipment(deps.pool, byPayment.paymentId, byPayment.eventIdPrefix);
+        }
+      } catch {
+        return { status: 'unavailable', dependency: 'postgres' };
+      }
+      // Read again naming the shipment: every later delivery of the event finds the same one.
+      if (byPayment && shipmentId !== undefined) {
+        return admitProviderEvent(deps, provider, byPayment.withShipment(shipmentId), source);
+      }
       try {
         await recordProviderException(deps.pool, {
           eventId: adapted.eventId,
@@ -49,6 +64,7 @@ export async function admitProviderEvent(
         return { status: 'unavailable', dependency: 'postgres' };
       }
       return { status: 'unmatched', eventId: adapted.eventId };
+    }
   }
 }
 

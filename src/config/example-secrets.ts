@@ -14,6 +14,8 @@ export const EXAMPLE_SECRETS: readonly string[] = [
   'whsec_docsExampleStripeSecret0123456789',
   '44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056',
   'adyen-notifications:docs-example-password',
+  // Square's published signature test vector (its SDKs' and src/providers/square/fixtures/).
+  'Ibxx_5AKakO-3qeNVR61Dw',
   // .env.example's placeholders: refused as weak already, listed so that stays true.
   'whsec_CHANGE_ME',
   'CHANGE_ME',

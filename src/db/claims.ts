@@ -330,6 +330,24 @@ function entryValues(entry: NewLedgerEntry) {
   ];
 }
 
+/**
+ * The shipment settle recorded `paymentId`'s capture for, from an event whose ID starts with
+ * `eventIdPrefix` (one provider's events), or undefined. One row at most: the ledger holds one
+ * capture per payment (its unique index is what this reads).
+ */
+export async function findCapturedShipment(
+  db: Queryable,
+  paymentId: string,
+  eventIdPrefix: string,
+): Promise<string | undefined> {
+  const { rows } = await db.query<{ shipment_id: string }>(
+    `SELECT shipment_id FROM ledger_entries
+      WHERE kind = 'capture' AND payment_id = $1::text AND starts_with(event_id, $2::text)`,
+    [paymentId, eventIdPrefix],
+  );
+  return rows[0]?.shipment_id;
+}
+
 export async function listLedgerForShipment(db: Queryable, shipmentId: string): Promise<LedgerEntry[]> {
   const { rows } = await db.query<LedgerEntry>(
     `SELECT ${LEDGER_COLUMNS} FROM ledger_entries WHERE shipment_id = $1::text ORDER BY entry_id`,

@@ -7,13 +7,21 @@
  */
 import type { ConfigIssue } from '../domain/config-error';
 import { adyenCombinationIssues, adyenVariables } from './adyen/config';
+import { mapHmacProviders, type HmacProviderSpecs } from './hmac-providers';
+import { hmacConfiguration } from './hmac/config';
 import { paypalCombinationIssues, paypalVariables } from './paypal/config';
 import { stripeCombinationIssues, stripeVariables } from './stripe/config';
+
+/** Each HMAC provider's configuration, built from its spec (hmac-providers.ts): no entry of its own here. */
+const HMAC_CONFIGURATION = mapHmacProviders<{
+  [Name in keyof HmacProviderSpecs]: ReturnType<typeof hmacConfiguration<HmacProviderSpecs[Name]>>;
+}>(hmacConfiguration);
 
 export const PROVIDER_CONFIGURATION = {
   stripe: { variables: stripeVariables, combinationIssues: stripeCombinationIssues },
   adyen: { variables: adyenVariables, combinationIssues: adyenCombinationIssues },
   paypal: { variables: paypalVariables, combinationIssues: paypalCombinationIssues },
+  ...HMAC_CONFIGURATION,
 };
 
 type Intersection<U> = (U extends unknown ? (value: U) => void : never) extends (value: infer I) => void

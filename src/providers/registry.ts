@@ -8,10 +8,23 @@
 import type { ProviderModule } from './module';
 import type { PROVIDER_CONFIGURATION } from './configuration';
 import { adyen } from './adyen';
+import { mapHmacProviders, type HmacProviderSpecs } from './hmac-providers';
+import { hmacProvider } from './hmac/provider';
 import { paypal } from './paypal';
 import { stripe } from './stripe';
 
-export const PROVIDERS = { stripe, adyen, paypal } satisfies Record<string, ProviderModule> &
+/**
+ * The HMAC providers (hmac-providers.ts), each module built from its spec, with its variables built
+ * from the same spec as its configuration entry: the registry's test holds them to being the same.
+ */
+const HMAC_PROVIDERS = mapHmacProviders<{
+  [Name in keyof HmacProviderSpecs]: ReturnType<typeof hmacProvider<HmacProviderSpecs[Name]>>;
+}>(hmacProvider);
+
+export const PROVIDERS = { stripe, adyen, paypal, ...HMAC_PROVIDERS } satisfies Record<
+  string,
+  ProviderModule
+> &
   Record<keyof typeof PROVIDER_CONFIGURATION, ProviderModule>;
 
 /** A provider's name: its key in the table. */

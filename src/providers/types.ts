@@ -19,8 +19,24 @@ export type AdaptedEvent =
   | { kind: 'payment'; eventId: string; providerType: string; event: PaymentEvent }
   /** A type settle does not act on (or an outcome that changes nothing, e.g. a failed capture). */
   | { kind: 'ignored'; eventId: string; providerType: string; reason: string }
-  /** Settle acts on the type but the event names no shipment: kept as an `unmatched` exception. */
-  | { kind: 'unmatched'; eventId: string; providerType: string; reason: string; payload: unknown }
+  /**
+   * Settle acts on the type but the event names no shipment: kept as an `unmatched` exception.
+   * `byPayment`: it names its payment, whose shipment admission looks up (the shipment settle
+   * recorded that payment's capture for, from an event whose ID starts `eventIdPrefix`, that is from
+   * this provider); found, `withShipment` reads the event again naming it.
+   */
+  | {
+      kind: 'unmatched';
+      eventId: string;
+      providerType: string;
+      reason: string;
+      payload: unknown;
+      byPayment?: {
+        paymentId: string;
+        eventIdPrefix: string;
+        withShipment(shipmentId: string): AdaptedEvent;
+      };
+    }
   /** Not an event of this provider's shape: refused with the field path. */
   | { kind: 'invalid'; eventId: string | null; path: string; message: string };
 

@@ -13,6 +13,11 @@ export function newStripeSecret(): string {
   return `whsec_${randomBytes(24).toString('hex')}`;
 }
 
+/** A signing key of an HMAC provider (Checkout.com's secret key, Square's signature key). */
+export function newHmacKey(): string {
+  return randomBytes(16).toString('base64url');
+}
+
 export function newAdyenKey(): string {
   return randomBytes(32).toString('hex').toUpperCase();
 }

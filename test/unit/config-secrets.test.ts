@@ -26,6 +26,8 @@ const REQUIRED = {
   // Adyen HMAC keys alone are refused without basic auth (providers-config tests that); here each
   // secret is tried on its own.
   SETTLE_ADYEN_ALLOW_NO_BASIC_AUTH: 'true',
+  // Square's keys are refused without the URL Square signs.
+  SETTLE_SQUARE_NOTIFICATION_URL: 'https://settle.example.com/webhooks/square',
 };
 /** loadConfig with the required variables filled in (DATABASE_URL unless its file form is set). */
 const load = (env: Record<string, string>) =>
@@ -62,6 +64,8 @@ const strongCandidates = () => [
   `notifications:${randomBytes(16).toString('hex')}`,
   `k-${randomBytes(3).toString('hex')}:${randomBytes(32).toString('base64')}`,
   `postgres://settle:${randomBytes(16).toString('hex')}@127.0.0.1:5432/settle`,
+  // An HMAC provider's key (Square's signature key: 16 bytes, base64url).
+  randomBytes(16).toString('base64url'),
 ];
 
 /** A strong value the variable accepts, and what it parses to. */
@@ -87,11 +91,13 @@ describe('<NAME>_FILE, for every secret variable', () => {
         'SETTLE_ADYEN_BASIC_AUTH',
         'SETTLE_ADYEN_HMAC_KEYS',
         'SETTLE_API_TOKEN',
+        'SETTLE_CHECKOUT_WEBHOOK_SECRETS',
         'SETTLE_CODEC_TOKEN',
         'SETTLE_OUTBOUND_SECRET',
         'SETTLE_PAYLOAD_KEYS',
         'SETTLE_PAYPAL_CLIENT_SECRET',
         'SETTLE_REMINDER_SECRET',
+        'SETTLE_SQUARE_SIGNATURE_KEYS',
         'SETTLE_STRIPE_API_KEY',
         'SETTLE_STRIPE_WEBHOOK_SECRETS',
         'SETTLE_WEBHOOK_SECRETS',

@@ -9,7 +9,8 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { CHECKOUT_SPEC, createCheckoutAdapter, signCheckout } from '../../src/providers/checkout/spec';
+import { CHECKOUT_SPEC } from '../../src/providers/checkout/spec';
+import { createHmacAdapter, signHmac } from '../../src/providers/hmac/adapter';
 import { readPointer } from '../../src/providers/hmac/json-pointer';
 import type { AdaptedEvent, Verification } from '../../src/providers/types';
 
@@ -39,12 +40,12 @@ async function verify(
   headers: Record<string, string | string[] | undefined>,
   keys: string[],
 ): Promise<Verification> {
-  return createCheckoutAdapter({ keys }).verify({ rawBody: body, headers });
+  return createHmacAdapter(CHECKOUT_SPEC, { keys }).verify({ rawBody: body, headers });
 }
 
 /** Verified, then adapted: what the gateway would admit for this body. */
 async function admitted(body: string, secret: string): Promise<AdaptedEvent> {
-  const adapter = createCheckoutAdapter({ keys: [secret] });
+  const adapter = createHmacAdapter(CHECKOUT_SPEC, { keys: [secret] });
   const verified = await adapter.verify({
     rawBody: body,
     headers: { 'cko-signature': ckoSignature(body, secret) },
@@ -116,7 +117,7 @@ describe("Checkout.com's documented events, signed and adapted", () => {
 
   test("settle's own signer writes what Checkout.com sends", () => {
     const body = fixtureText('payment_captured');
-    assert.equal(signCheckout(body, secret), ckoSignature(body, secret));
+    assert.equal(signHmac(CHECKOUT_SPEC, body, secret), ckoSignature(body, secret));
   });
 });
 
@@ -190,7 +191,7 @@ describe('Checkout.com key rotation (SETTLE_CHECKOUT_WEBHOOK_SECRETS)', () => {
   test('an empty entry in the list does not build an adapter, naming the variable', () => {
     for (const keys of [[newSecret(), ''], [' ']]) {
       assert.throws(
-        () => createCheckoutAdapter({ keys }),
+        () => createHmacAdapter(CHECKOUT_SPEC, { keys }),
         /SETTLE_CHECKOUT_WEBHOOK_SECRETS has an empty key/,
       );
     }
@@ -211,7 +212,7 @@ describe('Checkout.com key rotation (SETTLE_CHECKOUT_WEBHOOK_SECRETS)', () => {
 describe("Checkout.com's amount units (Format the amount value)", () => {
   const captured = (amount: unknown, currency: string) => {
     const event = edited('payment_captured', { '/data/amount': amount, '/data/currency': currency });
-    return createCheckoutAdapter({ keys: [] }).adapt(event);
+    return createHmacAdapter(CHECKOUT_SPEC, { keys: [] }).adapt(event);
   };
   const amountOf = (adapted: AdaptedEvent) => {
     assert.ok(adapted.kind === 'payment', JSON.stringify(adapted));
@@ -239,7 +240,7 @@ describe("Checkout.com's amount units (Format the amount value)", () => {
 });
 
 describe('Checkout.com events settle does not act on, or cannot place', () => {
-  const adapter = createCheckoutAdapter({ keys: [] });
+  const adapter = createHmacAdapter(CHECKOUT_SPEC, { keys: [] });
 
   test('an unlisted type is ignored, with its ID', () => {
     for (const type of ['payment_capture_declined', 'card_verified', 'dispute_won']) {
@@ -277,7 +278,7 @@ describe('Checkout.com events settle does not act on, or cannot place', () => {
 });
 
 describe("Checkout.com refusals name Checkout.com's field", () => {
-  const adapter = createCheckoutAdapter({ keys: [] });
+  const adapter = createHmacAdapter(CHECKOUT_SPEC, { keys: [] });
   const refusal = (edits: Record<string, unknown>) => {
     const adapted = adapter.adapt(edited('payment_captured', edits));
     assert.ok(adapted.kind === 'invalid', JSON.stringify(adapted));

@@ -9,7 +9,9 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { createSquareAdapter, signSquare, SQUARE_SPEC } from '../../src/providers/square/spec';
+import { ConfigError, loadConfig } from '../../src/config';
+import { createHmacAdapter, signHmac } from '../../src/providers/hmac/adapter';
+import { SQUARE_SPEC } from '../../src/providers/square/spec';
 import { readPointer } from '../../src/providers/hmac/json-pointer';
 import type { AdaptedEvent, Verification } from '../../src/providers/types';
 
@@ -43,12 +45,14 @@ function verify(
   keys: string[],
   notificationUrl = URL,
 ): Promise<Verification> {
-  return Promise.resolve(createSquareAdapter({ keys, notificationUrl }).verify({ rawBody: body, headers }));
+  return Promise.resolve(
+    createHmacAdapter(SQUARE_SPEC, { keys, notificationUrl }).verify({ rawBody: body, headers }),
+  );
 }
 
 async function admitted(name: string, key: string): Promise<AdaptedEvent> {
   const body = fixtureText(name);
-  const adapter = createSquareAdapter({ keys: [key], notificationUrl: URL });
+  const adapter = createHmacAdapter(SQUARE_SPEC, { keys: [key], notificationUrl: URL });
   const verified = await adapter.verify({
     rawBody: body,
     headers: { 'x-square-hmacsha256-signature': squareSignature(URL, body, key) },
@@ -67,7 +71,7 @@ describe("Square's published signature test vector", () => {
   };
 
   test('verifies with its notification URL and key, and is a test notification settle ignores', async () => {
-    const adapter = createSquareAdapter({
+    const adapter = createHmacAdapter(SQUARE_SPEC, {
       keys: [vector.signatureKey],
       notificationUrl: vector.notificationUrl,
     });
@@ -84,8 +88,27 @@ describe("Square's published signature test vector", () => {
     });
   });
 
+  test('its key, published with it, is refused as a configured key, naming the variable', () => {
+    assert.throws(
+      () =>
+        loadConfig({
+          DATABASE_URL: 'postgres://localhost/settle',
+          TEMPORAL_ADDRESS: '127.0.0.1:7233',
+          SETTLE_SQUARE_SIGNATURE_KEYS: vector.signatureKey,
+          SETTLE_SQUARE_NOTIFICATION_URL: vector.notificationUrl,
+        }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.issues.map((issue) => issue.variable).join() === 'SETTLE_SQUARE_SIGNATURE_KEYS' &&
+        !error.message.includes(vector.signatureKey),
+    );
+  });
+
   test("settle's signer reproduces it", () => {
-    assert.equal(signSquare(vector.body, vector.signatureKey, vector.notificationUrl), vector.signature);
+    assert.equal(
+      signHmac(SQUARE_SPEC, vector.body, vector.signatureKey, { url: vector.notificationUrl }),
+      vector.signature,
+    );
   });
 
   test('another configured notification URL refuses it: the URL is signed', async () => {
@@ -158,6 +181,22 @@ describe("Square's documented events, signed and adapted", () => {
     assert.equal(adapted.eventId, 'square:4b8e5c91-9f17-4cf1-900d-4cccb7ba8b1b');
     assert.equal(adapted.providerType, 'refund.updated:COMPLETED');
     assert.match(adapted.reason, /Square refund\.updated names no shipment/);
+    // It names the payment it refunds: admission looks up that payment's shipment among Square's
+    // own captures, and the refund read again with it is a refund of that shipment.
+    assert.equal(adapted.byPayment?.paymentId, 'hYy9pRFVxpDsO1FB05SunFWUe9JZY');
+    assert.equal(adapted.byPayment?.eventIdPrefix, 'square:');
+    const resolved = adapted.byPayment!.withShipment('SHP-4821');
+    assert.ok(resolved.kind === 'payment', JSON.stringify(resolved));
+    assert.equal(resolved.eventId, adapted.eventId);
+    assert.deepEqual(
+      [
+        resolved.event.type,
+        resolved.event.data.shipment_id,
+        resolved.event.data.payment_id,
+        resolved.event.data.amount,
+      ],
+      ['payment.refunded', 'SHP-4821', 'hYy9pRFVxpDsO1FB05SunFWUe9JZY', 100],
+    );
   });
 
   test('a refund that carries a reference is a refund of its payment, apart from the payment update', () => {
@@ -165,7 +204,7 @@ describe("Square's documented events, signed and adapted", () => {
     const refund = edited('refund.updated-completed', {
       '/data/object/payment': { reference_id: 'SHP-4821' },
     });
-    const adapted = createSquareAdapter({ keys: [] }).adapt(refund);
+    const adapted = createHmacAdapter(SQUARE_SPEC, { keys: [] }).adapt(refund);
     assert.ok(adapted.kind === 'payment', JSON.stringify(adapted));
     assert.equal(adapted.event.type, 'payment.refunded');
     assert.equal(adapted.event.data.payment_id, 'hYy9pRFVxpDsO1FB05SunFWUe9JZY');
@@ -177,7 +216,7 @@ describe("Square's documented events, signed and adapted", () => {
   });
 
   test('a status the table does not list changes nothing: ignored, naming the status', () => {
-    const adapter = createSquareAdapter({ keys: [] });
+    const adapter = createHmacAdapter(SQUARE_SPEC, { keys: [] });
     const pending = edited('payment.updated-completed', { '/data/object/payment/status': 'PENDING' });
     assert.deepEqual(adapter.adapt(pending), {
       kind: 'ignored',
@@ -190,7 +229,7 @@ describe("Square's documented events, signed and adapted", () => {
   });
 
   test('CANCELED and FAILED payments are failures', () => {
-    const adapter = createSquareAdapter({ keys: [] });
+    const adapter = createHmacAdapter(SQUARE_SPEC, { keys: [] });
     for (const status of ['CANCELED', 'FAILED']) {
       const event = edited('payment.updated-completed', { '/data/object/payment/status': status });
       const adapted = adapter.adapt(event);
@@ -201,7 +240,7 @@ describe("Square's documented events, signed and adapted", () => {
 
   test('no reference_id on a payment: unmatched', () => {
     const event = edited('payment.updated-completed', { '/data/object/payment/reference_id': undefined });
-    assert.equal(createSquareAdapter({ keys: [] }).adapt(event).kind, 'unmatched');
+    assert.equal(createHmacAdapter(SQUARE_SPEC, { keys: [] }).adapt(event).kind, 'unmatched');
   });
 });
 
@@ -242,7 +281,7 @@ describe('Square requests refused', () => {
   });
 
   test('a refusal names the field where Square keeps it', () => {
-    const adapter = createSquareAdapter({ keys: [] });
+    const adapter = createHmacAdapter(SQUARE_SPEC, { keys: [] });
     const event = edited('payment.updated-completed', {
       '/data/object/payment/amount_money/currency': 'usd',
     });
@@ -292,13 +331,16 @@ describe('Square key rotation and configuration', () => {
     assert.equal(await modeWith(), undefined);
     assert.equal(await modeWith('Staging'), undefined);
     assert.equal(
-      createSquareAdapter({ keys: [] }).exportMode(fixture('payment.updated-completed')),
+      createHmacAdapter(SQUARE_SPEC, { keys: [] }).exportMode(fixture('payment.updated-completed')),
       undefined,
     );
   });
 
   test('keys without SETTLE_SQUARE_NOTIFICATION_URL do not build an adapter', () => {
-    assert.throws(() => createSquareAdapter({ keys: [newKey()] }), /SETTLE_SQUARE_NOTIFICATION_URL/);
+    assert.throws(
+      () => createHmacAdapter(SQUARE_SPEC, { keys: [newKey()] }),
+      /SETTLE_SQUARE_NOTIFICATION_URL/,
+    );
   });
 
   test('the spec names its route and variables, for the registry to wire', () => {

@@ -9,7 +9,7 @@ import { webhooksTotal } from '../../src/metrics/settle-metrics';
 import { PROVIDER_CONFIGURATION } from '../../src/providers/configuration';
 import type { ProviderModule } from '../../src/providers/module';
 import { PROVIDER_NAMES, PROVIDERS, RECOVERY_PROVIDER_NAMES } from '../../src/providers/registry';
-import { newAdyenKey, newStripeSecret } from '../support/providers';
+import { newAdyenKey, newHmacKey, newStripeSecret } from '../support/providers';
 
 const base = { DATABASE_URL: 'postgres://localhost/settle', TEMPORAL_ADDRESS: '127.0.0.1:7233' };
 
@@ -18,6 +18,11 @@ const ALONE: Record<string, NodeJS.ProcessEnv> = {
   stripe: { SETTLE_STRIPE_WEBHOOK_SECRETS: newStripeSecret() },
   adyen: { SETTLE_ADYEN_HMAC_KEYS: newAdyenKey(), SETTLE_ADYEN_BASIC_AUTH: `adyen:${newStripeSecret()}` },
   paypal: { SETTLE_PAYPAL_WEBHOOK_ID: '7PA52781JU389440W' },
+  checkout: { SETTLE_CHECKOUT_WEBHOOK_SECRETS: newHmacKey() },
+  square: {
+    SETTLE_SQUARE_SIGNATURE_KEYS: newHmacKey(),
+    SETTLE_SQUARE_NOTIFICATION_URL: 'https://settle.example.com/webhooks/square',
+  },
 };
 
 const modules = PROVIDER_NAMES.map((name) => [name, PROVIDERS[name] as ProviderModule] as const);
@@ -40,7 +45,7 @@ describe("the providers' table drives every surface", () => {
     }
   });
 
-  test("every provider variable is in the configuration schema, and its deploy needs list each, secret as declared", () => {
+  test('every provider variable is in the configuration schema, and its deploy needs list each, secret as declared', () => {
     const declared = new Map(Object.values(configVariables).map((variable) => [variable.name, variable]));
     for (const [name, module] of modules) {
       const own = Object.values(module.variables);
@@ -51,7 +56,10 @@ describe("the providers' table drives every surface", () => {
         `${name}: deploy.variables`,
       );
       for (const file of module.deploy.files) {
-        assert.ok(own.some((variable) => variable.name === file.variable), `${name}: ${file.variable}`);
+        assert.ok(
+          own.some((variable) => variable.name === file.variable),
+          `${name}: ${file.variable}`,
+        );
       }
       for (const egress of module.deploy.egress) {
         assert.ok(egress.host && egress.port > 0 && egress.when, `${name}: egress ${egress.host}`);

@@ -2,7 +2,6 @@
  * Checkout.com as an HMAC provider (src/providers/hmac): every line below is from Checkout.com's own
  * documentation, cited in this folder's README.md.
  */
-import { createHmacAdapter, signHmac, type HmacAdapterOptions } from '../hmac/adapter';
 import type { HmacProviderSpec } from '../hmac/spec';
 
 /**
@@ -73,12 +72,3 @@ export const CHECKOUT_SPEC = {
   },
   money: { kind: 'minor-units', decimals: 2, exceptions: CHECKOUT_DECIMALS },
 } as const satisfies HmacProviderSpec<'checkout'>;
-
-export function createCheckoutAdapter(options: HmacAdapterOptions) {
-  return createHmacAdapter(CHECKOUT_SPEC, options);
-}
-
-/** The `Cko-Signature` Checkout.com would send for `body` signed with `secret`. */
-export function signCheckout(body: string, secret: string): string {
-  return signHmac(CHECKOUT_SPEC, body, secret);
-}

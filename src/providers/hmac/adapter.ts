@@ -279,8 +279,11 @@ function canonicalAmount(
   return fromProviderUnits(value, decimals, currency);
 }
 
-/** One verified (or exported) event of `spec`'s provider, as settle sees it. */
-export function adaptHmacEvent(spec: HmacProviderSpec, item: unknown): AdaptedEvent {
+/**
+ * One verified (or exported) event of `spec`'s provider, as settle sees it. `knownShipment`: the
+ * shipment admission found for an event that names none (`spec.shipmentByPayment`).
+ */
+export function adaptHmacEvent(spec: HmacProviderSpec, item: unknown, knownShipment?: string): AdaptedEvent {
   const fields = spec.fields;
   const invalid = (eventId: string | null, pointer: JsonPointer, message: string): AdaptedEvent => ({
     kind: 'invalid',
@@ -319,14 +322,31 @@ export function adaptHmacEvent(spec: HmacProviderSpec, item: unknown): AdaptedEv
     target = rule.to;
   }
 
-  const shipment = firstPresent(item, fields.shipment);
+  const shipment =
+    knownShipment === undefined
+      ? firstPresent(item, fields.shipment)
+      : { pointer: fields.paymentId[0], value: knownShipment };
   if (!shipment) {
+    const missing = `no ${fields.shipment.map(pointerPath).join(' or ')}`;
+    const payment = spec.shipmentByPayment ? firstPresent(item, fields.paymentId) : undefined;
+    const paymentId = typeof payment?.value === 'string' ? payment.value : undefined;
     return {
       kind: 'unmatched',
       eventId,
       providerType,
-      reason: `${spec.displayName} ${type} names no shipment: no ${fields.shipment.map(pointerPath).join(' or ')}`,
+      reason: paymentId
+        ? `${spec.displayName} ${type} names no shipment (${missing}), and settle has recorded no capture of its payment ${paymentId} from ${spec.displayName}`
+        : `${spec.displayName} ${type} names no shipment: ${missing}`,
       payload: item,
+      ...(paymentId
+        ? {
+            byPayment: {
+              paymentId,
+              eventIdPrefix: `${spec.name}:`,
+              withShipment: (shipmentId: string) => adaptHmacEvent(spec, item, shipmentId),
+            },
+          }
+        : {}),
     };
   }
   // A number or an object where the merchant's key belongs is refused, not read as no shipment.

@@ -125,6 +125,13 @@ export type HmacProviderSpec<Name extends string = string> = {
   /** The provider event types settle acts on; any other type is `ignored`. */
   types: Readonly<Record<string, HmacTypeRule>>;
   money: HmacMoneyUnits;
+  /**
+   * true: an event that names no shipment but names its payment (`fields.paymentId`) takes the
+   * shipment settle recorded that payment's capture for, from this provider's own events (a refund
+   * object that carries only the ID of the payment it refunds, as Square's). No capture recorded:
+   * `unmatched`, as without it.
+   */
+  shipmentByPayment?: boolean;
   /** Where the event states live or test; absent: events state no mode. */
   mode?: HmacModeSource;
 };

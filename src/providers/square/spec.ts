@@ -2,7 +2,6 @@
  * Square as an HMAC provider (src/providers/hmac): every line below is from Square's own
  * documentation, cited in this folder's README.md.
  */
-import { createHmacAdapter, signHmac, type HmacAdapterOptions } from '../hmac/adapter';
 import type { HmacProviderSpec } from '../hmac/spec';
 
 export const SQUARE_SPEC = {
@@ -22,8 +21,8 @@ export const SQUARE_SPEC = {
     eventId: '/event_id',
     type: '/type',
     createdAt: ['/created_at'],
-    // A payment's reference_id is the merchant's key. Square's refund object has none: a refund
-    // event names no shipment and is kept as `unmatched`.
+    // A payment's reference_id is the merchant's key. Square's refund object has none, only the
+    // payment_id it refunds: shipmentByPayment below takes that payment's shipment.
     shipment: ['/data/object/payment/reference_id'],
     paymentId: ['/data/object/payment/id', '/data/object/refund/payment_id'],
     refundId: ['/data/object/refund/id'],
@@ -56,17 +55,10 @@ export const SQUARE_SPEC = {
     'refund.created': { status: '/data/object/refund/status', to: { COMPLETED: 'payment.refunded' } },
     'refund.updated': { status: '/data/object/refund/status', to: { COMPLETED: 'payment.refunded' } },
   },
+  // A refund takes the shipment settle recorded its payment's capture for, from Square's own events.
+  shipmentByPayment: true,
   // Square's Money.amount is in the smallest denomination of the currency: ISO 4217's minor units.
   money: { kind: 'minor-units', decimals: 'iso' },
   // Every notification states the account environment that generated it.
   mode: { header: 'square-environment', live: 'Production', test: 'Sandbox' },
 } as const satisfies HmacProviderSpec<'square'>;
-
-export function createSquareAdapter(options: HmacAdapterOptions) {
-  return createHmacAdapter(SQUARE_SPEC, options);
-}
-
-/** The `x-square-hmacsha256-signature` Square would send for `body` to `notificationUrl`. */
-export function signSquare(body: string, signatureKey: string, notificationUrl: string): string {
-  return signHmac(SQUARE_SPEC, body, signatureKey, { url: notificationUrl });
-}
