@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { startChildWorker, type ChildWorker } from './support/child-worker';
+import { runMarkKey } from '../src/app/run-marks';
+import { startReminderWorkflow } from '../src/client';
+import { insertReminder } from '../src/db/reminders';
+import { reminderWorkflowId } from '../src/domain/ids';
 import { newSecret, startTestStack, uniqueId, waitFor, type TestStack } from '../testkit/harness';
 import { startReceiver, type Receiver } from '../testkit/receiver';
 import { assertSignedDelivery, remindersApi } from './support/reminders';
@@ -89,4 +93,63 @@ test('a reminder whose worker vanished while processing is delivered by another 
     `the second attempt started at ${second!.started_at}, inside the first one's lease (${first!.lease_expires_at})`,
   );
   assert.equal(done.body.attempt_count, 2);
+});
+
+test('a reminder due at once, whose run asks before its admission commits, waits for the commit and is delivered once', async () => {
+  const reminderSecret = newSecret();
+  const receiver: Receiver = await startReceiver();
+  closers.push(() => receiver.close());
+  const stack: TestStack = await startTestStack({
+    config: { reminderSecret: [reminderSecret], allowPrivateTargets: true },
+  });
+  closers.push(() => stack.close());
+  const deliveryId = uniqueId('renewal');
+  const dueAt = new Date();
+
+  // The admission as the gateway runs it, held open after Temporal accepted the run: the row is
+  // not yet visible to the run's delivery, which must wait for it rather than give up.
+  const admission = await stack.pool.connect();
+  try {
+    await admission.query('BEGIN');
+    await insertReminder(admission, {
+      deliveryId,
+      contractId: 'CT-commit',
+      dueAt,
+      webhookUrl: `${receiver.url}/renewal`,
+      payload: null,
+      requestSha256: 'a'.repeat(64),
+      workflowId: reminderWorkflowId(deliveryId),
+    });
+    await startReminderWorkflow(
+      stack.client,
+      stack.taskQueue,
+      { deliveryId, dueAt },
+      { markKey: await runMarkKey(stack.pool), runs: admission },
+    );
+    await waitFor(
+      'the delivery to wait on the admission',
+      async () => {
+        const { rows } = await stack.pool.query<{ waiting: number }>(
+          `SELECT count(*)::int AS waiting FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
+        );
+        return rows[0]!.waiting > 0;
+      },
+      120_000,
+    );
+    await admission.query('COMMIT');
+  } finally {
+    admission.release();
+  }
+
+  await waitFor('the reminder to reach the receiver', async () => receiver.requests.length === 1, 120_000);
+  const view = await waitFor(
+    'the reminder to succeed',
+    async () => {
+      const result = await remindersApi(stack.gatewayUrl, stack.apiToken, 'GET', `/reminders/${deliveryId}`);
+      return result.body.status === 'succeeded' && result;
+    },
+    120_000,
+  );
+  assert.equal((view.body.attempts as unknown[]).length, 1);
+  assert.equal(receiver.requests.length, 1);
 });

@@ -41,6 +41,7 @@ export async function insertReminder(
     'deliveryId' | 'contractId' | 'dueAt' | 'webhookUrl' | 'payload' | 'requestSha256' | 'workflowId'
   >,
 ): Promise<boolean> {
+  await lockDeliveryId(db, reminder.deliveryId);
   const { rowCount } = await db.query(
     `INSERT INTO reminders (delivery_id, contract_id, due_at, webhook_url, payload, request_sha256, workflow_id)
      VALUES ($1::text, $2::text, $3::timestamptz, $4::text, $5::jsonb, $6::text, $7::text)
@@ -90,10 +91,25 @@ export async function cancelScheduledReminder(
 }
 
 /** Locks the reminder for a delivery decision; `leaseRemainingMs` is measured on the database clock. */
+/**
+ * Serialises the admission of a reminder and its deliveries: admission inserts the row under this
+ * lock and commits only after Temporal accepted the run, so a run due at once, whose delivery asks
+ * before that commit, waits for it instead of finding no row. Seed 1 keeps it apart from the event
+ * IDs' lock (claims.lockEventId, seed 0).
+ */
+async function lockDeliveryId(db: Queryable, deliveryId: string): Promise<void> {
+  await db.query({
+    name: 'reminders.lock_delivery_id',
+    text: 'SELECT pg_advisory_xact_lock(hashtextextended($1::text, 1))',
+    values: [deliveryId],
+  });
+}
+
 export async function lockReminder(
   db: Queryable,
   deliveryId: string,
 ): Promise<(Reminder & { leaseRemainingMs: number }) | undefined> {
+  await lockDeliveryId(db, deliveryId);
   const { rows } = await db.query<Reminder & { leaseRemainingMs: number }>(
     `SELECT ${COLUMNS},
             GREATEST(0, COALESCE(EXTRACT(EPOCH FROM lease_expires_at - now()) * 1000, 0))::float8
