@@ -11,7 +11,7 @@ import {
   type Variable,
 } from './schema';
 import { loadTemporalProfile, type TemporalSettings } from './temporal-profile';
-import { providerCombinationIssues, PROVIDER_VARIABLES } from '../providers/configuration';
+import { providerCombinationIssues, PROVIDER_VARIABLES } from '../providers/registry-configuration';
 import { REMINDER_SECRET_VARIABLE, TARGET_SECRET_KEYS, type SigningSecrets } from '../domain/outbox';
 
 type Variables = Record<string, Variable>;

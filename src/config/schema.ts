@@ -25,7 +25,7 @@ import {
   type TargetLimit,
 } from '../domain/target-limits';
 import { parsePayloadKeys } from './payload-keys';
-import { PROVIDER_VARIABLES } from '../providers/configuration';
+import { PROVIDER_VARIABLES } from '../providers/registry-configuration';
 
 // Every environment variable settle reads is declared here, once; the `Config` and `Settings` types
 // are inferred from these declarations. A new variable is one entry below, plus its row in the

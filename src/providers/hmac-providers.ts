@@ -1,6 +1,6 @@
 /**
  * The providers of the HMAC kind (src/providers/hmac): each one entry, its spec, from which the
- * configuration (configuration.ts) and the registry (registry.ts) build its variables and its module.
+ * configuration (registry-configuration.ts) and the registry (registry.ts) build its variables and its module.
  * Specs are data: loading this file loads no adapter.
  */
 import { CHECKOUT_SPEC } from './checkout/spec';

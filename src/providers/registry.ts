@@ -3,10 +3,10 @@
  * its folder. Every surface iterates it: the gateway's routes and their start-up check, /openapi.json,
  * metrics labels, `settle import`, `settle simulate`, `settle recover`, the recovery Schedules, the
  * database's checks on the provider columns, and the deploy-wiring test; the configuration reads each
- * provider's variables through configuration.ts, which loads no adapter.
+ * provider's variables through registry-configuration.ts, which loads no adapter.
  */
 import type { ProviderModule } from './module';
-import type { PROVIDER_CONFIGURATION } from './configuration';
+import type { PROVIDER_CONFIGURATION } from './registry-configuration';
 import { adyen } from './adyen';
 import { mapHmacProviders, type HmacProviderSpecs } from './hmac-providers';
 import { hmacProvider } from './hmac/provider';
@@ -45,4 +45,4 @@ export const RECOVERY_PROVIDER_NAMES = PROVIDER_NAMES.filter(
   (name) => PROVIDERS[name].recovery !== undefined,
 );
 
-export { PROVIDER_VARIABLES } from './configuration';
+export { PROVIDER_VARIABLES } from './registry-configuration';

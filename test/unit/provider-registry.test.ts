@@ -6,7 +6,7 @@ import { GENERATED_CHECKS } from '../../src/db/generated-checks';
 import { openApiDocument } from '../../src/gateway/openapi';
 import { missingWebhookSecrets } from '../../src/gateway/run';
 import { webhooksTotal } from '../../src/metrics/settle-metrics';
-import { PROVIDER_CONFIGURATION } from '../../src/providers/configuration';
+import { PROVIDER_CONFIGURATION } from '../../src/providers/registry-configuration';
 import type { ProviderModule } from '../../src/providers/module';
 import { PROVIDER_NAMES, PROVIDERS, RECOVERY_PROVIDER_NAMES } from '../../src/providers/registry';
 import { newAdyenKey, newHmacKey, newStripeSecret } from '../support/providers';

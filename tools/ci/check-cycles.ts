@@ -58,7 +58,7 @@ function area(file: string): string {
 
 /**
  * A src/ file's room: `src/<folder>`, or `src/<file>.ts` for a file at the top of src/. The providers'
- * configuration (src/providers/configuration.ts and each provider's config.ts: variables and their
+ * configuration (src/providers/registry-configuration.ts and each provider's config.ts: variables and their
  * cross-checks, importing only domain/; the HMAC providers' specs, data it builds theirs from, with
  * their table, hmac-providers.ts) is a room of its own, beneath src/config/ that reads it, so
  * the configuration does not sit on the adapters' helpers (src/lib/, which reads the configuration).
@@ -67,9 +67,11 @@ function room(file: string): string | undefined {
   const parts = relative(ROOT, file).split(sep);
   if (parts[0] !== 'src') return undefined;
   if (
-    /^src\/providers\/(configuration\.ts|hmac-providers\.ts|[^/]+\/(config|spec)\.ts)$/.test(parts.join('/'))
+    /^src\/providers\/(registry-configuration\.ts|hmac-providers\.ts|[^/]+\/(config|spec)\.ts)$/.test(
+      parts.join('/'),
+    )
   ) {
-    return 'src/providers/configuration';
+    return 'src/providers/registry-configuration';
   }
   return `src/${parts[1]}`;
 }

@@ -84,7 +84,7 @@ export function hmacCombinationIssues(
   ];
 }
 
-/** `spec`'s configuration entry (src/providers/configuration.ts): its variables and cross-checks. */
+/** `spec`'s configuration entry (src/providers/registry-configuration.ts): its variables and cross-checks. */
 export function hmacConfiguration<S extends HmacProviderSpec>(spec: S) {
   return {
     variables: hmacVariables(spec),
