@@ -4,7 +4,7 @@
  * provider's variables, mount each secret (through its _FILE) in the roles that read it, mount each
  * file a variable names, and let each role reach what the providers need. A provider added to the
  * table fails here, naming the artefact and the variable, until each of them has it. The chart is
- * rendered with Helm as `npm run manifests:check` renders it (built into .tools/ first if missing).
+ * rendered with Helm as `npm run manifests:check` renders it (built into the tool cache first if missing).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
