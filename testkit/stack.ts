@@ -98,7 +98,7 @@ export class ProofStack {
   constructor(
     readonly options: {
       server?: 'dev' | 'cluster';
-      /** More settings for the embedded PostgreSQL (tools/bench/pg-statements.ts loads pg_stat_statements). */
+      /** More settings for the embedded PostgreSQL (e.g. `shared_preload_libraries` for a profile). */
       postgresSettings?: Record<string, string>;
     } = {},
   ) {}

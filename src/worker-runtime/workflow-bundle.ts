@@ -188,7 +188,7 @@ function deleteStaleBundles(dir: string, current: string): void {
   }
 }
 
-/** How a variant's bundle is built (tools/bench/workflow-run-cost.ts builds it with and without preloading). */
+/** How a variant's bundle is built: the workflows, the modules preloaded, the variant's converter and interceptors. */
 export function bundleOptions(variant: BundleVariant): BundleOptions {
   return {
     workflowsPath: WORKFLOWS_PATH,

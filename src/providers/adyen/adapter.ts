@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 // The HMAC validator by its own module: the package index loads every API client and model, which
-// would slow the gateway's start (docs/performance.md, "Figures moved from src/ comments"); the
+// would slow the gateway's start; the
 // package declares no `exports`, so this path is public to Node.
 import HmacValidator from '@adyen/api-library/lib/src/utils/hmacValidator';
 import { isEventId } from '../../domain/ids';
