@@ -152,6 +152,7 @@ export const ROWS: BenchRow[] = [
     id: 'T3',
     proves: "P's shape on the floor: three no-op activities (T3), as local activities (T3L)",
     turn: true,
+    cluster: true,
     run: runT3,
   },
   {
@@ -204,6 +205,7 @@ export const ROWS: BenchRow[] = [
       ),
     ],
     turn: true,
+    cluster: true,
     run: runT3W,
   },
   {
@@ -231,6 +233,7 @@ export const ROWS: BenchRow[] = [
         r.fig('L@50%', 'deliveredP50Ms'),
       ]),
     ],
+    cluster: true,
     run: runEager,
   },
   {
@@ -244,6 +247,7 @@ export const ROWS: BenchRow[] = [
         { turn: ['PE@50', 'T3WE@50'] },
       ),
     ],
+    cluster: true,
     run: runEager,
   },
   {
@@ -309,6 +313,7 @@ export const ROWS: BenchRow[] = [
       }),
     ],
     needs: 'P',
+    cluster: true,
     run: runLiveDuringStorm,
   },
   { id: 'BY', proves: 'the bytes one event keeps in the tables and indexes of settle', run: runBytes },
