@@ -43,6 +43,8 @@ export type CallOutcome =
       detail: string;
       /** From Retry-After: the exact wait before the next attempt. */
       delayMs?: number;
+      /** settle's own wait before the next attempt when the target named none (target-gate.ts). */
+      backoffMs?: number;
     }
   | {
       kind: 'permanent';
@@ -228,9 +230,12 @@ export function failureFor(outcome: Exclude<CallOutcome, { kind: 'delivered' }>)
         : `HTTP ${outcome.statusCode}${outcome.kind === 'retry' && outcome.delayMs !== undefined ? `, retry after ${outcome.delayMs} ms` : ''}`,
     type: outcome.code,
     nonRetryable: outcome.kind === 'permanent',
-    ...(outcome.kind === 'retry' && outcome.delayMs !== undefined
+    ...(outcome.kind === 'retry' && (outcome.delayMs ?? outcome.backoffMs) !== undefined
       ? // The details carry the delay to the workflow too, which honours it after a local attempt.
-        { nextRetryDelay: outcome.delayMs, details: [{ retryAfterMs: outcome.delayMs }] }
+        {
+          nextRetryDelay: outcome.delayMs ?? outcome.backoffMs,
+          details: [{ retryAfterMs: outcome.delayMs ?? outcome.backoffMs }],
+        }
       : {}),
   });
 }

@@ -20,7 +20,7 @@ const LIVE_MAX_WAIT_MS = 1_000;
 /** The longest wait between two probes of a failing target: its "one probe per interval". */
 export const PROBE_EVERY_MAX_MS = 10_000;
 /** A held call's longest wait before it asks again (a failing target's waiters, spread out). */
-const HELD_MAX_WAIT_MS = 60_000;
+export const HELD_MAX_WAIT_MS = 60_000;
 /** How long a lease outlives its call's timeout, for a worker that vanished mid-call. */
 const LEASE_MARGIN_MS = 5_000;
 
@@ -105,20 +105,28 @@ export async function leaveTarget<Outcome extends CallOutcome>(
           } as const);
   if (!pass.recorded && answer.answer === 'success') return outcome;
   await recordTargetAnswer(deps.pool, target, pass.callId, answer, PROBE_EVERY_MAX_MS);
-  if (answer.answer !== 'pause' || outcome.kind !== 'retry') return outcome;
-  return { ...outcome, delayMs: behindTheHeld(answer.pauseMs, Context.current().info.attempt) };
+  if (outcome.kind !== 'retry' || answer.answer === 'success') return outcome;
+  const delay = retryDelayAfter(answer, Context.current().info.attempt);
+  return answer.answer === 'pause' ? { ...outcome, delayMs: delay } : { ...outcome, backoffMs: delay };
 }
 
 /**
- * When the call a target paused asks again: after the calls the pause held (they return within the
- * pause plus its spread, heldFailure), and later each time the target refuses it again. A target that
- * refuses one key's calls (a shipment it holds) then answers the others' probes, instead of this call
- * taking every probe and starving them. Never before the Retry-After.
+ * When a call the target did not take asks again. After a pause: behind the calls the pause held (they
+ * return within the pause plus its spread, heldFailure), and later each time the target refuses it
+ * again, so that a target refusing one key's calls (a shipment it holds) answers the others' probes
+ * instead of this call taking every probe; never before the Retry-After. After a failure: no later than a held call would (the backoff capped at HELD_MAX_WAIT_MS), not after
+ * the activity's own backoff, which grows to minutes: the target's failing state already keeps every
+ * worker to one probe per interval, and a row whose probe failed late in an outage would otherwise
+ * wait that long after the target is back.
  */
-function behindTheHeld(pauseMs: number, attempt: number): number {
-  const spread = Math.min(1_000, pauseMs);
+export function retryDelayAfter(
+  answer: { answer: 'pause'; pauseMs: number } | { answer: 'failure' },
+  attempt: number,
+): number {
   const backoff = Math.min(1_000 * 2 ** Math.max(0, attempt - 1), HELD_MAX_WAIT_MS);
-  return Math.round(pauseMs + spread + backoff * (0.8 + Math.random() * 0.4));
+  if (answer.answer === 'failure') return Math.round(backoff * (0.8 + Math.random() * 0.4));
+  const spread = Math.min(1_000, answer.pauseMs);
+  return Math.round(answer.pauseMs + spread + backoff * (0.8 + Math.random() * 0.4));
 }
 
 const HELD_BECAUSE: Record<HeldReason, string> = {

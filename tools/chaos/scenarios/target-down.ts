@@ -1,3 +1,4 @@
+import { HELD_MAX_WAIT_MS, PROBE_EVERY_MAX_MS } from '../../../src/activities/target-gate';
 import { parsePrometheusText, sumOf } from '../../../src/metrics/prometheus-text';
 import { erpKey } from '../../../testkit/load';
 import { sleep } from '../../../testkit/processes';
@@ -24,7 +25,8 @@ function probesAtMost(ms: number): number {
  * The ERP down (503, no Retry-After) under a steady 25 % load: 5 minutes in the full form (with
  * SETTLE_ERP_OPEN_AFTER at its default, 1m), 20 s in the short one (2s). Settle must call it at most
  * once per event sent plus one probe per interval, show it open (settle_target_open, the alert's
- * expression), and once it answers again deliver every entry once by key and close by itself. The
+ * expression), and once it answers again deliver every entry once by key, drain within a bound (a
+ * probe interval and twice a held call's longest wait) and close by itself. The
  * workers are restarted with the scenario's SETTLE_ERP_OPEN_AFTER, and again without it after.
  */
 export const targetDown: Scenario = {
@@ -69,6 +71,14 @@ export const targetDown: Scenario = {
       const bound = events.length + probesAtMost(upAt - downSince);
       check(callsDuringOutage <= bound, `${callsDuringOutage} calls to the ERP while down, above ${bound}`);
       check(sawOpen, 'settle_target_open{target="erp"} never 1 while the ERP was down');
+      // After it returns: the first probe within a probe interval; a row held just before that comes
+      // back within a held call's longest wait (jittered), and may be held once more; then processing.
+      const drainS = (Math.max(...erpRecords.map((record) => record?.appliedAt ?? 0)) - upAt) / 1000;
+      const drainBoundS = (PROBE_EVERY_MAX_MS + 2 * 1.2 * HELD_MAX_WAIT_MS) / 1000 + 30;
+      check(
+        drainS <= drainBoundS,
+        `the backlog drained ${Math.round(drainS)} s after the ERP returned, above ${drainBoundS} s`,
+      );
       const closedBy = Date.now() + RECOVERY_TIMEOUT_MS;
       while ((await targetOpen(stack, 'erp')) !== 0 && Date.now() < closedBy) await sleep(500);
       check((await targetOpen(stack, 'erp')) === 0, 'the ERP still open after it returned');
@@ -79,9 +89,8 @@ export const targetDown: Scenario = {
           callsDuringOutage,
           callBound: bound,
           alertExpressionFired: sawOpen ? 'yes' : 'no',
-          drainAfterReturnS: Math.round(
-            (Math.max(...erpRecords.map((record) => record?.appliedAt ?? 0)) - upAt) / 1000,
-          ),
+          drainAfterReturnS: Math.round(drainS),
+          drainBoundS,
         },
         failures,
       };
