@@ -222,6 +222,8 @@ export type RetryAfterDetails = { retryAfterMs: number };
  * non-retryable.
  */
 export function failureFor(outcome: Exclude<CallOutcome, { kind: 'delivered' }>): ApplicationFailure {
+  // The target's own Retry-After, else the wait settle chose (target-gate.ts).
+  const delayMs = outcome.kind === 'retry' ? (outcome.delayMs ?? outcome.backoffMs) : undefined;
   return ApplicationFailure.create({
     // The response body stays on the delivery record: failure messages end up in logs.
     message:
@@ -230,12 +232,9 @@ export function failureFor(outcome: Exclude<CallOutcome, { kind: 'delivered' }>)
         : `HTTP ${outcome.statusCode}${outcome.kind === 'retry' && outcome.delayMs !== undefined ? `, retry after ${outcome.delayMs} ms` : ''}`,
     type: outcome.code,
     nonRetryable: outcome.kind === 'permanent',
-    ...(outcome.kind === 'retry' && (outcome.delayMs ?? outcome.backoffMs) !== undefined
+    ...(delayMs !== undefined
       ? // The details carry the delay to the workflow too, which honours it after a local attempt.
-        {
-          nextRetryDelay: outcome.delayMs ?? outcome.backoffMs,
-          details: [{ retryAfterMs: outcome.delayMs ?? outcome.backoffMs }],
-        }
+        { nextRetryDelay: delayMs, details: [{ retryAfterMs: delayMs }] }
       : {}),
   });
 }

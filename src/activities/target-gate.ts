@@ -114,19 +114,29 @@ export async function leaveTarget<Outcome extends CallOutcome>(
  * When a call the target did not take asks again. After a pause: behind the calls the pause held (they
  * return within the pause plus its spread, heldFailure), and later each time the target refuses it
  * again, so that a target refusing one key's calls (a shipment it holds) answers the others' probes
- * instead of this call taking every probe; never before the Retry-After. After a failure: no later than a held call would (the backoff capped at HELD_MAX_WAIT_MS), not after
- * the activity's own backoff, which grows to minutes: the target's failing state already keeps every
- * worker to one probe per interval, and a row whose probe failed late in an outage would otherwise
- * wait that long after the target is back.
+ * instead of this call taking every probe; never before the Retry-After. After a failure: no later
+ * than a held call would (the backoff capped at HELD_MAX_WAIT_MS), not after the activity's own
+ * backoff, which grows to minutes: the target's failing state already keeps every worker to one probe
+ * per interval, and a row whose probe failed late in an outage would otherwise wait that long after
+ * the target is back.
  */
 export function retryDelayAfter(
   answer: { answer: 'pause'; pauseMs: number } | { answer: 'failure' },
   attempt: number,
 ): number {
-  const backoff = Math.min(1_000 * 2 ** Math.max(0, attempt - 1), HELD_MAX_WAIT_MS);
-  if (answer.answer === 'failure') return Math.round(backoff * (0.8 + Math.random() * 0.4));
-  const spread = Math.min(1_000, answer.pauseMs);
-  return Math.round(answer.pauseMs + spread + backoff * (0.8 + Math.random() * 0.4));
+  const backoff = jittered(cappedBackoff(1_000, attempt));
+  if (answer.answer === 'failure') return Math.round(backoff);
+  return Math.round(answer.pauseMs + Math.min(1_000, answer.pauseMs) + backoff);
+}
+
+/** A backoff from `floorMs`, doubling with each attempt, capped at a held call's longest wait. */
+function cappedBackoff(floorMs: number, attempt: number): number {
+  return Math.min(floorMs * 2 ** Math.max(0, attempt - 1), HELD_MAX_WAIT_MS);
+}
+
+/** Between 0.8 and 1.2 times `ms`, so that waiters do not all return at once. */
+function jittered(ms: number): number {
+  return ms * (0.8 + Math.random() * 0.4);
 }
 
 const HELD_BECAUSE: Record<HeldReason, string> = {
@@ -149,14 +159,12 @@ function heldFailure(
   attempt: number,
 ): ApplicationFailure {
   const untilMs = Math.max(0, until.getTime() - Date.now());
-  const jitter = 0.8 + Math.random() * 0.4;
   let delayMs: number;
   if (reason === 'paused') delayMs = untilMs + Math.random() * Math.min(1_000, untilMs);
   else if (reason === 'rate') delayMs = untilMs;
   else {
     const floor = reason === 'in_flight' ? 200 : 1_000;
-    const backoff = Math.min(floor * 2 ** Math.max(0, attempt - 1), HELD_MAX_WAIT_MS);
-    delayMs = Math.max(untilMs, backoff) * jitter;
+    delayMs = jittered(Math.max(untilMs, cappedBackoff(floor, attempt)));
   }
   delayMs = Math.max(1, Math.round(delayMs));
   return ApplicationFailure.create({
