@@ -20,6 +20,7 @@ export const SIZES = {
     retentionClaims: 200_000,
     recoveryListed: 1_000,
     pressureEvents: 300,
+    pressureLiveSeconds: 10,
   },
   full: {
     reps: 3,
@@ -33,6 +34,8 @@ export const SIZES = {
     retentionClaims: 10_000_000,
     recoveryListed: 10_000,
     pressureEvents: 2_000,
+    /** PRL's live windows: most of the import's drain (2,000 at 20/s), 120 events for a p99. */
+    pressureLiveSeconds: 60,
   },
 };
 export type Size = typeof SIZES.short;

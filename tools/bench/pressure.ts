@@ -95,6 +95,10 @@ export async function benchPressureLive(
     idleDeliveredP99Ms: idle.deliveredP99Ms,
     importingDeliveredP99Ms: live.deliveredP99Ms,
     p99Ratio: live.deliveredP99Ms / idle.deliveredP99Ms,
+    idleAckP99Ms: idle.ackP99Ms,
+    importingAckP99Ms: live.ackP99Ms,
+    idleCommitP99Ms: idle.commitP99Ms,
+    importingCommitP99Ms: live.commitP99Ms,
     busiestSecondCalls: erp.busiestSecond(started),
     throttled: erp.throttled - throttledBefore,
     importAccepted: imported.accepted,
@@ -129,8 +133,14 @@ export const runPressure: RowRun = async (ctx) => {
       `live at ${PRESSURE_LIVE_RATE}/s idle, then during an import of ${size.pressureEvents}, ${allowing}`,
       {
         run: () =>
-          benchPressureLive(stack, erp, size.pressureEvents, PRESSURE_LIVE_RATE, size.loadSeconds * 1000),
-        events: (figures) => figures.importAccepted! + 2 * PRESSURE_LIVE_RATE * size.loadSeconds,
+          benchPressureLive(
+            stack,
+            erp,
+            size.pressureEvents,
+            PRESSURE_LIVE_RATE,
+            size.pressureLiveSeconds * 1000,
+          ),
+        events: (figures) => figures.importAccepted! + 2 * PRESSURE_LIVE_RATE * size.pressureLiveSeconds,
         reps: 1,
       },
     );
