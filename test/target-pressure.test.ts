@@ -6,8 +6,12 @@
  * its own Idempotency-Key, whatever the ERP did.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
+import { paymentWorkflowId } from '../src/domain/ids';
 import { downstreamIdempotencyKey } from '../src/domain/outbox';
 import { parsePrometheusText, sumOf } from '../src/metrics/prometheus-text';
 import {
@@ -105,6 +109,45 @@ describe('downstream pressure, shared by two worker processes', () => {
         (other) => other.at <= call.at && (other.answeredAt ?? Infinity) > call.at,
       ).length;
       assert.ok(open <= MAX_IN_FLIGHT, `${open} calls in flight at once, above ${MAX_IN_FLIGHT}`);
+    }
+  });
+
+  test('an import to the limited ERP waits for its turns, not through retries: no timer, no upsert, one activity at most', async () => {
+    erp = () => ({ status: 200 });
+    const events = Array.from({ length: 24 }, () => paymentEvent({ shipmentId: uniqueId('SHP') }));
+    await addShipments(
+      stack.pool,
+      events.map((event) => event.data.shipment_id),
+    );
+    const dir = mkdtempSync(join(tmpdir(), 'settle-import-'));
+    const file = join(dir, 'report.jsonl');
+    writeFileSync(file, events.map((event) => JSON.stringify(event)).join('\n'));
+    try {
+      const run = await runSettle(['import', file, '--json'], stackEnv(stack));
+      assert.equal(run.code, 0, run.stderr);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const keys = events.map((event) => downstreamIdempotencyKey(event.id, 'erp', 'post_ledger_entry'));
+    await deliveredOnce(keys);
+    const calls = erpCalls(keys);
+    assert.equal(calls.length, keys.length, 'one call per entry');
+    const span = calls.at(-1)!.at - calls[0]!.at;
+    assert.ok(span >= ((keys.length - 1) / RATE_LIMIT) * 1000 * 0.9, `${keys.length} calls in ${span} ms`);
+    // A run held through retries would show a timer and its `retrying` state, and cost their actions;
+    // a run whose first pass found no free slot hands the call to the durable activity, which waits.
+    // (TemporalChangeVersion, the SDK's own upsert for a patch, is not settle's view.)
+    for (const event of events) {
+      const history = await stack.client.workflow.getHandle(paymentWorkflowId(event.id)).fetchHistory();
+      const kinds = (history.events ?? []).flatMap((e) => {
+        if (e.timerStartedEventAttributes) return ['timer'];
+        if (e.activityTaskScheduledEventAttributes) return ['activity'];
+        const upserted = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
+        return upserted && Object.keys(upserted).some((key) => key !== 'TemporalChangeVersion')
+          ? ['upsert']
+          : [];
+      });
+      assert.ok(kinds.length === 0 || kinds.join() === 'activity', `${event.id}: ${kinds.join(', ')}`);
     }
   });
 

@@ -17,10 +17,27 @@ import type { CallOutcome } from './downstream';
 
 /** A live call waits in the activity for a slot at most this long; past it, it is held and comes back. */
 const LIVE_MAX_WAIT_MS = 1_000;
+/**
+ * A bulk call held by a limit in its durable activity waits there, asking again at its turn, for at
+ * most this long in all (well inside the activity's timeout, with one request's to spare); past it,
+ * it is held and comes back. Holding a call through Temporal (a failure, a timer, the run's delivery
+ * state) cost three times what the call does. In the first pass (a local activity) a bulk call does
+ * not wait: it would keep its run's workflow-task slot, one of the few SETTLE_BULK_CONCURRENCY gives
+ * the import, and leave a limited target idle; it hands the row to the durable activity instead.
+ */
+const BULK_MAX_WAIT_MS = 60_000;
+/** A waiting durable activity tells Temporal it is alive at least this often (its heartbeat timeout is longer). */
+const WAIT_HEARTBEAT_MS = 5_000;
 /** The longest wait between two probes of a failing target: its "one probe per interval". */
 export const PROBE_EVERY_MAX_MS = 10_000;
 /** A held call's longest wait before it asks again (a failing target's waiters, spread out). */
 export const HELD_MAX_WAIT_MS = 60_000;
+/**
+ * Calls are spaced this share of a second wider than the limit asks: a call delayed on its way by
+ * less than that share of a second (a busy worker, a slow connection) cannot put one call too many
+ * into a second the target counts, whatever the rate.
+ */
+const SPACING_MARGIN = 0.05;
 /** How long a lease outlives its call's timeout, for a worker that vanished mid-call. */
 const LEASE_MARGIN_MS = 5_000;
 
@@ -34,10 +51,12 @@ export type GateDependencies = {
 export type TargetPass = { callId: number | null; recorded: boolean };
 
 /**
- * Admits one call to `target`, waiting in the activity for a slot when the wait is short. A call that
- * is held (a pause, a failing target whose probe is out, a limit) throws a retryable
- * `downstream_throttled` failure whose delay is when to ask again: no call was made, the attempt the
- * row's start counted is taken back, and the row keeps its Idempotency-Key. `troubled` is what the
+ * Admits one call to `target`, waiting in the activity for a slot when the wait is short (a bulk call,
+ * which takes only a free slot, in its durable activity also for its turn while BULK_MAX_WAIT_MS
+ * lasts). A call that is held (a pause, a failing target whose probe is out, a limit) throws a
+ * retryable `downstream_throttled` failure whose delay is when to ask again: no call was made, the
+ * attempt the row's start counted is taken back, and the row keeps its Idempotency-Key; a bulk first
+ * pass's call held by a limit is handed to the durable activity at once. `troubled` is what the
  * row's start read of the target (false: no pause, no failure); with no limits set and no trouble,
  * the call goes without a statement of its own. `outboxId`: the row the call delivers, if any.
  */
@@ -53,19 +72,29 @@ export async function enterTarget(
   }
   const context = Context.current();
   const bulk = isBulkTaskQueue(context.info.taskQueue);
-  const admission = await admitTargetCall(deps.pool, {
-    target,
-    bulk,
-    ratePerSecond: limits.ratePerSecond,
-    maxInFlight: limits.maxInFlight,
-    // A bulk call takes a slot only when it is free (half a slot's wait): live calls find one at once.
-    maxWaitMs: bulk ? (limits.ratePerSecond ? 500 / limits.ratePerSecond : 0) : LIVE_MAX_WAIT_MS,
-    leaseMs: deps.requestTimeoutMs + LEASE_MARGIN_MS,
-    outboxId,
-  });
+  const rate = limits.ratePerSecond && limits.ratePerSecond / (1 + SPACING_MARGIN);
+  const local = context.info.isLocal;
+  const waitEnds = Date.now() + (bulk && !local ? BULK_MAX_WAIT_MS : 0);
+  let admission: Admission;
+  for (;;) {
+    admission = await admitTargetCall(deps.pool, {
+      target,
+      bulk,
+      ratePerSecond: rate,
+      maxInFlight: limits.maxInFlight,
+      // A bulk call takes a slot only when it is free (half a slot's wait): live calls find one at once.
+      maxWaitMs: bulk ? (rate ? 500 / rate : 0) : LIVE_MAX_WAIT_MS,
+      holdMs: Math.max(0, waitEnds - Date.now()),
+      leaseMs: deps.requestTimeoutMs + LEASE_MARGIN_MS,
+      outboxId,
+    });
+    if (admission.held === null || !admission.waits) break;
+    await waitInActivity(context, admission.waitMs);
+  }
   if (admission.held !== null) {
     targetHeldTotal.inc({ target, reason: admission.held });
-    throw heldFailure(target, admission.held, admission.until, context.info.attempt);
+    const handOver = bulk && local && (admission.held === 'rate' || admission.held === 'in_flight');
+    throw heldFailure(target, admission.held, admission.until, context.info.attempt, handOver);
   }
   if (admission.waitMs > 0) {
     await delay(admission.waitMs, undefined, { signal: context.cancellationSignal });
@@ -79,6 +108,14 @@ export async function enterTarget(
     }
   }
   return { callId: admission.callId, recorded: true };
+}
+
+/** Waits `ms` in the activity; a durable one tells Temporal it is alive at least every WAIT_HEARTBEAT_MS. */
+async function waitInActivity(context: Context, ms: number): Promise<void> {
+  for (let left = ms; left > 0; left -= WAIT_HEARTBEAT_MS) {
+    await delay(Math.min(left, WAIT_HEARTBEAT_MS), undefined, { signal: context.cancellationSignal });
+    if (!context.info.isLocal) context.heartbeat();
+  }
 }
 
 /**
@@ -157,6 +194,8 @@ function heldFailure(
   reason: HeldReason,
   until: Date,
   attempt: number,
+  /** A bulk first pass's call held by a limit: the durable activity takes it at once (StepFailure). */
+  handOver = false,
 ): ApplicationFailure {
   const untilMs = Math.max(0, until.getTime() - Date.now());
   let delayMs: number;
@@ -171,7 +210,7 @@ function heldFailure(
     message: `held: the ${deliveryTarget(target).label} is ${HELD_BECAUSE[reason]}, retry after ${delayMs} ms`,
     type: ErrorCode.DownstreamThrottled,
     nextRetryDelay: delayMs,
-    details: [{ retryAfterMs: delayMs }],
+    details: [handOver ? { retryAfterMs: delayMs, handOver } : { retryAfterMs: delayMs }],
   });
 }
 
@@ -190,7 +229,13 @@ type Admission =
       /** The one call that probes a target paused or failing. */
       probe: boolean;
     }
-  | { held: HeldReason; until: Date };
+  | {
+      held: HeldReason;
+      until: Date;
+      /** Held by a limit until a time within the request's holdMs: the caller waits waitMs and asks again. */
+      waits: boolean;
+      waitMs: number;
+    };
 
 type AdmissionRequest = {
   target: OutboxTarget;
@@ -201,6 +246,11 @@ type AdmissionRequest = {
   maxInFlight: number | undefined;
   /** The longest wait for a slot worth reserving now; past it the call is held and comes back. */
   maxWaitMs: number;
+  /**
+   * How long the caller would still wait in its activity for a turn a limit gives: a hold by a limit
+   * that ends within it keeps the row's counted attempt, and the caller asks again after the wait.
+   */
+  holdMs: number;
   /** How long a lease outlives a worker that vanished mid-call. */
   leaseMs: number;
   /** The outbox row whose start counted an attempt: a held call uncounts it and notes why. */
@@ -215,10 +265,11 @@ async function admitTargetCall(db: Queryable, request: AdmissionRequest): Promis
     wait_ms: number;
     call_id: string | null;
     probe: boolean;
+    waits: boolean;
   }>({
     name: 'target.admit',
-    text: `SELECT held, until, wait_ms, call_id, probe
-             FROM settle_admit_target_call($1::text, $2::boolean, $3::float8, $4::int, $5::int, $6::int, $7::bigint)`,
+    text: `SELECT held, until, wait_ms, call_id, probe, waits
+             FROM settle_admit_target_call($1::text, $2::boolean, $3::float8, $4::int, $5::int, $6::int, $7::bigint, $8::int)`,
     values: [
       request.target,
       request.bulk,
@@ -227,10 +278,11 @@ async function admitTargetCall(db: Queryable, request: AdmissionRequest): Promis
       Math.round(request.maxWaitMs),
       Math.round(request.leaseMs),
       request.outboxId,
+      Math.round(request.holdMs),
     ],
   });
   const row = rows[0]!;
-  if (row.held) return { held: row.held, until: row.until! };
+  if (row.held) return { held: row.held, until: row.until!, waits: row.waits, waitMs: row.wait_ms };
   return {
     held: null,
     waitMs: row.wait_ms,

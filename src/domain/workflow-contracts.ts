@@ -57,6 +57,11 @@ export type StepFailure = {
   message: string;
   nonRetryable: boolean;
   retryAfterMs: number | null;
+  /**
+   * A bulk call the rate limit held in the first pass: the durable activity takes it at once and
+   * waits there for its turn (activities/target-gate.ts). Absent in histories written before it.
+   */
+  handOver?: true;
 };
 
 /**
@@ -70,12 +75,13 @@ export function stepFailureOf(failure: {
   nonRetryable?: boolean | null;
   details?: unknown[] | null;
 }): StepFailure {
-  const details = failure.details?.[0] as { retryAfterMs?: unknown } | undefined;
+  const details = failure.details?.[0] as { retryAfterMs?: unknown; handOver?: unknown } | undefined;
   return {
     type: failure.type ?? null,
     message: failure.message,
     nonRetryable: failure.nonRetryable === true,
     retryAfterMs: typeof details?.retryAfterMs === 'number' ? details.retryAfterMs : null,
+    ...(details?.handOver === true ? { handOver: true as const } : {}),
   };
 }
 

@@ -135,6 +135,11 @@ export async function retryDurably<F extends ActivityFunction>(
   failure: StepFailure,
   onRetry: (reason: string) => void = () => {},
 ): Promise<Awaited<ReturnType<F>>> {
+  if (failure.handOver) {
+    // A bulk call the rate limit held: no retry, its turn. The durable activity waits for it.
+    view.flush();
+    return step.durable.executeWithOptions({ summary: `${summary} · waits for its turn` }, args);
+  }
   log.info('a local attempt failed; the durable activity takes over', {
     step: summary,
     errorType: failure.type ?? undefined,

@@ -1,0 +1,96 @@
+-- A bulk call held by a target's limits waits in its activity when its turn is near (docs/delivery.md,
+-- "Downstream pressure"): holding it through Temporal (a failure, a timer, the durable activity, the
+-- run's delivery state) cost three times what its call does, and an import to a limited target spent
+-- the machine on holding. `p_hold_ms` is how long the caller would still wait in its activity: a call
+-- held by the rate limit or by the calls in flight until no later than that `waits` (`wait_ms` says how
+-- long), keeps the attempt its row's start counted, and asks again after the wait. Any other hold is as
+-- in 020. The previous release's seven-argument call is this one with no wait in the activity.
+CREATE FUNCTION settle_admit_target_call(
+  p_target text, p_bulk boolean, p_rate double precision, p_max_in_flight integer,
+  p_max_wait_ms integer, p_lease_ms integer, p_outbox_id bigint, p_hold_ms integer,
+  OUT held text, OUT until timestamptz, OUT wait_ms integer, OUT call_id bigint, OUT probe boolean,
+  OUT waits boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+  t timestamptz := clock_timestamp();
+  s target_pressure;
+  spacing interval;
+  slot timestamptz;
+  in_flight integer;
+BEGIN
+  INSERT INTO target_pressure (target) VALUES (p_target) ON CONFLICT (target) DO NOTHING;
+  SELECT * INTO s FROM target_pressure WHERE target = p_target FOR UPDATE;
+  DELETE FROM target_calls c WHERE c.target = p_target AND c.expires_at <= t;
+  probe := s.probing;
+  wait_ms := 0;
+  waits := false;
+  IF s.probing THEN
+    IF greatest(s.paused_until, s.next_probe_at) > t THEN
+      held := CASE WHEN s.paused_until > t THEN 'paused' ELSE 'failing' END;
+      until := greatest(s.paused_until, s.next_probe_at);
+    ELSIF EXISTS (SELECT 1 FROM target_calls c WHERE c.target = p_target AND c.probe) THEN
+      held := 'probing';
+      until := t + make_interval(secs => 1);
+    END IF;
+  END IF;
+  IF held IS NULL AND p_max_in_flight IS NOT NULL THEN
+    SELECT count(*) INTO in_flight FROM target_calls c WHERE c.target = p_target;
+    -- A bulk call leaves the last slot to live ones.
+    IF p_bulk AND p_max_in_flight > 1 THEN
+      in_flight := in_flight + 1;
+    END IF;
+    IF in_flight >= p_max_in_flight THEN
+      held := 'in_flight';
+      until := t + make_interval(secs => 0.2);
+    END IF;
+  END IF;
+  IF held IS NULL AND p_rate IS NOT NULL THEN
+    spacing := make_interval(secs => 1 / p_rate);
+    slot := greatest(t, s.next_slot_at);
+    IF slot - t > make_interval(secs => p_max_wait_ms / 1000.0) THEN
+      held := 'rate';
+      IF p_bulk THEN
+        -- Bulk waiters come back a little faster than the rate, so a slot never waits for one.
+        until := greatest(slot, s.bulk_next_at + spacing * 0.8);
+        UPDATE target_pressure SET bulk_next_at = until WHERE target = p_target;
+      ELSE
+        until := slot;
+      END IF;
+    ELSE
+      wait_ms := ceil(EXTRACT(EPOCH FROM slot - t) * 1000);
+      UPDATE target_pressure SET next_slot_at = slot + spacing WHERE target = p_target;
+    END IF;
+  END IF;
+  IF held IS NOT NULL THEN
+    probe := false;
+    IF held IN ('rate', 'in_flight') AND until <= t + make_interval(secs => p_hold_ms / 1000.0) THEN
+      waits := true;
+      wait_ms := ceil(EXTRACT(EPOCH FROM until - t) * 1000);
+      RETURN;
+    END IF;
+    UPDATE outbox SET attempts = greatest(attempts - 1, 0), updated_at = now(),
+                      last_error = 'held by settle: ' || CASE held
+                        WHEN 'paused' THEN 'the target asked for a pause (Retry-After)'
+                        WHEN 'failing' THEN 'the target is failing; one probe at a time'
+                        WHEN 'probing' THEN 'the target is failing; a probe is in flight'
+                        WHEN 'in_flight' THEN 'its calls in flight are at SETTLE_' || upper(p_target) || '_MAX_IN_FLIGHT'
+                        ELSE 'its calls are at SETTLE_' || upper(p_target) || '_RATE_LIMIT' END
+     WHERE outbox_id = p_outbox_id AND status = 'pending';
+    RETURN;
+  END IF;
+  IF probe OR p_max_in_flight IS NOT NULL THEN
+    INSERT INTO target_calls (target, probe, expires_at)
+    VALUES (p_target, probe, t + make_interval(secs => (wait_ms + p_lease_ms) / 1000.0))
+    RETURNING target_calls.call_id INTO call_id;
+  END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION settle_admit_target_call(
+  p_target text, p_bulk boolean, p_rate double precision, p_max_in_flight integer,
+  p_max_wait_ms integer, p_lease_ms integer, p_outbox_id bigint,
+  OUT held text, OUT until timestamptz, OUT wait_ms integer, OUT call_id bigint, OUT probe boolean)
+LANGUAGE sql AS $$
+  SELECT a.held, a.until, a.wait_ms, a.call_id, a.probe
+    FROM settle_admit_target_call(p_target, p_bulk, p_rate, p_max_in_flight, p_max_wait_ms, p_lease_ms,
+                                  p_outbox_id, 0) a
+$$;
