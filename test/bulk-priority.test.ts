@@ -14,7 +14,7 @@ import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { paymentEvent, postWebhook, uniqueId, waitFor } from '../testkit/harness';
 import { useTestStack } from '../testkit/hooks';
-import { finished, runSettle, spawnSettle, stackEnv } from './support/settle-cli';
+import { finished, importEvents, spawnSettle, stackEnv } from './support/settle-cli';
 
 // No worker until the first test starts one: its import must wait for it.
 const stack = useTestStack({ worker: false });
@@ -85,15 +85,8 @@ test('an imported event’s run waits behind live traffic; a webhook’s does no
   await addShipments(stack.pool, [live.data.shipment_id, imported.data.shipment_id]);
   assert.equal((await postWebhook(stack, live)).status, 202);
 
-  const dir = mkdtempSync(join(tmpdir(), 'settle-import-'));
-  try {
-    const file = join(dir, 'report.jsonl');
-    writeFileSync(file, `${JSON.stringify(imported)}\n`);
-    const run = await runSettle(['import', file, '--json'], stackEnv(stack));
-    assert.equal(run.code, 0, run.stderr);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const run = await importEvents([imported], stackEnv(stack));
+  assert.equal(run.code, 0, run.stderr);
 
   const bulk = await startedAs(imported.id);
   assert.equal(bulk.priority, BULK_PRIORITY_KEY);

@@ -6,9 +6,6 @@
  * its own Idempotency-Key, whatever the ERP did.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
@@ -24,7 +21,7 @@ import {
 } from '../testkit/harness';
 import { startReceiver, targetUrlVariables, type Receiver, type ReceivedRequest } from '../testkit/receiver';
 import { startChildWorker, type ChildWorker } from './support/child-worker';
-import { runSettle, stackEnv } from './support/settle-cli';
+import { importEvents, runSettle, stackEnv } from './support/settle-cli';
 
 const RATE_LIMIT = 10;
 const MAX_IN_FLIGHT = 2;
@@ -119,15 +116,8 @@ describe('downstream pressure, shared by two worker processes', () => {
       stack.pool,
       events.map((event) => event.data.shipment_id),
     );
-    const dir = mkdtempSync(join(tmpdir(), 'settle-import-'));
-    const file = join(dir, 'report.jsonl');
-    writeFileSync(file, events.map((event) => JSON.stringify(event)).join('\n'));
-    try {
-      const run = await runSettle(['import', file, '--json'], stackEnv(stack));
-      assert.equal(run.code, 0, run.stderr);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const run = await importEvents(events, stackEnv(stack));
+    assert.equal(run.code, 0, run.stderr);
     const keys = events.map((event) => downstreamIdempotencyKey(event.id, 'erp', 'post_ledger_entry'));
     await deliveredOnce(keys);
     const calls = erpCalls(keys);

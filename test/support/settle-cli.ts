@@ -1,5 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configVariables, settingsVariables } from '../../src/config/schema';
@@ -92,6 +92,18 @@ export function runSettle(
   cwd?: string,
 ): Promise<CliRun> {
   return finished(spawnSettle(args, env, cwd), timeoutMs);
+}
+
+/** `settle import --json` of a report holding `events`, one a line, written to a directory of its own. */
+export async function importEvents(events: unknown[], env: NodeJS.ProcessEnv): Promise<CliRun> {
+  const dir = mkdtempSync(join(tmpdir(), 'settle-import-'));
+  try {
+    const file = join(dir, 'report.jsonl');
+    writeFileSync(file, `${events.map((event) => JSON.stringify(event)).join('\n')}\n`);
+    return await runSettle(['import', file, '--json'], env);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 export function runCommand(
