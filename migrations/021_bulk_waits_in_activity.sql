@@ -1,10 +1,10 @@
--- A bulk call held by a target's limits waits in its activity when its turn is near (docs/delivery.md,
--- "Downstream pressure"): holding it through Temporal (a failure, a timer, the durable activity, the
--- run's delivery state) cost three times what its call does, and an import to a limited target spent
--- the machine on holding. `p_hold_ms` is how long the caller would still wait in its activity: a call
--- held by the rate limit or by the calls in flight until no later than that `waits` (`wait_ms` says how
--- long), keeps the attempt its row's start counted, and asks again after the wait. Any other hold is as
--- in 020. The previous release's seven-argument call is this one with no wait in the activity.
+-- A bulk call held by a target's limits waits for its turn in its durable activity (docs/delivery.md,
+-- "Downstream pressure"): holding it through Temporal (a failure, a timer, the run's delivery state)
+-- cost more than its call does. `p_hold_ms` is how long the caller would still wait in its activity
+-- (0 for a live call and for a bulk run's first pass): a call held by the rate limit or by the calls
+-- in flight until no later than that `waits` (`wait_ms` says how long), keeps the attempt its row's
+-- start counted, and asks again after the wait. Any other hold is as in 020. The previous release's
+-- seven-argument call is this one with no wait in the activity.
 CREATE FUNCTION settle_admit_target_call(
   p_target text, p_bulk boolean, p_rate double precision, p_max_in_flight integer,
   p_max_wait_ms integer, p_lease_ms integer, p_outbox_id bigint, p_hold_ms integer,
