@@ -210,7 +210,12 @@ export async function firstPass(
  */
 export function reconcileAndDeliver(
   activities: {
-    reconcilePayment(event: PaymentEvent): Promise<ReconcileResult>;
+    /** The reconcile, a new claim's first row stored with its attempt counted (`started`). */
+    reconcilePaymentThenStart(
+      event: PaymentEvent,
+    ): Promise<{ result: ReconcileResult; started?: StartedOutboxRow }>;
+    /** Takes back the attempt of a row started but not sent. */
+    releaseOutboxAttempt(outboxId: number): Promise<void>;
     deliverOutboxRowThenStart(
       input: OutboxInput,
       started?: StartedOutboxRow,
@@ -226,10 +231,21 @@ export function reconcileAndDeliver(
   const step = <T>(activityType: string, run: () => Promise<T>) =>
     traceStep(activityType, () => observeAttempt({ ...info, activityType }, run));
   const hasTimeFor = () => deadline - Date.now() > requestTimeoutMs + DELIVERY_MARGIN_MS;
-  // The next row, its attempt counted with the delivered one before it (one statement for both).
+  // The next row, its attempt counted with the statement before it: the reconcile's for the first
+  // row, the delivered one's for each row after it.
   let started: StartedOutboxRow | undefined;
   return firstPass(event, {
-    reconcile: (input) => step('reconcilePayment', () => activities.reconcilePayment(input)),
+    reconcile: (input) =>
+      step('reconcilePayment', async () => {
+        const reconciled = await activities.reconcilePaymentThenStart(input);
+        started = reconciled.started;
+        // A reconcile that left no time to call: the row goes on step by step, its attempt not made.
+        if (started && !hasTimeFor()) {
+          await activities.releaseOutboxAttempt(started.outboxId);
+          started = undefined;
+        }
+        return reconciled.result;
+      }),
     deliver: (input, next) =>
       step('deliverOutboxRow', async () => {
         const delivered = await activities.deliverOutboxRowThenStart(

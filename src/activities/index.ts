@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import type { StartedOutboxRow } from '../db/outbox';
+import { releaseOutboxAttempt, type StartedOutboxRow } from '../db/outbox';
+import { OUTBOX_TARGETS, targetEndpoint } from '../domain/outbox';
 import type { PaymentEvent } from '../domain/payment-event';
 import type {
   CompensationInput,
@@ -19,7 +20,7 @@ import {
   type DeliveryTuning,
   type DownstreamConfig,
 } from './downstream';
-import { reconcilePayment } from './reconcile-payment';
+import { reconcilePayment, reconcilePaymentThenStart } from './reconcile-payment';
 import { recordInvalidRun } from './record-invalid-run';
 import { OPEN_ACCOUNT_POLICY, type AccountPolicy } from '../domain/payment-rules';
 
@@ -57,8 +58,13 @@ export function createActivities({
     reconcilePayment: (event: PaymentEvent) => reconcilePayment(pool, event, accounts),
     deliverOutboxRow: (input: OutboxInput) => deliverOutboxRow(delivery, input),
   };
+  // The targets this worker can call (a URL and a secret): a new claim's first row to one of them is
+  // stored with its attempt counted.
+  const callable = OUTBOX_TARGETS.filter((target) => !('missing' in targetEndpoint(config, target)));
   const firstPassSteps = {
-    reconcilePayment: steps.reconcilePayment,
+    reconcilePaymentThenStart: (event: PaymentEvent) =>
+      reconcilePaymentThenStart(pool, event, accounts, callable),
+    releaseOutboxAttempt: (outboxId: number) => releaseOutboxAttempt(pool, outboxId),
     deliverOutboxRowThenStart: (input: OutboxInput, started?: StartedOutboxRow, next?: OutboxInput) =>
       deliverOutboxRowThenStart(delivery, input, started, next),
   };

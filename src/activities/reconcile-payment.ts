@@ -9,7 +9,7 @@ import {
   type LockedShipment,
 } from '../db/claims';
 import { recordUnadmittedRun, type UnadmittedRun } from '../db/events';
-import { insertOutboxRowsAndList, outboxEntry, type NewOutboxRow } from '../db/outbox';
+import { insertOutboxRowsAndList, outboxEntry, type NewOutboxRow, type StartedOutboxRow } from '../db/outbox';
 import { recordRepeatClaim } from '../db/repeats';
 import { withTransaction } from '../db/transaction';
 import { paymentWorkflowId } from '../domain/ids';
@@ -18,6 +18,7 @@ import {
   downstreamIdempotencyKey,
   OUTBOX_TARGETS,
   type EffectContext,
+  type OutboxTarget,
 } from '../domain/outbox';
 import type { PaymentEvent } from '../domain/payment-event';
 import {
@@ -60,15 +61,32 @@ export async function reconcilePayment(
   event: PaymentEvent,
   accounts: AccountPolicy = OPEN_ACCOUNT_POLICY,
 ): Promise<ReconcileResult> {
+  return (await reconcilePaymentThenStart(pool, event, accounts)).result;
+}
+
+/**
+ * reconcilePayment as the first pass runs it: a new claim's first outbox row, when its target is one
+ * of `startTargets` (those this worker can call), is stored with its attempt counted and returned as
+ * `started`, ready to be sent (db/claims.ts insertClaimAndOutbox). `started` stays out of the result,
+ * which workflow history carries.
+ */
+export async function reconcilePaymentThenStart(
+  pool: pg.Pool,
+  event: PaymentEvent,
+  accounts: AccountPolicy = OPEN_ACCOUNT_POLICY,
+  startTargets: readonly OutboxTarget[] = [],
+): Promise<{ result: ReconcileResult; started?: StartedOutboxRow }> {
   try {
     // Validated once, by the workflow that passes it (workflows/payment.ts): no second parse here.
     const sha = payloadSha256(event);
-    const decision = await withTransaction(pool, (tx) => claimAndApply(tx, event, sha, accounts), {
-      lockEventId: event.id,
-    });
+    const decision = await withTransaction(
+      pool,
+      (tx) => claimAndApply(tx, event, sha, accounts, startTargets),
+      { lockEventId: event.id },
+    );
     if (decision.kind === 'refused') throw refusal(decision);
     if (decision.kind === 'wrong_run') throw wrongRun(paymentWorkflowId(event.id), 'reconcilePayment');
-    const { result, secondsSinceReceipt, mismatch } = decision;
+    const { result, secondsSinceReceipt, mismatch, started } = decision;
     reconcileOutcomesTotal.inc({ outcome: result.outcome });
     // Set only by the attempt that decided it (a repeat returns the stored outcome): counted once.
     if (mismatch) paymentMismatchesTotal.inc({ reason: mismatch.reason });
@@ -85,7 +103,7 @@ export async function reconcilePayment(
       },
       'payment event reconciled',
     );
-    return result;
+    return { result, ...(started ? { started } : {}) };
   } catch (error) {
     transactionFailuresTotal.inc({ code: errorCodeOf(error) });
     throw error;
@@ -93,7 +111,13 @@ export async function reconcilePayment(
 }
 
 type Decision =
-  | { kind: 'reconciled'; result: ReconcileResult; secondsSinceReceipt?: number; mismatch?: Mismatch }
+  | {
+      kind: 'reconciled';
+      result: ReconcileResult;
+      secondsSinceReceipt?: number;
+      mismatch?: Mismatch;
+      started?: StartedOutboxRow;
+    }
   /** Committed: the run's record. `claimed`: the event ID has a claim (of another payload). */
   | { kind: 'refused'; run: UnadmittedRun; firstRecord: boolean; claimed: boolean }
   /** The event is admitted, but this run's workflow ID is not `payment:<event id>`: nothing written. */
@@ -163,6 +187,7 @@ async function claimAndApply(
   event: PaymentEvent,
   sha: string,
   accounts: AccountPolicy,
+  startTargets: readonly OutboxTarget[],
 ): Promise<Decision> {
   const shipmentId = event.data.shipment_id;
   annotateSpan({ shipmentId });
@@ -219,8 +244,10 @@ async function claimAndApply(
     }
     return { kind: 'reconciled', result, mismatch };
   }
-  // A new claim: it and the event's outbox rows in one statement.
-  const { secondsSinceReceipt, outbox } = await insertClaimAndOutbox(
+  // A new claim: it and the event's outbox rows in one statement, the first row's attempt counted.
+  const first = effects[0];
+  const startKey = first && startTargets.includes(first.target) ? first.idempotencyKey : undefined;
+  const { secondsSinceReceipt, outbox, started } = await insertClaimAndOutbox(
     tx,
     {
       eventId: event.id,
@@ -230,6 +257,7 @@ async function claimAndApply(
       reviewReason: mismatch?.detail,
     },
     effects,
+    startKey,
   );
   const result: ReconcileResult = {
     ...applied,
@@ -237,7 +265,7 @@ async function claimAndApply(
     shipmentId,
     outbox: outbox.map(outboxEntry),
   };
-  return { kind: 'reconciled', result, secondsSinceReceipt, mismatch };
+  return { kind: 'reconciled', result, secondsSinceReceipt, mismatch, ...(started ? { started } : {}) };
 }
 
 /**

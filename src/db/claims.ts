@@ -2,11 +2,12 @@ import pg from 'pg';
 import type { ReconcileOutcome } from '../domain/lifecycles';
 import type { PaymentExpectation, PaymentStatus } from '../domain/payment-rules';
 import {
-  INSERT_OUTBOX_ROWS,
+  insertOutboxRows,
   LIST_WITH_INSERTED,
   outboxInsertValues,
   type NewOutboxRow,
   type OutboxEntryRow,
+  type StartedOutboxRow,
 } from './outbox';
 import type { Queryable } from './pool';
 import { shiftParameters } from './sql';
@@ -132,22 +133,42 @@ export type NewClaim = {
  * neither does); returns all of the event's rows in order, as insertOutboxRowsAndList does, and the
  * seconds from the event's receipt (its `events` row) to this claim, the event-to-commit latency, or
  * undefined for an event that has no `events` row.
+ *
+ * `startKey`: the idempotency key of the row the caller will call first. It is stored with that attempt
+ * counted, and returned as `started` with its target's state, as startOutboxAttempt returns a row: the
+ * first delivery then needs no statement, and no commit, of its own.
  */
 export async function insertClaimAndOutbox(
   db: Queryable,
   claim: NewClaim,
   rows: NewOutboxRow[],
-): Promise<{ secondsSinceReceipt: number | undefined; outbox: OutboxEntryRow[] }> {
-  const { rows: listed } = await db.query<{ seconds: number | null } & Nullable<OutboxEntryRow>>({
+  startKey?: string,
+): Promise<{
+  secondsSinceReceipt: number | undefined;
+  outbox: OutboxEntryRow[];
+  started?: StartedOutboxRow;
+}> {
+  type Listed = {
+    seconds: number | null;
+    started: (Omit<StartedOutboxRow, 'createdAt'> & { createdAt: string }) | null;
+  };
+  const { rows: listed } = await db.query<Listed & Nullable<OutboxEntryRow>>({
     name: 'claims.insert_with_outbox',
     text: `WITH claim AS (
              INSERT INTO claims (event_id, payload_sha256, outcome, shipment_id, review_reason)
              VALUES ($1::text, $7::text, $8::text, $2::text, $9::text)
              RETURNING EXTRACT(EPOCH FROM claimed_at -
                (SELECT received_at FROM events WHERE event_id = $1::text))::float8 AS seconds),
-           inserted AS (${INSERT_OUTBOX_ROWS}),
-           listed AS (${LIST_WITH_INSERTED})
-           SELECT (SELECT seconds FROM claim) AS seconds, listed.*
+           inserted AS (${insertOutboxRows('$10')}),
+           listed AS (${LIST_WITH_INSERTED}),
+           started AS (
+             SELECT i.*, $1::text AS "eventId", $2::text AS "shipmentId", NULL::text AS "lastError",
+                    NULL::timestamptz AS "deliveredAt",
+                    coalesce((SELECT tp.probing FROM target_pressure tp WHERE tp.target = i.target), false)
+                      AS "targetTroubled"
+               FROM inserted i WHERE i.attempts = 1)
+           SELECT (SELECT seconds FROM claim) AS seconds, (SELECT to_json(s) FROM started s) AS started,
+                  listed.*
              FROM (VALUES (1)) AS one (n) LEFT JOIN listed ON true
             ORDER BY listed."outboxId"`,
     values: [
@@ -155,12 +176,18 @@ export async function insertClaimAndOutbox(
       claim.payloadSha256,
       claim.outcome,
       claim.reviewReason ?? null,
+      startKey ?? null,
     ],
   });
-  const outbox = listed.flatMap(({ seconds: _, ...row }) =>
+  const outbox = listed.flatMap(({ seconds: _, started: __, ...row }) =>
     row.outboxId === null ? [] : [row as OutboxEntryRow],
   );
-  return { secondsSinceReceipt: listed[0]?.seconds ?? undefined, outbox };
+  const started = listed[0]?.started;
+  return {
+    secondsSinceReceipt: listed[0]?.seconds ?? undefined,
+    outbox,
+    ...(started ? { started: { ...started, createdAt: new Date(started.createdAt) } } : {}),
+  };
 }
 
 type Nullable<T> = { [K in keyof T]: T[K] | null };

@@ -59,7 +59,7 @@ export async function insertOutboxRowsAndList(
 ): Promise<OutboxEntryRow[]> {
   const { rows: entries } = await db.query<OutboxEntryRow>({
     name: 'outbox.insert_and_list',
-    text: `WITH inserted AS (${INSERT_OUTBOX_ROWS})
+    text: `WITH inserted AS (${insertOutboxRows()})
            ${LIST_WITH_INSERTED}
            ORDER BY "outboxId"`,
     values: outboxInsertValues(event, rows),
@@ -68,22 +68,26 @@ export async function insertOutboxRowsAndList(
 }
 
 /**
- * The INSERT of an event's new outbox rows, returning ENTRY_COLUMNS; its parameters are $1 to $6 of
- * outboxInsertValues. For a CTE named `inserted`, which LIST_WITH_INSERTED reads.
+ * The INSERT of an event's new outbox rows, returning ENTRY_COLUMNS, then each row's body, attempts and
+ * creation time; its parameters are $1 to $6 of outboxInsertValues. `startKey`, a parameter naming one
+ * row's idempotency key: that row is stored with its first attempt counted, as startOutboxAttempt
+ * would count it right after. For a CTE named `inserted`, which LIST_WITH_INSERTED reads.
  */
-export const INSERT_OUTBOX_ROWS = `INSERT INTO outbox (event_id, shipment_id, target, action, idempotency_key, body)
-             SELECT $1::text, $2::text, target, action, idempotency_key, body::jsonb
+export const insertOutboxRows = (startKey?: string) =>
+  `INSERT INTO outbox (event_id, shipment_id, target, action, idempotency_key, body, attempts)
+             SELECT $1::text, $2::text, target, action, idempotency_key, body::jsonb,
+                    ${startKey ? `CASE WHEN idempotency_key = ${startKey}::text THEN 1 ELSE 0 END` : '0'}
                FROM unnest($3::text[], $4::text[], $5::text[], $6::text[])
                       AS added (target, action, idempotency_key, body)
              ON CONFLICT (idempotency_key) DO NOTHING
-             RETURNING ${ENTRY_COLUMNS}`;
+             RETURNING ${ENTRY_COLUMNS}, body, attempts, created_at AS "createdAt"`;
 
 /** All of the event's rows: those stored before this statement and those its `inserted` CTE added. */
 export const LIST_WITH_INSERTED = `SELECT ${ENTRY_COLUMNS} FROM outbox WHERE event_id = $1::text
            UNION ALL
-           SELECT * FROM inserted`;
+           SELECT "outboxId", target, action, "idempotencyKey", status FROM inserted`;
 
-/** $1 to $6 of INSERT_OUTBOX_ROWS. */
+/** $1 to $6 of insertOutboxRows. */
 export function outboxInsertValues(event: { eventId: string; shipmentId: string }, rows: NewOutboxRow[]) {
   return [
     event.eventId,
@@ -145,6 +149,15 @@ const START_ATTEMPT = `UPDATE outbox SET attempts = attempts + 1, status = 'pend
 
 /** START_ATTEMPT after markOutboxDelivered's two parameters. */
 const START_ATTEMPT_AFTER_DELIVERED = shiftParameters(START_ATTEMPT, 2);
+
+/** Takes back a counted attempt that was never made (a pending row only). */
+export async function releaseOutboxAttempt(db: Queryable, outboxId: number): Promise<void> {
+  await db.query(
+    `UPDATE outbox SET attempts = greatest(attempts - 1, 0), updated_at = now()
+      WHERE outbox_id = $1::bigint AND status = 'pending'`,
+    [outboxId],
+  );
+}
 
 /** Records why the last attempt did not deliver; `failed` when no retry will follow. */
 export async function recordOutboxError(

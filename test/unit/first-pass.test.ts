@@ -63,6 +63,18 @@ function steps(
       calls.push('reconcile');
       return reconciled;
     },
+    /** The reconcile that stores the first row with its attempt counted, as the database step does. */
+    reconcilePaymentThenStart: async () => {
+      calls.push('reconcile');
+      const first = reconciled.outbox[0];
+      return {
+        result: reconciled,
+        ...(first ? { started: { outboxId: first.outboxId } as StartedOutboxRow } : {}),
+      };
+    },
+    releaseOutboxAttempt: async (outboxId: number) => {
+      calls.push(`release ${outboxId}`);
+    },
     deliverOutboxRow,
     /** deliverOutboxRow that starts `next` when this row delivered, as the database step does. */
     deliverOutboxRowThenStart: async (input: OutboxInput, started?: StartedOutboxRow, next?: OutboxInput) => {
@@ -182,11 +194,13 @@ describe('reconcileAndDeliver, the activity', () => {
   test('starts a call only while the request timeout and the margin still fit in its own time', async () => {
     const roomy = await run(60_000);
     assert.deepEqual(roomy.calls, ['reconcile', 'deliver 1', 'deliver 2']);
-    // The second row's attempt is started with the first one's `delivered`, and sent as started.
-    assert.deepEqual(roomy.chained, ['1: started -, next 2', '2: started 2, next -']);
-    // One millisecond short of one request and the margin: the rows are left to the durable path.
+    // The first row's attempt is started by the reconcile, the second's with the first one's
+    // `delivered`; each is sent as started.
+    assert.deepEqual(roomy.chained, ['1: started 1, next 2', '2: started 2, next -']);
+    // One millisecond short of one request and the margin: the rows are left to the durable path, and
+    // the attempt the reconcile counted is taken back.
     const tight = await run(requestTimeoutMs + DELIVERY_MARGIN_MS - 1);
-    assert.deepEqual(tight.calls, ['reconcile']);
+    assert.deepEqual(tight.calls, ['reconcile', 'release 1']);
     assert.equal(tight.result.reconciled.outcome, 'applied');
     assert.deepEqual(tight.result.attempts, []);
   });
@@ -196,7 +210,7 @@ describe('reconcileAndDeliver, the activity', () => {
       input.outboxId === 1 ? ApplicationFailure.retryable('HTTP 503', 'downstream_unavailable') : 'delivered',
     );
     assert.deepEqual(refused.calls, ['reconcile', 'deliver 1']);
-    assert.deepEqual(refused.chained, ['1: started -, next 2']);
+    assert.deepEqual(refused.chained, ['1: started 1, next 2']);
     assert.equal(refused.result.attempts.length, 1);
   });
 });
