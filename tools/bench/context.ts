@@ -10,6 +10,8 @@ import type { ProofStack } from '../../testkit/stack';
 export const SIZES = {
   short: {
     reps: 1,
+    /** Rows measured in turn (a goal compares them): each pair's ratio, and their median, need three. */
+    turnReps: 3,
     claimEvents: 400,
     floorWorkflows: 300,
     pathEvents: 300,
@@ -24,6 +26,7 @@ export const SIZES = {
   },
   full: {
     reps: 3,
+    turnReps: 3,
     claimEvents: 2_000,
     floorWorkflows: 1_000,
     pathEvents: 600,

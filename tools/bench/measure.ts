@@ -70,12 +70,14 @@ export function measuring(
 
   const measureInTurn = async (rows: Row[]): Promise<Result[]> => {
     const reps = rows.map((): Rep[] => []);
-    const most = Math.max(0, ...rows.map((r) => r.reps));
+    // Rows in turn are compared pair by pair: never fewer repetitions than the pairs' median needs.
+    const count = (row: Row) => (rows.length > 1 ? Math.max(row.reps, size.turnReps) : row.reps);
+    const most = Math.max(0, ...rows.map(count));
     for (let rep = 0; rep < most; rep += 1) {
       for (const [index, measured] of rows.entries()) {
-        if (rep >= measured.reps) continue;
+        if (rep >= count(measured)) continue;
         const turn = rows.length > 1 ? ', in turn' : '';
-        log(`${measured.id}: ${measured.what} (repetition ${rep + 1} of ${measured.reps}${turn})`);
+        log(`${measured.id}: ${measured.what} (repetition ${rep + 1} of ${count(measured)}${turn})`);
         reps[index]!.push(await measured.once(rep));
       }
     }
