@@ -141,35 +141,6 @@ describe('downstream pressure, shared by two worker processes', () => {
     }
   });
 
-  test("an import goes at the limited ERP's pace: never more than --max-backlog runs ahead of its deliveries", async () => {
-    erp = () => ({ status: 200 });
-    const backlog = 4;
-    const events = Array.from({ length: 24 }, () => paymentEvent({ shipmentId: uniqueId('SHP') }));
-    await addShipments(
-      stack.pool,
-      events.map((event) => event.data.shipment_id),
-    );
-    const run = await importEvents(events, stackEnv(stack), [
-      '--max-backlog',
-      String(backlog),
-      '--concurrency',
-      '1',
-    ]);
-    assert.equal(run.code, 0, run.stderr);
-    const keys = events.map((event) => downstreamIdempotencyKey(event.id, 'erp', 'post_ledger_entry'));
-    await deliveredOnce(keys);
-    const calls = erpCalls(keys).map((call) => call.at);
-    const { rows } = await stack.pool.query<{ at: Date }>(
-      'SELECT received_at AS at FROM events WHERE event_id = ANY($1::text[]) ORDER BY received_at',
-      [events.map((event) => event.id)],
-    );
-    // The n-th event stored found at least n - backlog entries delivered (one more: the line in flight).
-    for (const [n, { at }] of rows.entries()) {
-      const delivered = calls.filter((call) => call <= at.getTime()).length;
-      assert.ok(delivered >= n - backlog - 1, `event ${n + 1} stored with ${delivered} entries delivered`);
-    }
-  });
-
   test('a 429 with Retry-After pauses every worker until it has passed; then one probe, then the rest', async () => {
     let pausedAt: number | undefined;
     erp = (request) => {

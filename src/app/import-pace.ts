@@ -1,10 +1,10 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type pg from 'pg';
 
-/** How often a waiting import looks for its runs' claims and deliveries. */
+/** How often a waiting import looks for its runs' claims. */
 const CHECK_MS = 250;
 /**
- * A run not settled this long after its start stops counting against the backlog: the pace is a
+ * A run not reconciled this long after its start stops counting against the backlog: the pace is a
  * courtesy to live traffic, not a guarantee, and a run that fails before its claim (or waits for a
  * worker that is down) must not stop the import for good. Without workers an import crawls at
  * `maxBacklog` lines a minute instead of flooding Temporal.
@@ -12,16 +12,13 @@ const CHECK_MS = 250;
 const FORGET_AFTER_MS = 60_000;
 
 /**
- * Keeps `settle import` at most `maxBacklog` runs ahead of the workers and of their targets: each
- * started run counts until its claim is committed (its reconcile ran) and its deliveries are no longer
- * pending, and the import waits while the count is at the limit. Admission then goes at the pace the
- * runs finish, instead of as fast as Temporal accepts starts (about 80 a second here, more than these
- * two cores can run), so a 10,000-line import never loads Temporal and PostgreSQL with thousands of
- * starts while live events arrive; against a target with a rate limit (SETTLE_<TARGET>_RATE_LIMIT) it
- * goes at that rate, not ahead of it with runs that only wait their turn. A delivery to a target that
- * is paused or failing (target_pressure) does not hold the import back: its call waits in its run, and
- * the import stores the rest of the report. (Temporal's own backlog count, DescribeTaskQueue's stats,
- * is cached for about 5 s by the server: too stale to pace by.)
+ * Keeps `settle import` at most `maxBacklog` runs ahead of the workers: each started run counts until
+ * its claim is committed (its reconcile ran), and the import waits while the count is at the limit.
+ * Admission then goes at the pace the workers drain the bulk task queue, instead of as fast as
+ * Temporal accepts starts (about 80 a second here, more than these two cores can run), so a
+ * 10,000-line import never loads Temporal and PostgreSQL with thousands of starts while live events
+ * arrive. (Temporal's own backlog count, DescribeTaskQueue's stats, is cached for about 5 s by the
+ * server: too stale to pace by.)
  */
 export class ImportPace {
   /** Started runs not yet seen reconciled, with when they started. */
@@ -43,7 +40,7 @@ export class ImportPace {
     }
   }
 
-  /** A run this import started: it counts until its claim appears and its deliveries went out. */
+  /** A run this import started: it counts until its claim appears. */
   started(eventId: string): void {
     this.outstanding.set(eventId, Date.now());
   }
@@ -56,14 +53,8 @@ export class ImportPace {
     }
     try {
       const { rows } = await this.pool.query<{ event_id: string }>({
-        name: 'import.settled',
-        text: `SELECT c.event_id FROM claims c
-                WHERE c.event_id = ANY($1::text[])
-                  AND NOT EXISTS (
-                    SELECT 1 FROM outbox o
-                     WHERE o.event_id = c.event_id AND o.status = 'pending'
-                       AND NOT EXISTS (
-                         SELECT 1 FROM target_pressure tp WHERE tp.target = o.target AND tp.probing))`,
+        name: 'import.claimed',
+        text: 'SELECT event_id FROM claims WHERE event_id = ANY($1::text[])',
         values: [[...this.outstanding.keys()]],
       });
       for (const row of rows) this.outstanding.delete(row.event_id);

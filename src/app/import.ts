@@ -37,7 +37,7 @@ export type ImportSummary = {
 
 export type ImportOptions = {
   concurrency: number;
-  /** Started runs not yet reconciled and delivered before the import waits (import-pace.ts); 0 never waits. */
+  /** Started runs not yet reconciled before the import waits for the workers (import-pace.ts); 0 never waits. */
   maxBacklog?: number;
   /** Stops reading new lines; lines in flight finish, so the summary stays exact. */
   signal?: AbortSignal;

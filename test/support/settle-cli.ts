@@ -94,17 +94,13 @@ export function runSettle(
   return finished(spawnSettle(args, env, cwd), timeoutMs);
 }
 
-/** `settle import --json [options]` of a report holding `events`, one a line, written to a directory of its own. */
-export async function importEvents(
-  events: unknown[],
-  env: NodeJS.ProcessEnv,
-  options: string[] = [],
-): Promise<CliRun> {
+/** `settle import --json` of a report holding `events`, one a line, written to a directory of its own. */
+export async function importEvents(events: unknown[], env: NodeJS.ProcessEnv): Promise<CliRun> {
   const dir = mkdtempSync(join(tmpdir(), 'settle-import-'));
   try {
     const file = join(dir, 'report.jsonl');
     writeFileSync(file, `${events.map((event) => JSON.stringify(event)).join('\n')}\n`);
-    return await runSettle(['import', file, '--json', ...options], env);
+    return await runSettle(['import', file, '--json'], env);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

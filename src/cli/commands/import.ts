@@ -23,10 +23,9 @@ export function registerImport(program: Command) {
     .option('--concurrency <n>', 'lines in flight at once', parseCount, 4)
     .option(
       '--max-backlog <n>',
-      'imported runs started but not yet reconciled and delivered before the import waits for the workers ' +
-        'and the targets to catch up (the runs go to the bulk task queue, <queue>-bulk; a target that is ' +
-        'paused or failing does not hold the import), so that an import never floods Temporal ahead of ' +
-        'live traffic nor a target ahead of its rate limit; 0 never waits',
+      'imported runs started but not yet reconciled before the import waits for the workers to catch up ' +
+        '(they run on the bulk task queue, <queue>-bulk), so that an import never floods Temporal ahead of ' +
+        'live traffic; 0 never waits',
       parseBacklog,
       DEFAULT_MAX_BACKLOG,
     )
