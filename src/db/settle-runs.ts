@@ -1,10 +1,16 @@
+import pg from 'pg';
 import type { Queryable } from './pool';
+import { deferToCommit } from './transaction';
 
 /**
  * Records a run settle started (migration 019), on the connection of the start: inside an admission's
- * transaction the record commits with the event's row, or not at all.
+ * transaction the record commits with the event's row, or not at all, and goes with its COMMIT (one
+ * round trip for both: nothing in the transaction reads it back).
  */
 export async function recordSettleRun(db: Queryable, workflowId: string, runId: string): Promise<void> {
+  const record = `INSERT INTO settle_runs (workflow_id, run_id)
+    VALUES (${pg.escapeLiteral(workflowId)}::text, ${pg.escapeLiteral(runId)}::text) ON CONFLICT DO NOTHING`;
+  if (deferToCommit(db, record)) return;
   await db.query({
     name: 'settle_runs.record',
     text: `INSERT INTO settle_runs (workflow_id, run_id) VALUES ($1::text, $2::text) ON CONFLICT DO NOTHING`,

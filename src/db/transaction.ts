@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { beginLockingEventId, endTransaction } from './claims';
+import type { Queryable } from './pool';
 
 /**
  * Runs `fn` in one transaction: COMMIT when it resolves, ROLLBACK when it throws. A client whose
@@ -23,11 +24,14 @@ export async function withTransaction<T>(
     broken ??= error;
   };
   client.on('error', onConnectionLost);
+  const deferred: string[] = [];
+  atCommit.set(client, deferred);
   try {
     if (options.lockEventId === undefined) await client.query('BEGIN');
     else await beginLockingEventId(client, options.lockEventId);
     const result = await fn(client);
-    await client.query('COMMIT');
+    // What the transaction handed to its COMMIT goes with it: one round trip (a simple query).
+    await client.query([...deferred, 'COMMIT'].join('; '));
     return result;
   } catch (error) {
     try {
@@ -37,8 +41,26 @@ export async function withTransaction<T>(
     }
     throw error;
   } finally {
+    atCommit.delete(client);
     endTransaction(client);
     client.removeListener('error', onConnectionLost);
     client.release(broken);
   }
+}
+
+/** The statements each open transaction sends with its COMMIT (deferToCommit). */
+const atCommit = new WeakMap<Queryable, string[]>();
+
+/**
+ * Sends `statement` with the COMMIT of the transaction `db` is in (withTransaction's), in the same
+ * round trip, when nothing in the transaction reads what it writes: true if so. False outside such a
+ * transaction, or for a statement no query text can carry (a NUL byte): the caller runs it itself.
+ * `statement` takes no parameters: its values are escaped literals (pg.escapeLiteral). An error in it
+ * fails the COMMIT, and the transaction rolls back as for any failed statement.
+ */
+export function deferToCommit(db: Queryable, statement: string): boolean {
+  const deferred = atCommit.get(db);
+  if (!deferred || statement.includes('\0')) return false;
+  deferred.push(statement);
+  return true;
 }
