@@ -40,6 +40,8 @@ export const runEager: RowRun = async (ctx) => {
           { SETTLE_BENCH_PLAIN_EAGER: '1' },
         ),
       );
+    // Warmed at the concurrency its turn measures, as the rows it is compared with are (T3WE, T0).
+    await benchFullPath(eager, await preparePathEvents(stack, size.warmup), 50);
     await ctx.measureInTurn([...against, eagerRow(50)]);
     // Stopped before LE's row, which it would share the machine with.
     await stopPlainConsumer(ctx);

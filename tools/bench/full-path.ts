@@ -175,5 +175,7 @@ export const runP: RowRun = async ({ stack, size, row, measureInTurn, finished }
     );
   await benchFullPath(stack, await preparePathEvents(stack, size.warmup), 10);
   await measureInTurn([pathRow(10)]);
+  // Warmed at the concurrency its turn measures, as the rows it is compared with are (T3W, T3L).
+  await benchFullPath(stack, await preparePathEvents(stack, size.warmup), 50);
   return [pathRow(50)];
 };
