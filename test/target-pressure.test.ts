@@ -80,6 +80,28 @@ async function deliveredOnce(keys: string[]): Promise<void> {
   }
 }
 
+/**
+ * What each event's run did beyond the happy path's one workflow task: `timer` and `upsert` (settle's
+ * view) for a call held through retries, `activity` for a call handed to the durable activity.
+ * (TemporalChangeVersion, the SDK's own upsert for a patch, is not settle's view.)
+ */
+async function heldShapes(events: { id: string }[]): Promise<Map<string, string[]>> {
+  const shapes = new Map<string, string[]>();
+  for (const event of events) {
+    const history = await stack.client.workflow.getHandle(paymentWorkflowId(event.id)).fetchHistory();
+    const kinds = (history.events ?? []).flatMap((e) => {
+      if (e.timerStartedEventAttributes) return ['timer'];
+      if (e.activityTaskScheduledEventAttributes) return ['activity'];
+      const upserted = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
+      return upserted && Object.keys(upserted).some((key) => key !== 'TemporalChangeVersion')
+        ? ['upsert']
+        : [];
+    });
+    shapes.set(event.id, kinds);
+  }
+  return shapes;
+}
+
 const erpCalls = (keys: string[]) =>
   receiver.requests.filter((request) => request.path === '/erp' && keys.includes(request.key));
 
@@ -126,19 +148,29 @@ describe('downstream pressure, shared by two worker processes', () => {
     assert.ok(span >= ((keys.length - 1) / RATE_LIMIT) * 1000 * 0.9, `${keys.length} calls in ${span} ms`);
     // A run held through retries would show a timer and its `retrying` state, and cost their actions;
     // a run whose first pass found no free slot hands the call to the durable activity, which waits.
-    // (TemporalChangeVersion, the SDK's own upsert for a patch, is not settle's view.)
-    for (const event of events) {
-      const history = await stack.client.workflow.getHandle(paymentWorkflowId(event.id)).fetchHistory();
-      const kinds = (history.events ?? []).flatMap((e) => {
-        if (e.timerStartedEventAttributes) return ['timer'];
-        if (e.activityTaskScheduledEventAttributes) return ['activity'];
-        const upserted = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
-        return upserted && Object.keys(upserted).some((key) => key !== 'TemporalChangeVersion')
-          ? ['upsert']
-          : [];
-      });
-      assert.ok(kinds.length === 0 || kinds.join() === 'activity', `${event.id}: ${kinds.join(', ')}`);
-    }
+    for (const [eventId, kinds] of await heldShapes(events))
+      assert.ok(kinds.length === 0 || kinds.join() === 'activity', `${eventId}: ${kinds.join(', ')}`);
+  });
+
+  test("an import given the workers' SETTLE_ERP_RATE_LIMIT starts its runs no faster than the ERP takes calls", async () => {
+    erp = () => ({ status: 200 });
+    const events = Array.from({ length: 12 }, () => paymentEvent({ shipmentId: uniqueId('SHP') }));
+    await addShipments(
+      stack.pool,
+      events.map((event) => event.data.shipment_id),
+    );
+    const run = await importEvents(events, stackEnv(stack, { SETTLE_ERP_RATE_LIMIT: String(RATE_LIMIT) }));
+    assert.equal(run.code, 0, run.stderr);
+    const summary = JSON.parse(run.stdout) as { counts: { accepted: number }; elapsed_ms: number };
+    assert.equal(summary.counts.accepted, events.length);
+    // The import itself went at the ERP's pace, not as fast as Temporal takes starts.
+    const paced = ((events.length - 1) / RATE_LIMIT) * 1000 * 0.9;
+    assert.ok(summary.elapsed_ms >= paced, `${events.length} runs started in ${summary.elapsed_ms} ms`);
+    const keys = events.map((event) => downstreamIdempotencyKey(event.id, 'erp', 'post_ledger_entry'));
+    await deliveredOnce(keys);
+    assert.equal(erpCalls(keys).length, keys.length, 'one call per entry');
+    for (const [eventId, kinds] of await heldShapes(events))
+      assert.ok(kinds.length === 0 || kinds.join() === 'activity', `${eventId}: ${kinds.join(', ')}`);
   });
 
   test('a 429 with Retry-After pauses every worker until it has passed; then one probe, then the rest', async () => {

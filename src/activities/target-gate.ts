@@ -4,7 +4,7 @@ import type pg from 'pg';
 import type { Queryable } from '../db/pool';
 import { ErrorCode } from '../domain/errors';
 import { deliveryTarget, type OutboxTarget } from '../domain/outbox';
-import { targetLimits, type TargetLimitsConfig } from '../domain/target-limits';
+import { gateRate, targetLimits, type TargetLimitsConfig } from '../domain/target-limits';
 import { isBulkTaskQueue } from '../temporal/task-queues';
 import { targetHeldTotal } from '../metrics/settle-metrics';
 import type { CallOutcome } from './downstream';
@@ -32,12 +32,6 @@ const WAIT_HEARTBEAT_MS = 5_000;
 export const PROBE_EVERY_MAX_MS = 10_000;
 /** A held call's longest wait before it asks again (a failing target's waiters, spread out). */
 export const HELD_MAX_WAIT_MS = 60_000;
-/**
- * Calls are spaced this share of a second wider than the limit asks: a call delayed on its way by
- * less than that share of a second (a busy worker, a slow connection) cannot put one call too many
- * into a second the target counts, whatever the rate.
- */
-const SPACING_MARGIN = 0.05;
 /** How long a lease outlives its call's timeout, for a worker that vanished mid-call. */
 const LEASE_MARGIN_MS = 5_000;
 
@@ -72,7 +66,7 @@ export async function enterTarget(
   }
   const context = Context.current();
   const bulk = isBulkTaskQueue(context.info.taskQueue);
-  const rate = limits.ratePerSecond && limits.ratePerSecond / (1 + SPACING_MARGIN);
+  const rate = limits.ratePerSecond && gateRate(limits.ratePerSecond);
   const local = context.info.isLocal;
   const waitEnds = Date.now() + (bulk && !local ? BULK_MAX_WAIT_MS : 0);
   let admission: Admission;

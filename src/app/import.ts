@@ -8,6 +8,7 @@ import { ErrorCode } from '../domain/errors';
 import { DEFAULT_MAX_BACKLOG, ImportPace } from './import-pace';
 import { PROVIDERS, type ProviderName } from '../providers/registry';
 import { inMode, type ProviderMode } from '../providers/types';
+import type { TargetLimitsConfig } from '../domain/target-limits';
 import type { Services } from './services';
 
 export type ImportCounts = {
@@ -39,6 +40,11 @@ export type ImportOptions = {
   concurrency: number;
   /** Started runs not yet reconciled before the import waits for the workers (import-pace.ts); 0 never waits. */
   maxBacklog?: number;
+  /**
+   * The targets' limits as the workers read them (SETTLE_<TARGET>_RATE_LIMIT): runs start no faster
+   * than the tightest limited target takes calls (import-pace.ts). Not with a maxBacklog of 0.
+   */
+  targetLimits?: TargetLimitsConfig;
   /** Stops reading new lines; lines in flight finish, so the summary stays exact. */
   signal?: AbortSignal;
   onProgress?: (processed: number, total: number, counts: ImportCounts) => void;
@@ -67,7 +73,7 @@ async function countLines(file: string): Promise<number> {
 /**
  * Feeds a provider's event report (one JSON event per line) through the same path as the webhook,
  * `admitPaymentEvent` with source `import`, a bounded number of lines at a time, no faster than the
- * workers drain the bulk task queue. An event already known is a duplicate, so a rerun after an
+ * workers drain the bulk task queue nor than the limited targets take calls. An event already known is a duplicate, so a rerun after an
  * interrupted import applies only what is missing.
  */
 export async function importReport(
@@ -88,9 +94,10 @@ export async function importReport(
   };
   const inFlight = new Set<Promise<void>>();
   const maxBacklog = options.maxBacklog ?? DEFAULT_MAX_BACKLOG;
-  const pace = maxBacklog > 0 ? new ImportPace(deps.pool, maxBacklog) : undefined;
+  const pace = maxBacklog > 0 ? new ImportPace(deps.pool, maxBacklog, options.targetLimits) : undefined;
   const record = (outcome: LineOutcome, line: number) => {
     if (outcome.status === 'accepted') pace?.started(outcome.eventId);
+    else pace?.notStarted();
     summary.processed += 1;
     summary.counts[outcome.status] += 1;
     if (outcome.status === 'rejected' || outcome.status === 'unavailable') {

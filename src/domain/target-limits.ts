@@ -51,6 +51,18 @@ export function targetLimits(config: TargetLimitsConfig, target: OutboxTarget): 
   };
 }
 
+/**
+ * Calls are spaced this share of a second wider than the limit asks: a call delayed on its way by
+ * less than that share of a second (a busy worker, a slow connection) cannot put one call too many
+ * into a second the target counts, whatever the rate.
+ */
+const SPACING_MARGIN = 0.05;
+
+/** The calls a second the gate lets through to a target limited to `ratePerSecond`: less the margin. */
+export function gateRate(ratePerSecond: number): number {
+  return ratePerSecond / (1 + SPACING_MARGIN);
+}
+
 /** Only the targets' limits of a configuration (what the delivery activities are given). */
 export function targetLimitsConfig(config: TargetLimitsConfig): TargetLimitsConfig {
   return Object.fromEntries(TARGET_LIMIT_KEYS.map((key) => [key, config[key]]));

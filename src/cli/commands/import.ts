@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { ImportCounts, ImportSummary } from '../../app/import';
 import { DEFAULT_MAX_BACKLOG } from '../../app/import-pace';
+import { targetLimitsConfig } from '../../domain/target-limits';
 import { onShutdown, stopping } from '../../lib/shutdown';
 import { CliError } from '../errors';
 
@@ -11,7 +12,9 @@ export function registerImport(program: Command) {
     .description(
       "Feed a provider's event report (one JSON event per line) through the same path as the webhook. " +
         'Events already known count as duplicates, so rerunning after an interrupted or partial run ' +
-        'applies only what is missing. Ctrl-C stops reading, lets lines in flight finish and prints the summary.',
+        'applies only what is missing. Runs start no faster than the tightest SETTLE_<TARGET>_RATE_LIMIT ' +
+        "takes calls: run it with the workers' environment. Ctrl-C stops reading, lets lines in flight finish " +
+        'and prints the summary.',
     )
     .argument('<file.jsonl>', 'the report: one event per line, as the provider sends them')
     .option(
@@ -25,7 +28,7 @@ export function registerImport(program: Command) {
       '--max-backlog <n>',
       'imported runs started but not yet reconciled before the import waits for the workers to catch up ' +
         '(they run on the bulk task queue, <queue>-bulk), so that an import never floods Temporal ahead of ' +
-        'live traffic; 0 never waits',
+        'live traffic; 0 never waits, for the workers nor for the limited targets',
       parseBacklog,
       DEFAULT_MAX_BACKLOG,
     )
@@ -109,6 +112,7 @@ async function importReportFile(
       importReport({ pool, client, taskQueue: config.taskQueue }, file, {
         concurrency: options.concurrency,
         maxBacklog: options.maxBacklog,
+        targetLimits: targetLimitsConfig(config),
         signal: stopping,
         provider,
         providerMode: config.providerMode,
