@@ -21,9 +21,10 @@ const LIVE_MAX_WAIT_MS = 1_000;
  * A bulk call held by a limit in its durable activity waits there, asking again at its turn, for at
  * most this long in all (well inside the activity's timeout, with one request's to spare); past it,
  * it is held and comes back. Holding a call through Temporal (a failure, a timer, the run's delivery
- * state) cost three times what the call does. In the first pass (a local activity) a bulk call does
- * not wait: it would keep its run's workflow-task slot, one of the few SETTLE_BULK_CONCURRENCY gives
- * the import, and leave a limited target idle; it hands the row to the durable activity instead.
+ * state) cost three times what the call does. In the first pass (a local activity) a bulk call waits
+ * for one slot at most: longer would keep its run's workflow-task slot, one of the few
+ * SETTLE_BULK_CONCURRENCY gives the import, and leave a limited target idle; it hands the row to the
+ * durable activity instead.
  */
 const BULK_MAX_WAIT_MS = 60_000;
 /** A waiting durable activity tells Temporal it is alive at least this often (its heartbeat timeout is longer). */
@@ -45,14 +46,15 @@ export type GateDependencies = {
 export type TargetPass = { callId: number | null; recorded: boolean };
 
 /**
- * Admits one call to `target`, waiting in the activity for a slot when the wait is short (a bulk call,
- * which takes only a free slot, in its durable activity also for its turn while BULK_MAX_WAIT_MS
- * lasts). A call that is held (a pause, a failing target whose probe is out, a limit) throws a
- * retryable `downstream_throttled` failure whose delay is when to ask again: no call was made, the
- * attempt the row's start counted is taken back, and the row keeps its Idempotency-Key; a bulk first
- * pass's call held by a limit is handed to the durable activity at once. `troubled` is what the
- * row's start read of the target (false: no pause, no failure); with no limits set and no trouble,
- * the call goes without a statement of its own. `outboxId`: the row the call delivers, if any.
+ * Admits one call to `target`, waiting in the activity for a slot when the wait is short (a bulk call
+ * takes only a free or the next slot, and in its durable activity also waits for its turn while
+ * BULK_MAX_WAIT_MS lasts). A call that is held (a pause, a failing target whose probe is out, a
+ * limit) throws a retryable `downstream_throttled` failure whose delay is when to ask again: no call
+ * was made, the attempt the row's start counted is taken back, and the row keeps its
+ * Idempotency-Key; a bulk first pass's call held by a limit is handed to the durable activity at
+ * once. `troubled` is what the row's start read of the target (false: no pause, no failure); with no
+ * limits set and no trouble, the call goes without a statement of its own. `outboxId`: the row the
+ * call delivers, if any.
  */
 export async function enterTarget(
   deps: GateDependencies,
@@ -76,8 +78,11 @@ export async function enterTarget(
       bulk,
       ratePerSecond: rate,
       maxInFlight: limits.maxInFlight,
-      // A bulk call takes a slot only when it is free (half a slot's wait): live calls find one at once.
-      maxWaitMs: bulk ? (rate ? 500 / rate : 0) : LIVE_MAX_WAIT_MS,
+      // A bulk call takes a slot only when it is free or the next one (a slot's wait at most), so a
+      // live call waits behind the bulk backlog for two slots at most. A paced import's run reaches
+      // the gate about as its slot comes (app/import-pace.ts); one late by a little leaves the next
+      // a little early, and half a slot's wait handed most of them over.
+      maxWaitMs: bulk ? (rate ? 1000 / rate : 0) : LIVE_MAX_WAIT_MS,
       holdMs: Math.max(0, waitEnds - Date.now()),
       leaseMs: deps.requestTimeoutMs + LEASE_MARGIN_MS,
       outboxId,
