@@ -33,6 +33,8 @@ export async function prepareImport(stack: ProofStack, count: number): Promise<I
 export async function benchImport(
   stack: ProofStack,
   { events, file }: ImportReport,
+  /** What the import's environment adds to the stack's (the workers' target limits, for PR and PRL). */
+  env: Record<string, string> = {},
 ): Promise<{
   importLinesPerSecond: number;
   endToEndEventsPerSecond: number;
@@ -53,7 +55,7 @@ export async function benchImport(
         ? ['--concurrency', process.env.SETTLE_BENCH_IMPORT_CONCURRENCY]
         : []),
     ],
-    stack.env(),
+    { ...stack.env(), ...env },
     () => true,
   );
   const exit = await command.exited;

@@ -45,11 +45,12 @@ export async function benchPressure(
   stack: ProofStack,
   erp: RateLimitedErp,
   events: number,
+  importEnv: Record<string, string>,
 ): Promise<Record<string, number>> {
   const report = await prepareImport(stack, events);
   const throttledBefore = erp.throttled;
   const started = Date.now();
-  const imported = await benchImport(stack, report);
+  const imported = await benchImport(stack, report, importEnv);
   const arrivals = report.events.map((event) => stack.receiver.keys.get(erpKey(event.id)));
   const first = Math.min(...arrivals.map((record) => record?.arrivals[0] ?? Infinity));
   const last = Math.max(...arrivals.map((record) => record?.appliedAt ?? 0));
@@ -77,6 +78,7 @@ export async function benchPressureLive(
   events: number,
   liveRate: number,
   durationMs: number,
+  importEnv: Record<string, string>,
 ): Promise<Record<string, number>> {
   const report = await prepareImport(stack, events);
   const idleEvents = await preparePathEvents(stack, loadEvents(liveRate, durationMs));
@@ -84,7 +86,7 @@ export async function benchPressureLive(
   const idle = await benchFixedLoad(stack, liveRate, durationMs, idleEvents);
   const throttledBefore = erp.throttled;
   const started = Date.now();
-  const importing = benchImport(stack, report);
+  const importing = benchImport(stack, report, importEnv);
   // The live window starts once the ERP is busy with the import's backlog.
   const busy = () => report.events.some((event) => stack.receiver.keys.has(erpKey(event.id)));
   while (!busy() && Date.now() - started < 120_000) await new Promise((resolve) => setTimeout(resolve, 100));
@@ -120,10 +122,13 @@ export const runPressure: RowRun = async (ctx) => {
   const limited = { SETTLE_ERP_RATE_LIMIT: String(PRESSURE_LIMIT) };
   ctx.processes.worker = await stack.startWorker(limited, ctx.profile());
   await stack.startWorker(limited, ctx.profile());
+  // `settle import` runs with the workers' limits, as it would where settle is deployed, and paces
+  // its runs by them (src/app/import-pace.ts); SETTLE_BENCH_IMPORT_UNPACED=1 measures it without.
+  const importEnv = process.env.SETTLE_BENCH_IMPORT_UNPACED === '1' ? {} : limited;
   const allowing = `the ERP allowing ${PRESSURE_LIMIT}/s`;
   if (ctx.wanted('PR'))
     await ctx.measure('PR', `${size.pressureEvents} imported at once, ${allowing}`, {
-      run: () => benchPressure(stack, erp, size.pressureEvents),
+      run: () => benchPressure(stack, erp, size.pressureEvents, importEnv),
       events: size.pressureEvents,
       reps: 1,
     });
@@ -139,6 +144,7 @@ export const runPressure: RowRun = async (ctx) => {
             size.pressureEvents,
             PRESSURE_LIVE_RATE,
             size.pressureLiveSeconds * 1000,
+            importEnv,
           ),
         events: (figures) => figures.importAccepted! + 2 * PRESSURE_LIVE_RATE * size.pressureLiveSeconds,
         reps: 1,
