@@ -7,11 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { admitTargetCall, recheckTargetCall } from '../src/activities/target-gate';
 import { addShipments } from '../src/db/shipments';
 import { paymentWorkflowId } from '../src/domain/ids';
 import { downstreamIdempotencyKey } from '../src/domain/outbox';
 import { parsePrometheusText, sumOf } from '../src/metrics/prometheus-text';
 import {
+  createTestDatabase,
   paymentEvent,
   postWebhook,
   startTestStack,
@@ -242,3 +244,64 @@ async function targetOpen(target: string): Promise<number> {
   });
   return sumOf(parsePrometheusText(await response.text()), 'settle_target_open', { target });
 }
+
+describe("the gate's slots: live calls before bulk ones", () => {
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  before(async () => {
+    db = await createTestDatabase();
+  });
+  after(async () => {
+    await db?.drop();
+  });
+  /** One call a second: slots a second apart, far wider than the statements take. */
+  const admit = (bulk: boolean, maxWaitMs: number) =>
+    admitTargetCall(db.pool, {
+      target: 'erp',
+      bulk,
+      ratePerSecond: 1,
+      maxInFlight: undefined,
+      maxWaitMs,
+      holdMs: 0,
+      leaseMs: 5_000,
+      outboxId: null,
+    });
+  const schedule = async () =>
+    (
+      await db.pool.query<{ next: string; listed: number }>(
+        `SELECT next_slot_at::text AS next, cardinality(bulk_slots) AS listed FROM target_pressure WHERE target = 'erp'`,
+      )
+    ).rows[0]!;
+
+  test('a live call takes the slot a bulk call reserved; the bulk call asks again and takes the one after', async () => {
+    const free = await admit(true, 1_000);
+    assert.ok(free.held === null && free.waitMs === 0 && free.slot === null, 'a free slot goes at once');
+    const reserved = await admit(true, 1_000);
+    assert.ok(reserved.held === null && reserved.slot !== null, 'the next slot is reserved');
+    const before = await schedule();
+    assert.equal(before.listed, 1);
+
+    const live = await admit(false, 5_000);
+    assert.equal(live.held, null);
+    assert.ok(
+      live.waitMs <= reserved.waitMs,
+      `the live call waits ${live.waitMs} ms, the bulk call's slot was ${reserved.waitMs} ms away`,
+    );
+    assert.deepEqual(await schedule(), { next: before.next, listed: 0 }, 'the same slots: one changed hands');
+
+    assert.equal(await recheckTargetCall(db.pool, 'erp', null, null, reserved.slot), 'lent');
+    const after = await admit(true, 2_000);
+    assert.ok(after.held === null && after.slot !== null, 'the bulk call takes the slot after');
+    assert.ok(after.waitMs > live.waitMs, `${after.waitMs} ms, after the live call's ${live.waitMs}`);
+    assert.equal(await recheckTargetCall(db.pool, 'erp', null, null, after.slot), null, 'still its own');
+    assert.equal((await schedule()).listed, 0, 'a used slot is no longer listed');
+  });
+
+  test("with no bulk call's slot to take, a live call waits for the next slot", async () => {
+    const next = Date.parse((await schedule()).next);
+    const live = await admit(false, 5_000);
+    assert.equal(live.held, null);
+    const { now } = (await db.pool.query<{ now: Date }>('SELECT clock_timestamp() AS now')).rows[0]!;
+    assert.ok(live.waitMs >= next - now.getTime() - 5, `${live.waitMs} ms, the next slot was later`);
+    assert.equal(await recheckTargetCall(db.pool, 'erp', null, null, null), null);
+  });
+});

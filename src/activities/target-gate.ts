@@ -12,8 +12,9 @@ import type { CallOutcome } from './downstream';
 // Downstream pressure (docs/delivery.md): every call to a delivery target passes this gate, which
 // shares the target's rate limit, calls in flight, Retry-After pause and failing state with every
 // other worker through its `target_pressure` row in PostgreSQL. The gate's three statements are at
-// the end of this module: they belong to it alone (the functions they call are in the migrations),
-// and the open targets' read is db/exceptions.ts's.
+// the end of this module: they belong to it alone (the functions they call are in the migrations;
+// admission and its recheck are exported for their test), and the open targets' read is
+// db/exceptions.ts's.
 
 /** A live call waits in the activity for a slot at most this long; past it, it is held and comes back. */
 const LIVE_MAX_WAIT_MS = 1_000;
@@ -71,42 +72,51 @@ export async function enterTarget(
   const rate = limits.ratePerSecond && gateRate(limits.ratePerSecond);
   const local = context.info.isLocal;
   const waitEnds = Date.now() + (bulk && !local ? BULK_MAX_WAIT_MS : 0);
-  let admission: Admission;
+  // A bulk call takes a slot only when it is free or the next one (a slot's wait at most), so a live
+  // call waits behind the bulk backlog for a slot at most: it takes a slot a bulk call reserved and has
+  // not used yet. A paced import's run reaches the gate about as its slot comes (app/import-pace.ts);
+  // one late by a little leaves the next a little early, and half a slot's wait handed most of them
+  // over. A bulk call whose slot a live call took was first in line: it takes the one after, too.
+  const slotMs = rate ? 1000 / rate : 0;
+  let lentAway = false;
   for (;;) {
-    admission = await admitTargetCall(deps.pool, {
-      target,
-      bulk,
-      ratePerSecond: rate,
-      maxInFlight: limits.maxInFlight,
-      // A bulk call takes a slot only when it is free or the next one (a slot's wait at most), so a
-      // live call waits behind the bulk backlog for two slots at most. A paced import's run reaches
-      // the gate about as its slot comes (app/import-pace.ts); one late by a little leaves the next
-      // a little early, and half a slot's wait handed most of them over.
-      maxWaitMs: bulk ? (rate ? 1000 / rate : 0) : LIVE_MAX_WAIT_MS,
-      holdMs: Math.max(0, waitEnds - Date.now()),
-      leaseMs: deps.requestTimeoutMs + LEASE_MARGIN_MS,
-      outboxId,
-    });
-    if (admission.held === null || !admission.waits) break;
-    await waitInActivity(context, admission.waitMs);
-  }
-  if (admission.held !== null) {
-    targetHeldTotal.inc({ target, reason: admission.held });
-    const handOver = bulk && local && (admission.held === 'rate' || admission.held === 'in_flight');
-    throw heldFailure(target, admission.held, admission.until, context.info.attempt, handOver);
-  }
-  if (admission.waitMs > 0) {
+    let admission: Admission;
+    for (;;) {
+      admission = await admitTargetCall(deps.pool, {
+        target,
+        bulk,
+        ratePerSecond: rate,
+        maxInFlight: limits.maxInFlight,
+        maxWaitMs: bulk ? (lentAway ? 2 : 1) * slotMs : LIVE_MAX_WAIT_MS,
+        holdMs: Math.max(0, waitEnds - Date.now()),
+        leaseMs: deps.requestTimeoutMs + LEASE_MARGIN_MS,
+        outboxId,
+      });
+      if (admission.held === null || !admission.waits) break;
+      await waitInActivity(context, admission.waitMs);
+    }
+    if (admission.held !== null) {
+      targetHeldTotal.inc({ target, reason: admission.held });
+      const handOver = bulk && local && (admission.held === 'rate' || admission.held === 'in_flight');
+      throw heldFailure(target, admission.held, admission.until, context.info.attempt, handOver);
+    }
+    if (admission.waitMs === 0) return { callId: admission.callId, recorded: true };
     await delay(admission.waitMs, undefined, { signal: context.cancellationSignal });
-    // Another worker may have met a pause or a failure meanwhile: it holds this call too.
+    // Another worker may have met a pause or a failure meanwhile: it holds this call too. A live call
+    // may have taken a bulk call's slot: the bulk call asks for another.
     const since = admission.probe
       ? null
-      : await recheckTargetCall(deps.pool, target, admission.callId, outboxId);
+      : await recheckTargetCall(deps.pool, target, admission.callId, outboxId, admission.slot);
+    if (since === 'lent') {
+      lentAway = true;
+      continue;
+    }
     if (since) {
       targetHeldTotal.inc({ target, reason: since.held });
       throw heldFailure(target, since.held, since.until, context.info.attempt);
     }
+    return { callId: admission.callId, recorded: true };
   }
-  return { callId: admission.callId, recorded: true };
 }
 
 /** Waits `ms` in the activity; a durable one tells Temporal it is alive at least every WAIT_HEARTBEAT_MS. */
@@ -218,7 +228,7 @@ function heldFailure(
 /** Why a call to a target waits: a Retry-After pause, its failing period, a probe out, or a limit. */
 type HeldReason = 'paused' | 'failing' | 'probing' | 'in_flight' | 'rate';
 
-type Admission =
+export type Admission =
   | {
       held: null;
       /** How long the call waits for its slot of the rate limit before it goes. */
@@ -227,6 +237,8 @@ type Admission =
       callId: number | null;
       /** The one call that probes a target paused or failing. */
       probe: boolean;
+      /** A bulk call's slot to come, which a live call may take meanwhile (PostgreSQL's text of it). */
+      slot: string | null;
     }
   | {
       held: HeldReason;
@@ -236,7 +248,7 @@ type Admission =
       waitMs: number;
     };
 
-type AdmissionRequest = {
+export type AdmissionRequest = {
   target: OutboxTarget;
   /** Imported and recovered events' calls: they yield to live ones. */
   bulk: boolean;
@@ -257,17 +269,18 @@ type AdmissionRequest = {
 };
 
 /** Admits one call to a target under the limits every worker shares, in one statement. */
-async function admitTargetCall(db: Queryable, request: AdmissionRequest): Promise<Admission> {
+export async function admitTargetCall(db: Queryable, request: AdmissionRequest): Promise<Admission> {
   const { rows } = await db.query<{
     held: HeldReason | null;
     until: Date | null;
+    slot: string | null;
     wait_ms: number;
     call_id: string | null;
     probe: boolean;
     waits: boolean;
   }>({
     name: 'target.admit',
-    text: `SELECT held, until, wait_ms, call_id, probe, waits
+    text: `SELECT held, until, until::text AS slot, wait_ms, call_id, probe, waits
              FROM settle_admit_target_call($1::text, $2::boolean, $3::float8, $4::int, $5::int, $6::int, $7::bigint, $8::int)`,
     values: [
       request.target,
@@ -287,37 +300,46 @@ async function admitTargetCall(db: Queryable, request: AdmissionRequest): Promis
     waitMs: row.wait_ms,
     callId: row.call_id === null ? null : Number(row.call_id),
     probe: row.probe,
+    slot: row.slot,
   };
 }
 
 /**
- * After a wait for its slot, whether the call may still go: null if so; else why not (a pause or a
- * failure another worker recorded meanwhile), and its lease is released. A probe always may.
+ * After a wait for its slot, whether the call may still go: null if so; `lent` if a live call took
+ * the bulk call's `slot` (it asks for another); else why not (a pause or a failure another worker
+ * recorded meanwhile). A call that may not go releases its lease. A probe always may.
  */
-async function recheckTargetCall(
+export async function recheckTargetCall(
   db: Queryable,
   target: OutboxTarget,
   callId: number | null,
   /** The row whose attempt was counted: taken back, as admission does for a held call. */
   outboxId: number | null,
-): Promise<{ held: HeldReason; until: Date } | null> {
-  const { rows } = await db.query<{ paused: boolean; until: Date | null }>({
+  slot: string | null,
+): Promise<{ held: HeldReason; until: Date } | 'lent' | null> {
+  const { rows } = await db.query<{ paused: boolean | null; until: Date | null; lent: boolean }>({
     name: 'target.recheck',
     text: `WITH s AS (
              SELECT coalesce(paused_until > clock_timestamp(), false) AS paused,
                     greatest(paused_until, next_probe_at) AS until
                FROM target_pressure WHERE target = $1::text AND probing),
-           released AS (DELETE FROM target_calls WHERE call_id = $2::bigint AND EXISTS (SELECT 1 FROM s)),
+           kept AS (
+             UPDATE target_pressure SET bulk_slots = array_remove(bulk_slots, $4::timestamptz)
+              WHERE target = $1::text AND $4::timestamptz = ANY(bulk_slots) RETURNING 1),
+           lost AS (SELECT $4::timestamptz IS NOT NULL AND NOT EXISTS (SELECT 1 FROM kept) AS lent),
+           released AS (
+             DELETE FROM target_calls
+              WHERE call_id = $2::bigint AND (EXISTS (SELECT 1 FROM s) OR (SELECT lent FROM lost))),
            uncounted AS (
              UPDATE outbox SET attempts = greatest(attempts - 1, 0), updated_at = now(),
                                last_error = 'held by settle: the target asked for a pause or is failing'
               WHERE outbox_id = $3::bigint AND status = 'pending' AND EXISTS (SELECT 1 FROM s))
-           SELECT paused, until FROM s`,
-    values: [target, callId, outboxId],
+           SELECT s.paused, s.until, lost.lent FROM lost LEFT JOIN s ON true`,
+    values: [target, callId, outboxId, slot],
   });
-  const row = rows[0];
-  if (!row) return null;
-  return { held: row.paused ? 'paused' : 'failing', until: row.until ?? new Date() };
+  const row = rows[0]!;
+  if (row.paused !== null) return { held: row.paused ? 'paused' : 'failing', until: row.until ?? new Date() };
+  return row.lent ? 'lent' : null;
 }
 
 /** How a target answered, as the shared state reads it. */
