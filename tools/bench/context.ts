@@ -23,6 +23,8 @@ export const SIZES = {
     recoveryListed: 1_000,
     pressureEvents: 300,
     pressureLiveSeconds: 10,
+    /** PRL's repetitions: its goal reads the median of their ratios (a window's p99 is a few events). */
+    pressureLiveReps: 3,
   },
   full: {
     reps: 3,
@@ -39,6 +41,7 @@ export const SIZES = {
     pressureEvents: 2_000,
     /** PRL's live windows: most of the import's drain (2,000 at 20/s), 120 events for a p99. */
     pressureLiveSeconds: 60,
+    pressureLiveReps: 3,
   },
 };
 export type Size = typeof SIZES.short;

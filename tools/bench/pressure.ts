@@ -1,6 +1,9 @@
+import { paymentWorkflowId } from '../../src/domain/ids';
+import type { PaymentEvent } from '../../src/domain/payment-event';
 import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
 import { benchImport, prepareImport } from './import';
-import { erpKey } from '../../testkit/load';
+import { erpKey, percentile } from '../../testkit/load';
+import { round } from '../../testkit/processes';
 import type { ProofStack } from '../../testkit/stack';
 import type { Answer, ReceivedRequest } from '../../testkit/receiver';
 import type { RowRun } from './context';
@@ -92,6 +95,10 @@ export async function benchPressureLive(
   while (!busy() && Date.now() - started < 120_000) await new Promise((resolve) => setTimeout(resolve, 100));
   const live = await benchFixedLoad(stack, liveRate, durationMs, liveEvents);
   const imported = await importing;
+  if (process.env.SETTLE_BENCH_PHASES === '1') {
+    await printLivePhases(stack, 'idle', idleEvents.slice(0, idle.sent));
+    await printLivePhases(stack, 'importing', liveEvents.slice(0, live.sent));
+  }
   return {
     offeredPerSecond: liveRate,
     idleDeliveredP99Ms: idle.deliveredP99Ms,
@@ -107,6 +114,41 @@ export async function benchPressureLive(
     undelivered: imported.undelivered,
     errors: idle.errors + live.errors + imported.undelivered,
   };
+}
+
+/**
+ * Where live events' time went before their claim, from their runs' histories (with
+ * SETTLE_BENCH_PHASES=1, printed, not a figure): the start to its workflow task's dispatch to a
+ * worker, that dispatch to the reconcile's transaction, and that to the task's completion.
+ */
+async function printLivePhases(stack: ProofStack, label: string, events: PaymentEvent[]): Promise<void> {
+  const { rows } = await stack.pool.query<{ event_id: string; at: number }>(
+    `SELECT event_id, (extract(epoch FROM claimed_at) * 1000)::float8 AS at FROM claims WHERE event_id = ANY($1::text[])`,
+    [events.map((event) => event.id)],
+  );
+  const claimedAt = new Map(rows.map((row) => [row.event_id, row.at]));
+  const ms = (time: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
+    Number(time?.seconds ?? 0) * 1000 + (time?.nanos ?? 0) / 1e6;
+  const phases: Record<string, number[]> = {
+    'started → dispatched': [],
+    'dispatched → claimed': [],
+    'claimed → task completed': [],
+  };
+  for (const event of events) {
+    const history = await stack.client.workflow.getHandle(paymentWorkflowId(event.id)).fetchHistory();
+    const all = history.events ?? [];
+    const dispatched = all.find((e) => e.workflowTaskStartedEventAttributes)?.eventTime;
+    const completed = all.find((e) => e.workflowTaskCompletedEventAttributes)?.eventTime;
+    const claimed = claimedAt.get(event.id);
+    if (!dispatched || !completed || claimed === undefined) continue;
+    phases['started → dispatched']!.push(ms(dispatched) - ms(all[0]?.eventTime));
+    phases['dispatched → claimed']!.push(claimed - ms(dispatched));
+    phases['claimed → task completed']!.push(ms(completed) - claimed);
+  }
+  for (const [phase, each] of Object.entries(phases))
+    process.stderr.write(
+      `bench: PRL ${label}, ${phase}: p50 ${round(percentile(each, 50), 1)} ms, p99 ${round(percentile(each, 99), 1)} ms\n`,
+    );
 }
 
 /** PR and PRL: the calls a second the ERP allows (and SETTLE_ERP_RATE_LIMIT), and PRL's live rate. */
@@ -147,7 +189,7 @@ export const runPressure: RowRun = async (ctx) => {
             importEnv,
           ),
         events: (figures) => figures.importAccepted! + 2 * PRESSURE_LIVE_RATE * size.pressureLiveSeconds,
-        reps: 1,
+        reps: size.pressureLiveReps,
       },
     );
 };
