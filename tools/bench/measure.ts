@@ -25,7 +25,7 @@ export function measuring(
       const prepared = (await spec.prepare?.(rep)) as P;
       // On the cluster, the server's own count of the actions too (before and after the run).
       const before = spec.workflowIds && stack.cluster ? await settledActions(stack.cluster) : undefined;
-      const sampler = new ResourceSampler(pids, ['worker', 'noop-worker']);
+      const sampler = new ResourceSampler(pids, ['worker', 'worker-2', 'noop-worker']);
       const startedAt = new Date();
       const figures = await spec.run(prepared, rep);
       const usage = sampler.stop();
@@ -122,14 +122,14 @@ export function perEvent(resources: Record<string, Usage>, events: number): Reco
 }
 
 /**
- * The process classes of the CPU-per-event columns: `temporal` is the dev server, or the four
- * services of a cluster summed; `temporal-pg` the cluster's own PostgreSQL; `pg` settle's PostgreSQL
- * (postmaster and backends); `bench` the load generator with its downstream receiver (and
- * `settle import` in I).
+ * The process classes of the CPU-per-event columns: `worker` is settle's worker, or both of PR and
+ * PRL's summed; `temporal` the dev server, or the four services of a cluster summed; `temporal-pg`
+ * the cluster's own PostgreSQL; `pg` settle's PostgreSQL (postmaster and backends); `bench` the load
+ * generator with its downstream receiver, and `settle import` where a row runs it (I, LI, PR, PRL).
  */
 export const CPU_CLASSES: [string, (name: string) => boolean][] = [
   ['gateway', (name) => name === 'gateway'],
-  ['worker', (name) => name === 'worker'],
+  ['worker', (name) => name === 'worker' || name === 'worker-2'],
   ['serve', (name) => name === 'serve'],
   ['noop', (name) => name === 'noop-worker'],
   ['plain', (name) => name === 'plain-consumer'],
