@@ -56,6 +56,19 @@ async function sendAndFollow(stack: ProofStack, event: PaymentEvent, sample: Sam
   return deliveredAt !== undefined;
 }
 
+/** When each event's claim was made (ms since the epoch), by event ID; an event without one is absent. */
+export async function claimedAt(
+  stack: ProofStack,
+  events: PaymentEvent[],
+  claims: ClaimsTable = 'claims',
+): Promise<Map<string, number>> {
+  const { rows } = await stack.pool.query<{ event_id: string; at: number }>(
+    `SELECT event_id, (extract(epoch FROM claimed_at) * 1000)::float8 AS at FROM ${claims} WHERE event_id = ANY($1::text[])`,
+    [events.map((event) => event.id)],
+  );
+  return new Map(rows.map((row) => [row.event_id, row.at]));
+}
+
 async function figuresFor(
   stack: ProofStack,
   events: PaymentEvent[],
@@ -64,12 +77,11 @@ async function figuresFor(
   wallMs: number,
   claims: ClaimsTable = 'claims',
 ): Promise<PathFigures> {
-  const { rows } = await stack.pool.query<{ event_id: string; at: number }>(
-    `SELECT event_id, (extract(epoch FROM claimed_at) * 1000)::float8 AS at FROM ${claims} WHERE event_id = ANY($1::text[])`,
-    [events.map((event) => event.id)],
-  );
-  const index = new Map(events.map((event, i) => [event.id, i]));
-  const commit = rows.map((row) => row.at - samples[index.get(row.event_id)!]!.sentAt);
+  const claimed = await claimedAt(stack, events, claims);
+  const commit = events.flatMap((event, i) => {
+    const at = claimed.get(event.id);
+    return at === undefined ? [] : [at - samples[i]!.sentAt];
+  });
   const acks = samples.flatMap((sample) => (sample.ackMs === undefined ? [] : [sample.ackMs]));
   const delivered = samples.flatMap((sample) =>
     sample.deliveredAt === undefined ? [] : [sample.deliveredAt - sample.sentAt],

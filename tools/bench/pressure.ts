@@ -1,6 +1,6 @@
 import { paymentWorkflowId } from '../../src/domain/ids';
 import type { PaymentEvent } from '../../src/domain/payment-event';
-import { benchFixedLoad, loadEvents, preparePathEvents } from './full-path';
+import { benchFixedLoad, claimedAt, loadEvents, preparePathEvents } from './full-path';
 import { benchImport, prepareImport } from './import';
 import { erpKey, percentile } from '../../testkit/load';
 import { round } from '../../testkit/processes';
@@ -122,11 +122,7 @@ export async function benchPressureLive(
  * worker, that dispatch to the reconcile's transaction, and that to the task's completion.
  */
 async function printLivePhases(stack: ProofStack, label: string, events: PaymentEvent[]): Promise<void> {
-  const { rows } = await stack.pool.query<{ event_id: string; at: number }>(
-    `SELECT event_id, (extract(epoch FROM claimed_at) * 1000)::float8 AS at FROM claims WHERE event_id = ANY($1::text[])`,
-    [events.map((event) => event.id)],
-  );
-  const claimedAt = new Map(rows.map((row) => [row.event_id, row.at]));
+  const claimed = await claimedAt(stack, events);
   const ms = (time: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
     Number(time?.seconds ?? 0) * 1000 + (time?.nanos ?? 0) / 1e6;
   const phases: Record<string, number[]> = {
@@ -139,11 +135,11 @@ async function printLivePhases(stack: ProofStack, label: string, events: Payment
     const all = history.events ?? [];
     const dispatched = all.find((e) => e.workflowTaskStartedEventAttributes)?.eventTime;
     const completed = all.find((e) => e.workflowTaskCompletedEventAttributes)?.eventTime;
-    const claimed = claimedAt.get(event.id);
-    if (!dispatched || !completed || claimed === undefined) continue;
+    const claim = claimed.get(event.id);
+    if (!dispatched || !completed || claim === undefined) continue;
     phases['started → dispatched']!.push(ms(dispatched) - ms(all[0]?.eventTime));
-    phases['dispatched → claimed']!.push(claimed - ms(dispatched));
-    phases['claimed → task completed']!.push(ms(completed) - claimed);
+    phases['dispatched → claimed']!.push(claim - ms(dispatched));
+    phases['claimed → task completed']!.push(ms(completed) - claim);
   }
   for (const [phase, each] of Object.entries(phases))
     process.stderr.write(
