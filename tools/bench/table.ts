@@ -54,6 +54,21 @@ const shown = (value: number, [a, b]: [number, number], each = '') =>
   `${round(value, 2)} (${round(a, 1)} / ${round(b, 1)}${each})`;
 
 /**
+ * The ratio a goal reads: a / b, or, given two or more ratios measured side by side (`each`, named
+ * `by` in the line), their median, with each and the two medians a and b shown beside it.
+ */
+function ratioRead(
+  [a, b]: [number, number],
+  each: number[],
+  by: string,
+): { ratio: number; measured: string } {
+  if (each.length < 2) return { ratio: a / b, measured: shown(a / b, [a, b]) };
+  const ratio = median(each);
+  const measured = `${round(ratio, 2)} by its ${by} (${each.map((x) => round(x, 2)).join(', ')}; medians ${round(a, 1)} / ${round(b, 1)})`;
+  return { ratio, measured };
+}
+
+/**
  * Met when a / b ≥ min; `context` never reads as a MISS. With `turn`, the rows ran their repetitions
  * side by side, and the ratio read is the median of each pair's: a pair meets the same moments of the
  * machine, which the medians of the two rows taken apart do not (they are shown beside it).
@@ -70,10 +85,7 @@ function atLeast(
     check: (r) => {
       const [a, b] = read(r);
       if (a === undefined || b === undefined) return { ...NOT_MEASURED, ...ctx };
-      const each = turn ? r.inTurn(...turn) : [];
-      if (each.length < 2) return { measured: shown(a / b, [a, b]), met: a / b >= min, ...ctx };
-      const ratio = median(each);
-      const measured = `${round(ratio, 2)} by its pairs (${each.map((x) => round(x, 2)).join(', ')}; medians ${round(a, 1)} / ${round(b, 1)})`;
+      const { ratio, measured } = ratioRead([a, b], turn ? r.inTurn(...turn) : [], 'pairs');
       return { measured, met: ratio >= min, ...ctx };
     },
   };
@@ -94,10 +106,7 @@ function atMost(
     check: (r) => {
       const [a, b] = read(r);
       if (!a || !b) return NOT_MEASURED;
-      const ratios = each?.(r) ?? [];
-      if (ratios.length < 2) return { measured: shown(a / b, [a, b]), met: a / b <= max };
-      const ratio = median(ratios);
-      const measured = `${round(ratio, 2)} by its repetitions (${ratios.map((x) => round(x, 2)).join(', ')}; medians ${round(a, 1)} / ${round(b, 1)})`;
+      const { ratio, measured } = ratioRead([a, b], each?.(r) ?? [], 'repetitions');
       return { measured, met: ratio <= max };
     },
   };
